@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""pullpath's lab: a Kubernetes node's pull path, built from real servers in network namespaces.
+
+    lab.py up [--large]        build the namespaces, PKI, servers and test images (idempotent)
+    lab.py scenario NAME       switch to a scenario of lab/scenarios.toml (resets the baseline first)
+    lab.py reset-node NAME     restart a node's containerd with an empty image store
+    lab.py status              print the lab's state as JSON
+    lab.py down                stop everything and remove every trace
+
+Topology (every address lives only inside these namespaces; none has a default route, and none
+is linked to the root namespace, so nothing can leave the lab):
+
+    pp-node      10.10.1.2  the fresh node: containerd, resolver 10.10.5.2
+    pp-oldnode   10.10.7.2  a node that pulled the image earlier (cached-image)
+    pp-registry  10.10.2.2  Distribution on 443, token auth, redirect middleware
+    pp-auth      10.10.3.2  token service (lab/tokend.py) on 443
+    pp-blob      10.10.4.2  nginx on 443 serving the registry's storage
+    pp-dns       10.10.5.2  dnsmasq, the node resolver; 10.10.5.3 dnsmasq, the cluster resolver
+    pp-pod       10.10.6.2  a pod: cluster resolver, its own routes
+    pp-router    10.10.N.1  routes between the subnets above, nothing else
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+
+LAB = os.path.dirname(os.path.abspath(__file__))
+STATE = os.environ.get("PULLPATH_LAB_STATE", "/var/lib/pullpath-lab")
+PKI = os.path.join(STATE, "pki")
+LOGS = os.path.join(STATE, "logs")
+PIDS = os.path.join(STATE, "pids")
+PREFIX = "pp-"
+
+# name -> (subnet number, host address suffixes)
+HOSTS = {
+    "node": 1,
+    "registry": 2,
+    "auth": 3,
+    "blob": 4,
+    "dns": 5,
+    "pod": 6,
+    "oldnode": 7,
+}
+NODES = {"node": "pp-node", "old-node": "pp-oldnode"}
+NODE_RESOLVER = "10.10.5.2"
+CLUSTER_RESOLVER = "10.10.5.3"
+REGISTRY = "registry.example.test"
+REGISTRY_PRIVATE = "registry.privatelink.example.test"
+AUTH = "auth.example.test"
+BLOB = "labstore.blob.example.test"
+# Names every resolver of the lab knows in the baseline: name -> address (CNAMEs below).
+RECORDS = {
+    "registry": [(REGISTRY_PRIVATE, "10.10.2.2")],
+    "auth": [(AUTH, "10.10.3.2")],
+    "blob": [(BLOB, "10.10.4.2")],
+}
+CNAMES = {"registry": [(REGISTRY, REGISTRY_PRIVATE)]}
+
+
+class SetupFailed(Exception):
+    """A step of the lab failed; the message names the step and the server, with its log."""
+
+
+def ns(name: str) -> str:
+    return PREFIX + name
+
+
+def addr(name: str, host: int = 2) -> str:
+    return f"10.10.{HOSTS[name]}.{host}"
+
+
+def run(*cmd, check=True, input=None, quiet=False):
+    result = subprocess.run(cmd, capture_output=True, text=True, input=input)
+    if check and result.returncode != 0:
+        raise SetupFailed(f"command failed: {' '.join(cmd)}\n{result.stderr.strip()}")
+    return result
+
+
+def in_ns(name: str, *cmd, check=True, input=None):
+    return run("ip", "netns", "exec", ns(name), *cmd, check=check, input=input)
+
+
+def log_tail(log: str, lines: int = 30) -> str:
+    try:
+        with open(log, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log written)"
+
+
+# ---------------------------------------------------------------- processes
+
+
+def start(server: str, namespace: str, *cmd):
+    """Start a server inside a namespace, detached, logging to LOGS/server.log."""
+    stop(server)
+    log = os.path.join(LOGS, f"{server}.log")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", namespace, *cmd],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+        )
+    with open(os.path.join(PIDS, f"{server}.pid"), "w") as f:
+        f.write(str(proc.pid))
+    return proc.pid
+
+
+def pid_of(server: str):
+    try:
+        with open(os.path.join(PIDS, f"{server}.pid")) as f:
+            return int(f.read().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def alive(pid) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours counts as dead.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def stop(server: str):
+    pid = pid_of(server)
+    if alive(pid):
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.05)
+        if alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    try:
+        os.remove(os.path.join(PIDS, f"{server}.pid"))
+    except FileNotFoundError:
+        pass
+
+
+def wait_listening(server: str, namespace: str, address: str, port: int, proto: str = "tcp", seconds: float = 15):
+    """Poll the namespace's socket table until the server listens; fail with its log."""
+    flag = "-ltn" if proto == "tcp" else "-lun"
+    want = f"{address}:{port}"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        out = run("ip", "netns", "exec", namespace, "ss", "-H", flag, check=False).stdout
+        if any(want in line.split() for line in out.splitlines()):
+            return
+        if not alive(pid_of(server)):
+            break
+        time.sleep(0.05)
+    log = os.path.join(LOGS, f"{server}.log")
+    state = "exited" if not alive(pid_of(server)) else f"did not listen on {want}/{proto} within {seconds}s"
+    raise SetupFailed(f"{server} in {namespace} {state}; its log ({log}):\n{log_tail(log)}")
+
+
+# ---------------------------------------------------------------- network
+
+
+def netns_exists(name: str) -> bool:
+    return os.path.exists(f"/run/netns/{ns(name)}")
+
+
+def build_network():
+    if not netns_exists("router"):
+        run("ip", "netns", "add", ns("router"))
+    in_ns("router", "ip", "link", "set", "lo", "up")
+    in_ns("router", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    for name in HOSTS:
+        if not netns_exists(name):
+            run("ip", "netns", "add", ns(name))
+        in_ns(name, "ip", "link", "set", "lo", "up")
+        have = in_ns(name, "ip", "-o", "link", "show", "eth0", check=False).returncode == 0
+        if not have:
+            run("ip", "link", "add", "eth0", "netns", ns(name), "type", "veth", "peer", "name", f"to-{name}", "netns", ns("router"))
+        in_ns(name, "ip", "addr", "replace", f"{addr(name)}/24", "dev", "eth0")
+        if name == "dns":
+            in_ns(name, "ip", "addr", "replace", f"{CLUSTER_RESOLVER}/24", "dev", "eth0")
+        in_ns(name, "ip", "link", "set", "eth0", "up")
+        in_ns("router", "ip", "addr", "replace", f"{addr(name, 1)}/24", "dev", f"to-{name}")
+        in_ns("router", "ip", "link", "set", f"to-{name}", "up")
+    restore_routes()
+
+
+def restore_routes():
+    """The baseline: every host reaches every other subnet through the router; no default route."""
+    for name in HOSTS:
+        for other in HOSTS:
+            if other != name:
+                in_ns(name, "ip", "route", "replace", f"10.10.{HOSTS[other]}.0/24", "via", addr(name, 1))
+
+
+def nft_reset():
+    for name in HOSTS:
+        in_ns(name, "nft", "delete", "table", "inet", "pplab", check=False)
+
+
+def nft_rule(name: str, rule: str):
+    script = f"table inet pplab {{\n chain input {{\n  type filter hook input priority 0; policy accept;\n  {rule}\n }}\n}}\n"
+    in_ns(name, "nft", "-f", "-", input=script)
+
+
+# ---------------------------------------------------------------- PKI
+
+
+def openssl(*args):
+    run("openssl", *args)
+
+
+def make_ca(name: str):
+    key, pem = os.path.join(PKI, f"{name}.key"), os.path.join(PKI, f"{name}.pem")
+    if not os.path.exists(pem):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", pem, "-days", "3650",
+                "-subj", f"/CN=pullpath lab {name}", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+
+def make_cert(name: str, ca: str, dns_names: list, expired: bool = False):
+    key, pem = os.path.join(PKI, f"{name}.key"), os.path.join(PKI, f"{name}.pem")
+    if os.path.exists(pem):
+        return
+    csr = os.path.join(PKI, f"{name}.csr")
+    openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={dns_names[0]}")
+    ext = os.path.join(PKI, f"{name}.ext")
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+        f.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in dns_names) + "\n")
+    ca_key, ca_pem = os.path.join(PKI, f"{ca}.key"), os.path.join(PKI, f"{ca}.pem")
+    if not expired:
+        openssl("x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key, "-CAcreateserial", "-out", pem,
+                "-days", "825", "-extfile", ext)
+        return
+    # `openssl x509` cannot date a certificate in the past; `openssl ca` can.
+    db = os.path.join(PKI, "expired-ca")
+    os.makedirs(db, exist_ok=True)
+    open(os.path.join(db, "index.txt"), "w").close()
+    conf = os.path.join(db, "ca.cnf")
+    with open(conf, "w") as f:
+        f.write(f"""[ca]
+default_ca = lab
+[lab]
+database = {db}/index.txt
+new_certs_dir = {db}
+serial = {db}/serial
+default_md = sha256
+policy = any
+copy_extensions = none
+[any]
+commonName = supplied
+""")
+    with open(os.path.join(db, "serial"), "w") as f:
+        f.write("1000\n")
+    openssl("ca", "-batch", "-config", conf, "-cert", ca_pem, "-keyfile", ca_key, "-in", csr, "-out", pem,
+            "-startdate", "20200101000000Z", "-enddate", "20210101000000Z", "-extfile", ext, "-notext")
+
+
+def build_pki():
+    os.makedirs(PKI, exist_ok=True)
+    make_ca("ca")
+    make_ca("rogue-ca")
+    make_cert("registry", "ca", [REGISTRY, REGISTRY_PRIVATE])
+    make_cert("registry-wrong-name", "ca", ["other.example.test"])
+    make_cert("registry-expired", "ca", [REGISTRY, REGISTRY_PRIVATE], expired=True)
+    make_cert("registry-unknown-ca", "rogue-ca", [REGISTRY, REGISTRY_PRIVATE])
+    make_cert("auth", "ca", [AUTH])
+    make_cert("blob", "ca", [BLOB])
+    signer = os.path.join(PKI, "token-signer.pem")
+    if not os.path.exists(signer):
+        # Self-signed and without extended key usage: the registry verifies the token's x5c
+        # chain against this very certificate (its rootcertbundle).
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", os.path.join(PKI, "token-signer.key"),
+                "-out", signer, "-days", "3650", "-subj", "/CN=pullpath lab token signer")
+
+
+# ---------------------------------------------------------------- servers
+
+
+def write(path: str, text: str):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # Write in place: `ip netns exec` bind-mounts resolv.conf and hosts, and a rename would
+    # leave running processes reading the old file.
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def dnsmasq_conf(without: tuple = ()) -> str:
+    lines = ["local=/example.test/"]
+    for group, records in RECORDS.items():
+        if group in without:
+            continue
+        lines += [f"host-record={name},{ip}" for name, ip in records]
+        lines += [f"cname={alias},{target}" for alias, target in CNAMES.get(group, [])]
+    return "\n".join(lines) + "\n"
+
+
+def start_resolver(server: str, listen: str, conf_text: str, extra: str = ""):
+    conf = os.path.join(STATE, "dns", f"{server}.conf")
+    write(conf, conf_text + extra)
+    start(server, ns("dns"), "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
+          f"--listen-address={listen}", "--port=53", f"--conf-file={conf}", "--user=root", "--log-queries",
+          "--log-facility=-", "--cache-size=0")
+    wait_listening(server, ns("dns"), listen, 53, proto="udp")
+
+
+def start_node_resolver(without: tuple = ()):
+    start_resolver("node-resolver", NODE_RESOLVER, dnsmasq_conf(without))
+
+
+def start_cluster_resolver():
+    cluster = "local=/cluster.local/\nhost-record=kube-dns.kube-system.svc.cluster.local,10.10.5.3\n"
+    start_resolver("cluster-resolver", CLUSTER_RESOLVER, dnsmasq_conf(), cluster)
+
+
+def node_files(hosts_extra: str = ""):
+    for name in ("node", "oldnode"):
+        write(f"/etc/netns/{ns(name)}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
+        write(f"/etc/netns/{ns(name)}/hosts", "127.0.0.1 localhost\n::1 localhost\n" + hosts_extra)
+    write(f"/etc/netns/{ns('pod')}/resolv.conf",
+          f"search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver {CLUSTER_RESOLVER}\noptions ndots:5\n")
+    write(f"/etc/netns/{ns('pod')}/hosts", "127.0.0.1 localhost\n")
+
+
+def start_registry(cert: str = "registry"):
+    data = os.path.join(STATE, "registry-data")
+    os.makedirs(data, exist_ok=True)
+    conf = os.path.join(STATE, "registry.yml")
+    write(conf, f"""version: 0.1
+log:
+  level: info
+  formatter: text
+storage:
+  filesystem:
+    rootdirectory: {data}
+  delete:
+    enabled: true
+  cache:
+    blobdescriptor: inmemory
+http:
+  addr: {addr('registry')}:443
+  tls:
+    certificate: {PKI}/{cert}.pem
+    key: {PKI}/{cert}.key
+auth:
+  token:
+    realm: https://{AUTH}/token
+    service: {REGISTRY}
+    issuer: pullpath-lab-auth
+    rootcertbundle: {PKI}/token-signer.pem
+middleware:
+  storage:
+    - name: redirect
+      options:
+        baseurl: https://{BLOB}
+""")
+    start("registry", ns("registry"), "docker-registry", "serve", conf)
+    wait_listening("registry", ns("registry"), addr("registry"), 443)
+    with open(os.path.join(STATE, "registry-cert"), "w") as f:
+        f.write(cert)
+
+
+def start_auth():
+    start("auth", ns("auth"), sys.executable, os.path.join(LAB, "tokend.py"), "--listen", f"{addr('auth')}:443",
+          "--tls-cert", f"{PKI}/auth.pem", "--tls-key", f"{PKI}/auth.key",
+          "--signing-key", f"{PKI}/token-signer.key", "--signing-cert", f"{PKI}/token-signer.pem")
+    wait_listening("auth", ns("auth"), addr("auth"), 443)
+
+
+def start_blob():
+    data = os.path.join(STATE, "registry-data")
+    conf = os.path.join(STATE, "nginx", "nginx.conf")
+    write(conf, f"""user root;
+worker_processes 2;
+daemon off;
+pid {STATE}/nginx/nginx.pid;
+error_log {LOGS}/blob-error.log info;
+events {{ worker_connections 256; }}
+http {{
+  # The Authorization header is logged on purpose: tests prove the registry's credential
+  # never reaches this host.
+  log_format pullpath '$remote_addr "$request" $status $body_bytes_sent auth="$http_authorization" range="$http_range"';
+  access_log {LOGS}/blob-access.log pullpath;
+  client_body_temp_path {STATE}/nginx/body;
+  proxy_temp_path {STATE}/nginx/proxy;
+  fastcgi_temp_path {STATE}/nginx/fastcgi;
+  uwsgi_temp_path {STATE}/nginx/uwsgi;
+  scgi_temp_path {STATE}/nginx/scgi;
+  sendfile on;
+  default_type application/octet-stream;
+  server {{
+    listen {addr('blob')}:443 ssl;
+    server_name {BLOB};
+    ssl_certificate {PKI}/blob.pem;
+    ssl_certificate_key {PKI}/blob.key;
+    root {data};
+    location /docker/registry/v2/blobs/ {{ }}
+    location / {{ return 404; }}
+  }}
+}}
+""")
+    start("blob", ns("blob"), "nginx", "-c", conf)
+    wait_listening("blob", ns("blob"), addr("blob"), 443)
+
+
+def containerd_dir(node: str) -> str:
+    return os.path.join(STATE, "containerd", node)
+
+
+def containerd_socket(node: str) -> str:
+    return os.path.join(containerd_dir(node), "containerd.sock")
+
+
+def start_containerd(node: str, fresh: bool):
+    base = containerd_dir(node)
+    server = f"containerd-{node}"
+    stop(server)
+    if fresh:
+        shutil.rmtree(os.path.join(base, "root"), ignore_errors=True)
+    certs = os.path.join(base, "certs.d", REGISTRY)
+    # The CA goes on the [host] entry and on `server` itself: containerd falls back to the
+    # server after a 404, and without the CA there "not found" would hide behind an x509 error.
+    # (containerd 1.6 rejects a hosts.toml without a [host] table.)
+    write(os.path.join(certs, "hosts.toml"), f"""server = "https://{REGISTRY}"
+ca = "{PKI}/ca.pem"
+
+[host."https://{REGISTRY}"]
+  capabilities = ["pull", "resolve"]
+  ca = "{PKI}/ca.pem"
+""")
+    conf = os.path.join(base, "config.toml")
+    write(conf, f"""version = 2
+root = "{base}/root"
+state = "{base}/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+                    "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
+                    "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = "{base}/containerd.sock"
+
+[ttrpc]
+  address = "{base}/containerd.sock.ttrpc"
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{base}/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{REGISTRY}/pause:3.6"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{base}/cni/bin"
+    conf_dir = "{base}/cni/conf"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{base}/certs.d"
+""")
+    start(server, NODES[node], "containerd", "--config", conf)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if os.path.exists(containerd_socket(node)):
+            ok = run("ctr", "--address", containerd_socket(node), "version", check=False)
+            if ok.returncode == 0:
+                return
+        if not alive(pid_of(server)):
+            break
+        time.sleep(0.05)
+    log = os.path.join(LOGS, f"{server}.log")
+    raise SetupFailed(f"{server} in {NODES[node]} did not answer on {containerd_socket(node)}; its log ({log}):\n{log_tail(log)}")
+
+
+def push_images(large: bool):
+    result = in_ns("node", sys.executable, os.path.join(LAB, "images.py"), "push", STATE, REGISTRY,
+                   os.path.join(PKI, "ca.pem"), *(["--large"] if large else []), check=False)
+    if result.returncode != 0:
+        raise SetupFailed(f"pushing test images failed:\n{result.stdout}{result.stderr}\n"
+                          f"registry log:\n{log_tail(os.path.join(LOGS, 'registry.log'))}")
+
+
+def pull_on(node: str, image: str, user: str, password: str):
+    """Pull with ctr into a node's store (setup only: the ground truth itself goes through CRI)."""
+    # ctr fetches in its own process, so it runs in the node's namespace like the node's runtime.
+    result = run("ip", "netns", "exec", NODES[node], "ctr", "--address", containerd_socket(node), "-n", "k8s.io", "images", "pull",
+                 "--snapshotter", "native", "--hosts-dir", os.path.join(containerd_dir(node), "certs.d"), "--user", f"{user}:{password}",
+                 image, check=False)
+    if result.returncode != 0:
+        raise SetupFailed(f"pre-pulling {image} on {node} failed:\n{result.stderr}")
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+def catalog() -> dict:
+    with open(os.path.join(LAB, "scenarios.toml"), "rb") as f:
+        return tomllib.load(f)["scenario"]
+
+
+def apply_fault(fault: str, state: dict):
+    words = fault.split()
+    kind, args = words[0], words[1:]
+    if kind == "node-route-del":
+        for node in ("node", "oldnode"):
+            in_ns(node, "ip", "route", "del", f"10.10.{HOSTS[args[0]]}.0/24")
+    elif kind == "return-route-del":
+        in_ns(args[0], "ip", "route", "del", f"10.10.{HOSTS[args[1]]}.0/24")
+    elif kind == "nft-drop":
+        nft_rule(args[0], f"tcp dport {args[1]} drop")
+    elif kind == "nft-reset":
+        nft_rule(args[0], f"tcp dport {args[1]} reject with tcp reset")
+    elif kind == "node-dns-without":
+        state["dns_without"] += tuple(args)
+    elif kind == "node-hosts-entry":
+        state["hosts"] += "".join(f"{ip} {REGISTRY if a == 'registry' else name}\n"
+                                  for a in args for name, ip in RECORDS[a])
+    elif kind == "registry-cert":
+        state["cert"] = f"registry-{args[0]}"
+    else:
+        raise SetupFailed(f"unknown fault {fault!r} in lab/scenarios.toml")
+
+
+def switch(name: str):
+    scenarios = catalog()
+    if name not in scenarios:
+        raise SetupFailed(f"no scenario {name!r}; known: {', '.join(sorted(scenarios))}")
+    require_up()
+    state = {"dns_without": (), "hosts": "", "cert": "registry"}
+    restore_routes()
+    nft_reset()
+    for fault in scenarios[name]["faults"]:
+        apply_fault(fault, state)
+    node_files(state["hosts"])
+    current = {}
+    current_path = os.path.join(STATE, "scenario.json")
+    if os.path.exists(current_path):
+        with open(current_path) as f:
+            current = json.load(f)
+    if tuple(current.get("dns_without", ())) != state["dns_without"] or not alive(pid_of("node-resolver")):
+        start_node_resolver(state["dns_without"])
+    if current.get("cert", "registry") != state["cert"] or not alive(pid_of("registry")):
+        start_registry(state["cert"])
+    start_containerd("node", fresh=True)
+    with open(current_path, "w") as f:
+        json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"]}, f)
+
+
+def require_up():
+    if not os.path.exists(os.path.join(STATE, "up")):
+        raise SetupFailed("the lab is not up: run `lab/lab.py up` first")
+
+
+# ---------------------------------------------------------------- up / down
+
+
+def up(large: bool):
+    for dir_ in (STATE, LOGS, PIDS):
+        os.makedirs(dir_, exist_ok=True)
+    steps = [
+        ("namespaces and routes", build_network),
+        ("firewall baseline", nft_reset),
+        ("PKI", build_pki),
+        ("node files", node_files),
+        ("node resolver (dnsmasq)", start_node_resolver),
+        ("cluster resolver (dnsmasq)", start_cluster_resolver),
+        ("token service", start_auth),
+        ("registry (Distribution)", start_registry),
+        ("blob host (nginx)", start_blob),
+        ("test images", lambda: push_images(large)),
+        ("containerd on node", lambda: start_containerd("node", fresh=True)),
+        ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
+        ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),
+    ]
+    for title, fn in steps:
+        try:
+            fn()
+        except SetupFailed as e:
+            raise SetupFailed(f"lab setup step '{title}' failed: {e}") from None
+    with open(os.path.join(STATE, "scenario.json"), "w") as f:
+        json.dump({"name": "healthy", "dns_without": [], "cert": "registry"}, f)
+    open(os.path.join(STATE, "up"), "w").close()
+    print(f"lab is up (state in {STATE})")
+
+
+def down():
+    if os.path.isdir(PIDS):
+        for entry in os.listdir(PIDS):
+            stop(entry.removesuffix(".pid"))
+    for name in list(HOSTS) + ["router"]:
+        if netns_exists(name):
+            # Anything still running inside a lab namespace goes with it.
+            pids = run("ip", "netns", "pids", ns(name), check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            run("ip", "netns", "del", ns(name), check=False)
+        shutil.rmtree(f"/etc/netns/{ns(name)}", ignore_errors=True)
+    with open("/proc/mounts") as f:
+        mounts = [line.split()[1] for line in f if line.split()[1].startswith(STATE)]
+    for mount in reversed(mounts):
+        run("umount", "-l", mount, check=False)
+    shutil.rmtree(STATE, ignore_errors=True)
+    print("lab is down")
+
+
+def status() -> dict:
+    out = {"up": os.path.exists(os.path.join(STATE, "up")), "state": STATE, "servers": {}, "sockets": {}}
+    if os.path.isdir(PIDS):
+        for entry in sorted(os.listdir(PIDS)):
+            server = entry.removesuffix(".pid")
+            out["servers"][server] = alive(pid_of(server))
+    for node in NODES:
+        out["sockets"][node] = containerd_socket(node)
+    path = os.path.join(STATE, "scenario.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            out["scenario"] = json.load(f)["name"]
+    out["namespaces"] = {name: ns(name) for name in list(HOSTS) + ["router"]}
+    out["ca"] = os.path.join(PKI, "ca.pem")
+    out["images"] = os.path.join(STATE, "images.json")
+    out["logs"] = LOGS
+    return out
+
+
+def main(argv):
+    if os.geteuid() != 0:
+        raise SystemExit("lab.py needs root: it creates network namespaces")
+    try:
+        if argv[:1] == ["up"]:
+            up("--large" in argv)
+        elif argv[:1] == ["down"]:
+            down()
+        elif argv[:1] == ["scenario"] and len(argv) == 2:
+            switch(argv[1])
+            print(f"scenario {argv[1]}")
+        elif argv[:1] == ["reset-node"] and len(argv) == 2 and argv[1] in NODES:
+            require_up()
+            start_containerd(argv[1], fresh=True)
+        elif argv[:1] == ["status"]:
+            print(json.dumps(status(), indent=2))
+        else:
+            raise SystemExit(__doc__)
+    except SetupFailed as e:
+        sys.stderr.write(f"lab: {e}\n")
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

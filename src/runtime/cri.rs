@@ -1,0 +1,196 @@
+//! A CRI image-service client: `PullImage` and `ImageStatus` over the runtime's unix socket,
+//! exactly the calls the kubelet makes, so an error here is the text a kubelet event carries.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use k8s_cri::v1::image_service_client::ImageServiceClient;
+use k8s_cri::v1::{AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest};
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// Why the runtime could not be asked (not a pull failure: those are [`PullOutcome::Failed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CriError {
+    #[error("cannot connect to the CRI socket {socket}: {source}")]
+    Connect {
+        socket: PathBuf,
+        source: tonic::transport::Error,
+    },
+    #[error("the runtime did not answer {call} within {timeout:?}")]
+    Deadline {
+        call: &'static str,
+        timeout: Duration,
+    },
+    #[error("CRI {call} failed: {status}")]
+    Call {
+        call: &'static str,
+        status: tonic::Status,
+    },
+}
+
+/// What the runtime said about one pull.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PullOutcome {
+    /// The image is in the node's store; the runtime's image reference (a digest).
+    Pulled { image_ref: String },
+    /// The runtime refused: its gRPC code (Go's name for it) and its own error message.
+    Failed { code: &'static str, message: String },
+}
+
+impl PullOutcome {
+    /// The failure as a kubelet event carries it: `Failed to pull image "X": rpc error: ...`.
+    pub fn kubelet_event(&self, image: &str) -> Option<String> {
+        match self {
+            PullOutcome::Pulled { .. } => None,
+            PullOutcome::Failed { code, message } => Some(format!(
+                "Failed to pull image \"{image}\": rpc error: code = {code} desc = {message}"
+            )),
+        }
+    }
+}
+
+/// gRPC codes by the names Go's `codes.Code` prints, which is what users paste.
+fn go_code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "Canceled",
+        Unknown => "Unknown",
+        InvalidArgument => "InvalidArgument",
+        DeadlineExceeded => "DeadlineExceeded",
+        NotFound => "NotFound",
+        AlreadyExists => "AlreadyExists",
+        PermissionDenied => "PermissionDenied",
+        ResourceExhausted => "ResourceExhausted",
+        FailedPrecondition => "FailedPrecondition",
+        Aborted => "Aborted",
+        OutOfRange => "OutOfRange",
+        Unimplemented => "Unimplemented",
+        Internal => "Internal",
+        Unavailable => "Unavailable",
+        DataLoss => "DataLoss",
+        Unauthenticated => "Unauthenticated",
+    }
+}
+
+/// Credentials as the kubelet passes them from an `imagePullSecret`.
+#[derive(Clone)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A connection to one runtime's image service.
+pub struct ImageService {
+    client: ImageServiceClient<Channel>,
+    timeout: Duration,
+}
+
+impl ImageService {
+    /// Connect to a runtime's CRI socket (e.g. `/run/containerd/containerd.sock`).
+    pub async fn connect(socket: &Path, timeout: Duration) -> Result<Self, CriError> {
+        let path = socket.to_path_buf();
+        // The URI is ignored by the connector; tonic only needs a syntactically valid one.
+        let channel =
+            Endpoint::from_static("http://[::]:50051")
+                .connect_timeout(timeout)
+                .connect_with_connector(tower::service_fn(move |_: Uri| {
+                    let path = path.clone();
+                    async move {
+                        Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?))
+                    }
+                }))
+                .await
+                .map_err(|source| CriError::Connect {
+                    socket: socket.to_path_buf(),
+                    source,
+                })?;
+        Ok(Self {
+            client: ImageServiceClient::new(channel),
+            timeout,
+        })
+    }
+
+    /// `PullImage`, as the kubelet calls it. A runtime error is an outcome, not an `Err`.
+    pub async fn pull(
+        &mut self,
+        image: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<PullOutcome, CriError> {
+        let request = PullImageRequest {
+            image: Some(spec(image)),
+            auth: credentials.map(|c| AuthConfig {
+                username: c.username.clone(),
+                password: c.password.clone(),
+                ..AuthConfig::default()
+            }),
+            sandbox_config: None,
+        };
+        let call = tokio::time::timeout(self.timeout, self.client.pull_image(request));
+        match call.await {
+            Err(_) => Err(CriError::Deadline {
+                call: "PullImage",
+                timeout: self.timeout,
+            }),
+            Ok(Ok(response)) => Ok(PullOutcome::Pulled {
+                image_ref: response.into_inner().image_ref,
+            }),
+            // Unavailable and Unimplemented mean the runtime itself could not serve the call;
+            // every other code carries the runtime's verdict on the pull (containerd maps
+            // "not found" to NotFound and dial timeouts to DeadlineExceeded).
+            Ok(Err(status))
+                if !matches!(
+                    status.code(),
+                    tonic::Code::Unavailable | tonic::Code::Unimplemented
+                ) =>
+            {
+                Ok(PullOutcome::Failed {
+                    code: go_code_name(status.code()),
+                    message: status.message().to_string(),
+                })
+            }
+            Ok(Err(status)) => Err(CriError::Call {
+                call: "PullImage",
+                status,
+            }),
+        }
+    }
+
+    /// `ImageStatus`: the image's id when the node already holds it (what `IfNotPresent` trusts).
+    pub async fn cached(&mut self, image: &str) -> Result<Option<String>, CriError> {
+        let request = ImageStatusRequest {
+            image: Some(spec(image)),
+            verbose: false,
+        };
+        let call = tokio::time::timeout(self.timeout, self.client.image_status(request));
+        match call.await {
+            Err(_) => Err(CriError::Deadline {
+                call: "ImageStatus",
+                timeout: self.timeout,
+            }),
+            Ok(Ok(response)) => Ok(response.into_inner().image.map(|image| image.id)),
+            Ok(Err(status)) => Err(CriError::Call {
+                call: "ImageStatus",
+                status,
+            }),
+        }
+    }
+}
+
+fn spec(image: &str) -> ImageSpec {
+    ImageSpec {
+        image: image.to_string(),
+        ..ImageSpec::default()
+    }
+}

@@ -1,0 +1,258 @@
+//! The lab proves itself: containerd, the real runtime, pulls in every scenario through CRI
+//! (as the kubelet does) and its outcome must match what the scenario declares. If one of
+//! these fails, the lab is wrong, not pullpath.
+//!
+//! Each scenario's message is kept in `tests/fixtures/containerd/<scenario>.txt` for the
+//! `explain` tests; this test fails when the runtime's text drifts from the kept copy
+//! (`PULLPATH_RECORD=1` rewrites them).
+
+mod support;
+
+use std::time::Duration;
+
+use pullpath::runtime::cri::{Credentials, ImageService, PullOutcome};
+use support::{catalog, lab, password, repo};
+
+/// containerd's own dial timeout is 30 s and it may retry once; the CRI call gets room for both.
+const PULL_DEADLINE: Duration = Duration::from_secs(150);
+
+fn credentials(identity: &str) -> Option<Credentials> {
+    password(identity).map(|password| Credentials {
+        username: identity.to_string(),
+        password: password.to_string(),
+    })
+}
+
+/// Remove what varies between runs (ephemeral ports, the clock) so kept messages compare.
+fn normalise(message: &str) -> String {
+    let message = &mask_clock(message);
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    // `10.10.1.2:43210->` -> `10.10.1.2:PORT->`
+    while let Some(at) = rest.find("->") {
+        let (head, tail) = rest.split_at(at);
+        let cut = head
+            .rfind(':')
+            .filter(|&c| head[c + 1..].chars().all(|ch| ch.is_ascii_digit()));
+        match cut {
+            Some(c) if c + 1 < head.len() => {
+                out.push_str(&head[..=c]);
+                out.push_str("PORT");
+            }
+            _ => out.push_str(head),
+        }
+        out.push_str("->");
+        rest = &tail[2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `current time 2026-12-02T15:15:56Z is after` -> `current time TIME is after`.
+fn mask_clock(message: &str) -> String {
+    const MARK: &str = "current time ";
+    match message.find(MARK) {
+        Some(at) => {
+            let start = at + MARK.len();
+            let end = message[start..]
+                .find(' ')
+                .map_or(message.len(), |e| start + e);
+            format!("{}TIME{}", &message[..start], &message[end..])
+        }
+        None => message.to_string(),
+    }
+}
+
+async fn ground_truth(name: &str) {
+    let scenario = catalog().remove(name).expect("scenario in the catalog");
+    let lab = lab();
+    lab.switch(name);
+
+    let mut node = ImageService::connect(lab.socket("node"), PULL_DEADLINE)
+        .await
+        .expect("node containerd answers CRI");
+    let outcome = node
+        .pull(&scenario.image, credentials(&scenario.identity).as_ref())
+        .await
+        .expect("PullImage returns an outcome");
+
+    let fixture = repo().join(format!("tests/fixtures/containerd/{name}.txt"));
+    match (&outcome, scenario.expect.outcome.as_str()) {
+        (PullOutcome::Pulled { image_ref }, "pulled") => {
+            assert!(image_ref.starts_with("sha256:"), "image ref {image_ref}");
+        }
+        (PullOutcome::Failed { message, .. }, "failed") => {
+            let fragment = scenario
+                .expect
+                .runtime
+                .as_deref()
+                .expect("failed scenarios name a runtime fragment");
+            assert!(
+                message.contains(fragment),
+                "scenario {name}: containerd's error does not show the declared fault {fragment:?}:\n{message}"
+            );
+            let event = outcome
+                .kubelet_event(&scenario.image)
+                .expect("a failure has an event");
+            let live = normalise(&event);
+            if std::env::var_os("PULLPATH_RECORD").is_some() {
+                std::fs::create_dir_all(fixture.parent().expect("fixture dir"))
+                    .expect("fixture dir");
+                std::fs::write(&fixture, format!("{live}\n")).expect("record fixture");
+            }
+            let kept = std::fs::read_to_string(&fixture).unwrap_or_default();
+            assert_eq!(
+                kept.trim_end(),
+                live,
+                "containerd's message for {name} differs from {}; rerun with PULLPATH_RECORD=1 if the lab changed on purpose",
+                fixture.display()
+            );
+        }
+        (outcome, expected) => {
+            panic!("scenario {name}: expected {expected}, containerd said {outcome:?}")
+        }
+    }
+
+    if scenario.pod_reaches_registry {
+        pod_reaches_registry(&lab);
+    }
+    if let Some(cached_on) = &scenario.cached_on {
+        let mut old = ImageService::connect(lab.socket(cached_on), PULL_DEADLINE)
+            .await
+            .expect("old node containerd answers CRI");
+        let cached = old
+            .cached(&scenario.image)
+            .await
+            .expect("ImageStatus answers");
+        assert!(
+            cached.is_some(),
+            "{cached_on} should hold {} from its earlier pull",
+            scenario.image
+        );
+        let fresh = node
+            .cached(&scenario.image)
+            .await
+            .expect("ImageStatus answers");
+        assert!(fresh.is_none(), "the fresh node must not hold the image");
+    }
+}
+
+/// The VPN-sidecar illusion: from the pod's namespace, with the cluster resolver, the registry
+/// resolves and answers, while the node cannot resolve it.
+fn pod_reaches_registry(lab: &support::LabGuard) {
+    let ca = lab.status.ca.to_string_lossy().into_owned();
+    let out = lab.in_ns(
+        "pod",
+        &[
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+            "--cacert",
+            &ca,
+            "https://registry.example.test/v2/",
+        ],
+    );
+    let code = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        code,
+        "401",
+        "the pod reaches the registry's /v2/ (challenge): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let node = lab.in_ns("node", &["getent", "hosts", "registry.example.test"]);
+    assert!(
+        !node.status.success(),
+        "the node must not resolve the registry in this scenario"
+    );
+}
+
+macro_rules! scenarios {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                ground_truth($name).await;
+            }
+        )*
+
+        /// Every scenario of the catalog has a test above, and no test names a missing one.
+        #[test]
+        fn every_catalog_scenario_is_tested() {
+            let tested: std::collections::BTreeSet<&str> = [$($name),*].into_iter().collect();
+            let catalog: std::collections::BTreeSet<String> = catalog().into_keys().collect();
+            let catalog: std::collections::BTreeSet<&str> = catalog.iter().map(String::as_str).collect();
+            assert_eq!(tested, catalog);
+        }
+    };
+}
+
+scenarios! {
+    containerd_healthy => "healthy",
+    containerd_no_route => "no-route",
+    containerd_no_return_route => "no-return-route",
+    containerd_timeout => "timeout",
+    containerd_refused => "refused",
+    containerd_dns_private_zone_missing => "dns-private-zone-missing",
+    containerd_dns_only_in_pod => "dns-only-in-pod",
+    containerd_blob_host_unreachable => "blob-host-unreachable",
+    containerd_blob_host_dns_missing => "blob-host-dns-missing",
+    containerd_tls_unknown_ca => "tls-unknown-ca",
+    containerd_tls_wrong_name => "tls-wrong-name",
+    containerd_tls_expired => "tls-expired",
+    containerd_auth_no_credentials => "auth-no-credentials",
+    containerd_auth_wrong_scope => "auth-wrong-scope",
+    containerd_tag_missing => "tag-missing",
+    containerd_auth_host_unreachable => "auth-host-unreachable",
+    containerd_hosts_file_hand_fix => "hosts-file-hand-fix",
+    containerd_cached_image => "cached-image",
+}
+
+/// No lab namespace has a route out, and every link of the lab ends in another lab namespace:
+/// a route lookup for outside addresses fails in each of them (nothing is sent).
+#[test]
+fn lab_has_no_route_out() {
+    let lab = lab();
+    let names: Vec<&String> = lab.status.namespaces.values().collect();
+    for ns in &names {
+        for outside in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "192.168.0.1",
+            "172.16.0.1",
+            "10.0.0.1",
+            "203.0.113.10",
+        ] {
+            let out = std::process::Command::new("ip")
+                .args(["-n", ns, "route", "get", outside])
+                .output()
+                .expect("ip route get");
+            assert!(
+                !out.status.success(),
+                "{ns} has a route to {outside}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        let links = std::process::Command::new("ip")
+            .args(["-n", ns, "-o", "link"])
+            .output()
+            .expect("ip link");
+        for line in String::from_utf8_lossy(&links.stdout).lines() {
+            if line.contains("link/loopback") {
+                continue;
+            }
+            let peer = line
+                .split("link-netns ")
+                .nth(1)
+                .map(|rest| rest.split_whitespace().next().unwrap_or(""));
+            assert!(
+                peer.is_some_and(|peer| names.iter().any(|n| n.as_str() == peer)),
+                "{ns} has a link that does not end in a lab namespace: {line}"
+            );
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The lab, as tests see it: the scenario catalog, scenario switching and namespace commands.
+//!
+//! Every lab test holds [`LabGuard`] while it runs: scenarios are machine-wide state, so lab
+//! tests take an exclusive file lock and run one at a time, whatever the test runner does.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde::Deserialize;
+
+/// The repository root (where `lab/` lives).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One entry of `lab/scenarios.toml`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Scenario {
+    pub summary: String,
+    pub image: String,
+    pub identity: String,
+    pub faults: Vec<String>,
+    #[serde(default)]
+    pub pod_reaches_registry: bool,
+    #[serde(default)]
+    pub hand_fix: Option<String>,
+    #[serde(default)]
+    pub cached_on: Option<String>,
+    pub expect: Expect,
+}
+
+/// The verdict a correct diagnosis names.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Expect {
+    pub outcome: String,
+    pub layer: Option<String>,
+    pub cause: Option<String>,
+    pub hop: Option<String>,
+    pub host: Option<String>,
+    /// A fragment containerd's real error text contains.
+    pub runtime: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Catalog {
+    scenario: BTreeMap<String, Scenario>,
+}
+
+pub fn catalog() -> BTreeMap<String, Scenario> {
+    let text =
+        std::fs::read_to_string(repo().join("lab/scenarios.toml")).expect("lab/scenarios.toml");
+    toml::from_str::<Catalog>(&text)
+        .expect("lab/scenarios.toml parses")
+        .scenario
+}
+
+/// The lab identities' passwords (lab/tokend.py); `anonymous` has none.
+pub fn password(identity: &str) -> Option<&'static str> {
+    match identity {
+        "alice" => Some("alice-secret"),
+        "admin" => Some("admin-secret"),
+        _ => None,
+    }
+}
+
+/// What `lab/lab.py status` reports.
+#[derive(Debug, Deserialize)]
+pub struct Status {
+    pub up: bool,
+    pub state: PathBuf,
+    pub sockets: BTreeMap<String, PathBuf>,
+    pub namespaces: BTreeMap<String, String>,
+    pub ca: PathBuf,
+    pub images: PathBuf,
+    pub logs: PathBuf,
+}
+
+/// Exclusive use of the lab for one test.
+pub struct LabGuard {
+    _lock: File,
+    pub status: Status,
+}
+
+fn lab_py(args: &[&str]) -> Output {
+    Command::new("python3")
+        .arg(repo().join("lab/lab.py"))
+        .args(args)
+        .output()
+        .expect("python3 runs lab/lab.py")
+}
+
+/// Take the lab; fails the test with a clear message when the lab is not up.
+pub fn lab() -> LabGuard {
+    let out = lab_py(&["status"]);
+    assert!(
+        out.status.success(),
+        "lab/lab.py status failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Status = serde_json::from_slice(&out.stdout).expect("status is JSON");
+    assert!(
+        status.up,
+        "the lab is not up: run `python3 lab/lab.py up` as root (the README's test command does)"
+    );
+    let lock = File::create(status.state.join("test.lock")).expect("lock file");
+    lock.lock().expect("exclusive lab lock");
+    LabGuard {
+        _lock: lock,
+        status,
+    }
+}
+
+impl LabGuard {
+    /// Switch the lab to a scenario; panics with the lab's own explanation if that fails.
+    pub fn switch(&self, scenario: &str) {
+        let out = lab_py(&["scenario", scenario]);
+        assert!(
+            out.status.success(),
+            "switching to scenario {scenario} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn socket(&self, node: &str) -> &Path {
+        &self.status.sockets[node]
+    }
+
+    /// Run a command inside a lab namespace (`node`, `pod`, ...).
+    pub fn in_ns(&self, host: &str, cmd: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.status.namespaces[host]])
+            .args(cmd)
+            .output()
+            .expect("ip netns exec runs")
+    }
+}
