@@ -25,7 +25,8 @@ fn credentials(identity: &str) -> Option<Credentials> {
 
 /// Remove what varies between runs (ephemeral ports, the clock) so kept messages compare.
 fn normalise(message: &str) -> String {
-    let message = &mask_clock(message);
+    let masked = mask_clock(message);
+    let message = masked.as_str();
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     // `10.10.1.2:43210->` -> `10.10.1.2:PORT->`
