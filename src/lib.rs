@@ -1,6 +1,22 @@
 //! pullpath: why can't this Kubernetes node pull this image?
 //!
-//! Modules, in data-flow order:
+//! Modules, in data-flow order (see ARCHITECTURE.md):
 
+/// Who owns a failure, where to look, what will not help.
+pub mod advice;
+/// The command line definitions.
+pub mod cli;
+/// Exit statuses.
+pub mod exit;
+/// Failure text → error chain → diagnosis.
+pub mod failure_text;
+/// Image references, read the way containerd reads them.
+pub mod image_ref;
+/// Text and JSON renderers.
+pub mod render;
+/// The report renderers print (and its JSON schema).
+pub mod report;
 /// The node's container runtime, asked through CRI as the kubelet asks it.
 pub mod runtime;
+/// Layers, hops, owners, runtimes: the words every verdict uses.
+pub mod vocab;

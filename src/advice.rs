@@ -1,0 +1,184 @@
+//! What a person does with a verdict: who owns it, where to look, what will not help.
+//!
+//! One table for probe and explain alike, keyed by layer (and, for the blob hop, by the
+//! mechanism underneath), so both commands give the same advice for the same failure.
+
+use crate::vocab::{Hop, Layer, Owner};
+
+/// Advice for one verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Advice {
+    pub owner: Owner,
+    pub where_to_look: Vec<String>,
+    pub will_not_help: Vec<String>,
+}
+
+const NODE_NOT_POD: &str = "a VPN sidecar, pod DNS settings or a test from inside a pod: the node pulls through its own network and resolver before any container of the pod exists";
+const CREDENTIALS_NO_ROUTE: &str = "imagePullSecrets or other credentials: no credential installs a route, changes a resolver or opens a firewall";
+
+/// Advice for a failure at `layer` on `hop` against `host` (`mechanism` for the blob hop).
+pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> Advice {
+    let host = if host.is_empty() {
+        "the registry"
+    } else {
+        host
+    };
+    let s = |t: &str| t.replace("{host}", host);
+    match layer {
+        Layer::Dns => Advice {
+            owner: Owner::DnsTeam,
+            where_to_look: vec![
+                s("the node's /etc/resolv.conf and the resolver it names: does it answer {host}?"),
+                s("the private DNS zone for {host} and its link to the node's network (VNet/VPC link, conditional forwarder)"),
+                "an /etc/hosts entry on older nodes that hides the same gap (a hand fix)".into(),
+            ],
+            will_not_help: vec![CREDENTIALS_NO_ROUTE.into(), NODE_NOT_POD.into()],
+        },
+        Layer::Route => Advice {
+            owner: Owner::NetworkTeam,
+            where_to_look: vec![
+                s("the node subnet's route table toward {host}'s address (peering, gateway transit, UDR)"),
+                "firewalls and security groups in both directions, and the return route from the registry's network".into(),
+                "an egress allow-list or proxy the node must use".into(),
+            ],
+            will_not_help: vec![CREDENTIALS_NO_ROUTE.into(), NODE_NOT_POD.into()],
+        },
+        Layer::Refused => Advice {
+            owner: Owner::NetworkTeam,
+            where_to_look: vec![
+                s("whether {host} listens on that address and port (the resolved address may be the wrong one)"),
+                "a firewall or load balancer that resets or closes the connection".into(),
+            ],
+            will_not_help: vec![CREDENTIALS_NO_ROUTE.into()],
+        },
+        Layer::Tls => Advice {
+            owner: Owner::RegistryPki,
+            where_to_look: vec![
+                s("the certificate {host} presents: `openssl s_client -connect {host}:443 -servername {host}` from the node"),
+                s("the runtime's trust for {host}: /etc/containerd/certs.d/{host}/hosts.toml (`ca = …`) and the node's system store"),
+                "a TLS-inspecting proxy or firewall that replaces the certificate".into(),
+            ],
+            will_not_help: vec![
+                "imagePullSecrets: credentials make no untrusted certificate valid".into(),
+                "adding the CA inside the pod or the image: the runtime verifies with the node's trust".into(),
+            ],
+        },
+        Layer::Auth => Advice {
+            owner: Owner::Identity,
+            where_to_look: vec![
+                "the pod's imagePullSecrets (namespace, registry name inside the secret, expiry)".into(),
+                "the node's identity or kubelet credential provider for this registry".into(),
+            ],
+            will_not_help: vec!["network or DNS changes: the registry answered, so the path works".into()],
+        },
+        Layer::Forbidden => Advice {
+            owner: Owner::Identity,
+            where_to_look: vec![
+                "the identity's role or scope on this repository (pull rights)".into(),
+                "the registry's network rules (public access disabled, IP allow-lists)".into(),
+            ],
+            will_not_help: vec![
+                "re-entering the same credentials: they are accepted but lack the rights".into(),
+                "DNS changes: the registry answered".into(),
+            ],
+        },
+        Layer::NotFound => Advice {
+            owner: Owner::ApplicationTeam,
+            where_to_look: vec![
+                "the image name and tag in the pod spec (typos, a tag never pushed, the wrong registry path)".into(),
+                "the registry's tag list for the repository".into(),
+            ],
+            will_not_help: vec!["network or DNS changes: the registry answered".into()],
+        },
+        Layer::Platform => Advice {
+            owner: Owner::ApplicationTeam,
+            where_to_look: vec![
+                "the platforms in the image index against the node's OS and architecture (`kubectl get node -o wide`)".into(),
+                "node selectors that send the pod to a node pool of another architecture".into(),
+            ],
+            will_not_help: vec!["credentials or network changes: the manifest was fetched".into()],
+        },
+        Layer::RateLimit => Advice {
+            owner: Owner::Identity,
+            where_to_look: vec![
+                "authenticated pulls (a pull secret raises the limit) or a pull-through mirror".into(),
+                "how many nodes pull the same image at once (scale-up, node replacement)".into(),
+            ],
+            will_not_help: vec!["restarting the pod right away: it spends the limit again".into()],
+        },
+        Layer::Proxy => Advice {
+            owner: Owner::NetworkTeam,
+            where_to_look: vec![
+                "the runtime's proxy settings (HTTPS_PROXY / NO_PROXY in containerd's service environment)".into(),
+                "the proxy's own log and its allow-list for the registry and blob hosts".into(),
+            ],
+            will_not_help: vec!["registry credentials: the proxy refused before the registry was reached".into()],
+        },
+        Layer::Blob => blob(mechanism, host),
+        Layer::Other => Advice {
+            owner: if hop == Hop::Unknown { Owner::NodeOperator } else { Owner::RegistryPki },
+            where_to_look: vec![
+                "the runtime's log on the node (journalctl -u containerd) around the event's time".into(),
+                "the registry's status when it answered 5xx".into(),
+            ],
+            will_not_help: vec![],
+        },
+    }
+}
+
+fn blob(mechanism: Option<Layer>, host: &str) -> Advice {
+    let owner = match mechanism {
+        Some(Layer::Dns) => Owner::DnsTeam,
+        Some(Layer::Tls) => Owner::RegistryPki,
+        Some(Layer::Route | Layer::Refused | Layer::Proxy) => Owner::NetworkTeam,
+        Some(Layer::Auth | Layer::Forbidden) => Owner::Identity,
+        _ => Owner::RegistryPki,
+    };
+    Advice {
+        owner,
+        where_to_look: vec![
+            format!("the blob host {host}: the node's DNS answer, route and firewall allow-list for it (registry data endpoints, storage accounts, CDNs)"),
+            "the registry's documented data endpoints: every one must be reachable from the node, not just the registry host".into(),
+        ],
+        will_not_help: vec![
+            "registry credentials: blob hosts take signed URLs, and the registry's Authorization header is not sent to them".into(),
+            "opening the firewall for the registry host alone: the manifest already came through, the layers come from another host".into(),
+            NODE_NOT_POD.into(),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_layers_say_credentials_will_not_help() {
+        for layer in [Layer::Dns, Layer::Route, Layer::Refused] {
+            let advice = advise(layer, None, Hop::Registry, "r.example");
+            assert!(
+                advice
+                    .will_not_help
+                    .iter()
+                    .any(|w| w.contains("credential")),
+                "{layer}"
+            );
+        }
+    }
+
+    #[test]
+    fn blob_owner_follows_the_mechanism_and_names_the_host() {
+        let advice = advise(
+            Layer::Blob,
+            Some(Layer::Dns),
+            Hop::Blob,
+            "store.blob.example",
+        );
+        assert_eq!(advice.owner, Owner::DnsTeam);
+        assert!(advice.where_to_look[0].contains("store.blob.example"));
+        assert_eq!(
+            advise(Layer::Blob, Some(Layer::Route), Hop::Blob, "x").owner,
+            Owner::NetworkTeam
+        );
+    }
+}

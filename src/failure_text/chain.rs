@@ -1,0 +1,279 @@
+//! Failure text → the runtime's error chain.
+//!
+//! Go errors nest as `context: context: cause`, outermost first. A kubelet event may hold
+//! several attempts (`[rpc error: …, rpc error: …]`), a log line escapes its quotes
+//! (`msg="…\"x\"…"`). This module undoes the escaping, splits attempts, splits each attempt at
+//! `": "` outside quotes, and names the requests (`Get "https://…"`), dials, lookups and
+//! statuses it finds, in order. It decides nothing; `classify` does.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// One attempt's chain, outermost link first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    /// The attempt's text, unescaped.
+    pub text: String,
+    /// The links, split at `": "` outside quotes.
+    pub links: Vec<String>,
+    /// Requests in the order they appear (the last one is the innermost).
+    pub requests: Vec<Request>,
+    /// The image the text names, if any (`Failed to pull image "X"`, `pull access denied for X`).
+    pub image: Option<String>,
+}
+
+/// `Get "https://host/path"` as it appears in a chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Index of the link holding it.
+    pub link: usize,
+    pub method: String,
+    pub url: String,
+    /// `host[:port]` of the URL.
+    pub host: String,
+    /// The URL's path, without the query.
+    pub path: String,
+}
+
+static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\b(GET|HEAD|POST|PUT|Get|Head|Post|Put|(?:GET|HEAD|POST) request to)\s+"?(https?://[^\s"]+?)"?(?:: |:$|\s|$|")"#)
+        .expect("static regex")
+});
+static URL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"https?://([^/\s"?:]+(?::\d+)?|\[[0-9a-fA-F:]+\](?::\d+)?)([^\s"?]*)"#)
+        .expect("static regex")
+});
+static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:(?:pull|pulling|unpack|resolve|get sandbox) image|resolve reference|pull access denied for|manifest for|Back-off pulling image|pulling image failed|in manifest list for|repositories/)\s*"?([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+    )
+    .expect("static regex")
+});
+
+/// Split failure text into attempts and parse each one's chain.
+pub fn parse(text: &str) -> Vec<Chain> {
+    let text = unescape(text);
+    split_attempts(&text)
+        .into_iter()
+        .map(parse_attempt)
+        .collect()
+}
+
+/// Log lines quote their message: `msg="failed … \"x\""`. Take the quoted values of the
+/// logfmt keys that carry errors (`msg`, `error`, `err`) and undo one level of escaping.
+fn unescape(text: &str) -> String {
+    let values: Vec<String> = ["msg=\"", "error=\"", "err=\""]
+        .iter()
+        .filter_map(|key| logfmt_value(text, key))
+        .collect();
+    let text = if values.is_empty() {
+        text.to_string()
+    } else {
+        values.join(": ")
+    };
+    if text.contains("\\\"") {
+        text.replace("\\\\\\\"", "\"").replace("\\\"", "\"")
+    } else {
+        text
+    }
+}
+
+/// The raw (still escaped) value of `key"…"` up to the first unescaped quote.
+fn logfmt_value(text: &str, key: &str) -> Option<String> {
+    let start = text.find(key)? + key.len();
+    let bytes = text.as_bytes();
+    let mut i = start;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(text[start..i].to_string()),
+            _ => i += 1,
+        }
+    }
+    Some(text[start..].to_string())
+}
+
+/// The kubelet joins the errors of several attempts as `[err1, err2]`; each starts with
+/// `rpc error:` (or `Error response from daemon`). Split there; otherwise one attempt.
+fn split_attempts(text: &str) -> Vec<&str> {
+    const MARKERS: [&str; 2] = [", rpc error: ", ", Error response from daemon: "];
+    let mut starts = vec![0];
+    for marker in MARKERS {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(marker) {
+            starts.push(from + at + 2);
+            from += at + marker.len();
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    let mut out = Vec::with_capacity(starts.len());
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).map_or(text.len(), |&next| next - 2);
+        out.push(&text[start..end]);
+    }
+    out
+}
+
+fn parse_attempt(text: &str) -> Chain {
+    let links = split_links(text);
+    let mut requests = Vec::new();
+    for (i, link) in links.iter().enumerate() {
+        for caps in REQUEST.captures_iter(link) {
+            let method = caps[1]
+                .split_whitespace()
+                .next()
+                .unwrap_or("GET")
+                .to_ascii_uppercase();
+            let url = caps[2].trim_end_matches(['"', ',', '.', ';']).to_string();
+            if let Some(u) = URL.captures(&url) {
+                requests.push(Request {
+                    link: i,
+                    method,
+                    host: u[1].to_ascii_lowercase(),
+                    path: u[2].to_string(),
+                    url: url.clone(),
+                });
+            }
+        }
+    }
+    // Old Docker messages name the URL without a method: `… endpoint https://host/v2/: …`.
+    if requests.is_empty() {
+        for (i, link) in links.iter().enumerate() {
+            if let Some(u) = URL.captures(link) {
+                requests.push(Request {
+                    link: i,
+                    method: "GET".into(),
+                    url: u[0].to_string(),
+                    host: u[1].to_ascii_lowercase(),
+                    path: u[2].to_string(),
+                });
+            }
+        }
+    }
+    let image = IMAGE
+        .captures_iter(text)
+        .map(|c| c[1].trim_end_matches([':', '.', ',']).to_string())
+        .find(|i| !i.is_empty() && !i.starts_with("sha256"));
+    Chain {
+        text: text.to_string(),
+        links,
+        requests,
+        image,
+    }
+}
+
+/// Split at `": "` (and `":\n"`) outside double quotes, the way Go wraps errors.
+fn split_links(text: &str) -> Vec<String> {
+    let mut links = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                current.push(c);
+            }
+            ':' if !quoted && matches!(chars.peek(), Some(' ' | '\n')) => {
+                links.push(current.trim().to_string());
+                current.clear();
+            }
+            _ => current.push(c),
+        }
+    }
+    links.push(current.trim().to_string());
+    links.retain(|l| !l.is_empty());
+    links
+}
+
+impl Chain {
+    /// The innermost request: the one the cause belongs to.
+    pub fn innermost_request(&self) -> Option<&Request> {
+        self.requests.last()
+    }
+
+    /// The links after the innermost request's link: the cause of that request.
+    pub fn cause_links(&self) -> &[String] {
+        match self.innermost_request() {
+            Some(r) if r.link + 1 < self.links.len() => &self.links[r.link + 1..],
+            Some(r) => &self.links[r.link..],
+            None => &self.links,
+        }
+    }
+
+    /// Whether any link starts with one of `prefixes` (case-sensitive, as Go prints them).
+    pub fn has_link(&self, prefixes: &[&str]) -> bool {
+        self.links.iter().any(|l| {
+            prefixes
+                .iter()
+                .any(|p| l.starts_with(p) || l.contains(&format!(" {p}")))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_links_outside_quotes_and_names_requests() {
+        let chains = parse(
+            r#"failed to resolve reference "r.example/app:v1": failed to do request: Head "https://r.example/v2/app/manifests/v1": dial tcp: lookup r.example on 10.0.0.2:53: no such host"#,
+        );
+        assert_eq!(chains.len(), 1);
+        let c = &chains[0];
+        assert_eq!(
+            c.links,
+            [
+                r#"failed to resolve reference "r.example/app:v1""#,
+                "failed to do request",
+                r#"Head "https://r.example/v2/app/manifests/v1""#,
+                "dial tcp",
+                "lookup r.example on 10.0.0.2:53",
+                "no such host"
+            ]
+        );
+        let r = c.innermost_request().expect("a request");
+        assert_eq!(
+            (r.method.as_str(), r.host.as_str(), r.path.as_str()),
+            ("HEAD", "r.example", "/v2/app/manifests/v1")
+        );
+        assert_eq!(
+            c.cause_links().first().map(String::as_str),
+            Some("dial tcp")
+        );
+        assert_eq!(c.image.as_deref(), Some("r.example/app:v1"));
+    }
+
+    #[test]
+    fn splits_kubelet_attempt_lists() {
+        let chains = parse(
+            r#"Failed to pull image "x": [rpc error: code = Unknown desc = a: EOF, rpc error: code = Unknown desc = b: 401 Unauthorized]"#,
+        );
+        assert_eq!(chains.len(), 2);
+        assert!(chains[0].text.ends_with("a: EOF"));
+        assert!(chains[1].text.starts_with("rpc error"));
+    }
+
+    #[test]
+    fn unescapes_log_quotes() {
+        let chains = parse(
+            r#"msg="failed to pull \"r.example/app:v1\": Get \"https://blob.example/x\": EOF""#,
+        );
+        assert_eq!(chains[0].requests[0].host, "blob.example");
+    }
+
+    #[test]
+    fn unquoted_urls_of_old_go_and_ports() {
+        let chains = parse(
+            "Error while pulling image: Get http://localhost:5001/v1/repositories/app/images: dial tcp [::1]:5001: getsockopt: connection refused",
+        );
+        let r = &chains[0].requests[0];
+        assert_eq!(
+            (r.host.as_str(), r.path.as_str()),
+            ("localhost:5001", "/v1/repositories/app/images")
+        );
+    }
+}

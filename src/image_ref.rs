@@ -1,0 +1,238 @@
+//! Image references, read the way containerd reads them (docker reference grammar).
+//!
+//! `nginx` is `docker.io/library/nginx:latest`, fetched from `registry-1.docker.io`;
+//! `localhost:5000/app@sha256:…` keeps its port; an IP literal (`[::1]:5000`, `10.0.0.5`) is a
+//! registry host too.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// A content digest, `sha256:` followed by 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Digest(String);
+
+impl Digest {
+    pub fn parse(text: &str) -> Result<Digest, RefError> {
+        let hex = text
+            .strip_prefix("sha256:")
+            .ok_or_else(|| RefError::Digest(text.to_string()))?;
+        if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            Ok(Digest(text.to_string()))
+        } else {
+            Err(RefError::Digest(text.to_string()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The 64 hex digits.
+    pub fn hex(&self) -> &str {
+        &self.0["sha256:".len()..]
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a reference is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefError {
+    #[error("empty image reference")]
+    Empty,
+    #[error("invalid digest {0:?}: want sha256: followed by 64 lowercase hex digits")]
+    Digest(String),
+    #[error("invalid tag {0:?}: want up to 128 of [A-Za-z0-9_.-], not starting with . or -")]
+    Tag(String),
+    #[error("invalid repository {0:?}: want lowercase path components of [a-z0-9._-]")]
+    Repository(String),
+    #[error("invalid registry host {0:?}")]
+    Registry(String),
+}
+
+/// A parsed image reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImageRef {
+    /// The registry as the reference names it (`docker.io` for Docker Hub), with its port.
+    pub registry: String,
+    pub repository: String,
+    pub tag: Option<String>,
+    pub digest: Option<Digest>,
+}
+
+impl ImageRef {
+    pub fn parse(text: &str) -> Result<ImageRef, RefError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(RefError::Empty);
+        }
+        let (name, digest) = match text.split_once('@') {
+            Some((name, digest)) => (name, Some(Digest::parse(digest)?)),
+            None => (text, None),
+        };
+        // A tag is after the last ':' that follows the last '/' (a port's ':' comes before it).
+        let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+        let (name, tag) = match name[last_slash..].rfind(':') {
+            Some(i) => {
+                let at = last_slash + i;
+                (&name[..at], Some(name[at + 1..].to_string()))
+            }
+            None => (name, None),
+        };
+        if let Some(tag) = &tag {
+            let valid = !tag.is_empty()
+                && tag.len() <= 128
+                && !tag.starts_with(['.', '-'])
+                && tag
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+            if !valid {
+                return Err(RefError::Tag(tag.clone()));
+            }
+        }
+        let (registry, repository) = match name.split_once('/') {
+            Some((first, rest)) if is_registry(first) => (first.to_string(), rest.to_string()),
+            _ => ("docker.io".to_string(), name.to_string()),
+        };
+        if registry.is_empty()
+            || registry
+                .bytes()
+                .any(|b| b.is_ascii_whitespace() || b == b'/' || b == b'@')
+        {
+            return Err(RefError::Registry(registry));
+        }
+        let repository = if registry == "docker.io" && !repository.contains('/') {
+            format!("library/{repository}")
+        } else {
+            repository
+        };
+        let valid_repo = !repository.is_empty()
+            && repository.split('/').all(|part| {
+                !part.is_empty()
+                    && part.bytes().all(|b| {
+                        b.is_ascii_lowercase()
+                            || b.is_ascii_digit()
+                            || matches!(b, b'.' | b'_' | b'-')
+                    })
+            });
+        if !valid_repo {
+            return Err(RefError::Repository(repository));
+        }
+        let tag = if tag.is_none() && digest.is_none() {
+            Some("latest".to_string())
+        } else {
+            tag
+        };
+        Ok(ImageRef {
+            registry,
+            repository,
+            tag,
+            digest,
+        })
+    }
+
+    /// The host the API is served from: Docker Hub's API lives on `registry-1.docker.io`.
+    pub fn api_host(&self) -> &str {
+        if self.registry == "docker.io" {
+            "registry-1.docker.io"
+        } else {
+            &self.registry
+        }
+    }
+
+    /// What to ask `/v2/<repository>/manifests/<reference>` for: the digest wins over the tag.
+    pub fn reference(&self) -> &str {
+        match (&self.digest, &self.tag) {
+            (Some(d), _) => d.as_str(),
+            (None, Some(t)) => t,
+            (None, None) => "latest",
+        }
+    }
+}
+
+impl fmt::Display for ImageRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.registry, self.repository)?;
+        if let Some(tag) = &self.tag {
+            write!(f, ":{tag}")?;
+        }
+        if let Some(digest) = &self.digest {
+            write!(f, "@{digest}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Docker's rule: the first component is a registry if it has a dot or a port, or is
+/// `localhost`, or is an IPv6 literal.
+fn is_registry(first: &str) -> bool {
+    first.contains(['.', ':']) || first == "localhost" || first.starts_with('[')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> ImageRef {
+        ImageRef::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn docker_hub_short_names_get_library_and_latest() {
+        let r = parse("nginx");
+        assert_eq!(r.to_string(), "docker.io/library/nginx:latest");
+        assert_eq!(r.api_host(), "registry-1.docker.io");
+        assert_eq!(
+            parse("bitnami/redis:7").to_string(),
+            "docker.io/bitnami/redis:7"
+        );
+    }
+
+    #[test]
+    fn ports_and_ip_literals_are_registries() {
+        let r = parse("localhost:5000/app:v1");
+        assert_eq!(
+            (r.registry.as_str(), r.repository.as_str(), r.reference()),
+            ("localhost:5000", "app", "v1")
+        );
+        assert_eq!(parse("10.0.0.5/team/app").registry, "10.0.0.5");
+        assert_eq!(parse("[::1]:5000/app:v2").registry, "[::1]:5000");
+        assert_eq!(
+            parse("registry.example.test:8443/a/b/c").repository,
+            "a/b/c"
+        );
+    }
+
+    #[test]
+    fn digest_wins_over_tag() {
+        let d = format!("sha256:{}", "ab".repeat(32));
+        let r = parse(&format!("registry.example.test/app:v1@{d}"));
+        assert_eq!(r.reference(), d);
+        assert_eq!(r.tag.as_deref(), Some("v1"));
+        assert_eq!(parse(&format!("app@{d}")).tag, None);
+    }
+
+    #[test]
+    fn bad_references_are_named() {
+        assert_eq!(ImageRef::parse(" "), Err(RefError::Empty));
+        assert!(matches!(
+            ImageRef::parse("app@sha256:xyz"),
+            Err(RefError::Digest(_))
+        ));
+        assert!(matches!(ImageRef::parse("app:-bad"), Err(RefError::Tag(_))));
+        assert!(matches!(
+            ImageRef::parse("registry.example.test/App"),
+            Err(RefError::Repository(_))
+        ));
+        assert!(matches!(
+            ImageRef::parse("registry.example.test//x"),
+            Err(RefError::Repository(_))
+        ));
+    }
+}

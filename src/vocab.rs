@@ -1,0 +1,184 @@
+//! The shared vocabulary of shared/DESIGN.md: layers, hops, owners, runtimes.
+//!
+//! Every verdict, whether it comes from a probe or from failure text, speaks in these words, and
+//! the JSON report spells them exactly as [`Layer::as_str`] and friends do.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// Why a hop failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// The name did not resolve (NXDOMAIN, SERVFAIL, resolver unreachable).
+    Dns,
+    /// No TCP connection: no route, unreachable, dial or header timeout.
+    Route,
+    /// Something answered and closed: refused, reset, EOF.
+    Refused,
+    /// Certificate or handshake.
+    Tls,
+    /// 401: no or wrong credentials.
+    Auth,
+    /// 403, denied, insufficient scope.
+    Forbidden,
+    /// Repository, tag or digest missing.
+    #[serde(rename = "notfound")]
+    NotFound,
+    /// No manifest for the node's OS/architecture.
+    Platform,
+    /// 429, toomanyrequests.
+    #[serde(rename = "ratelimit")]
+    RateLimit,
+    /// The proxy itself failed.
+    Proxy,
+    /// The manifest step worked and a blob download failed (mechanism in `cause`).
+    Blob,
+    /// Everything else: 5xx, invalid reference, disk full, runtime deadlines, bare back-off.
+    Other,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 12] = [
+        Layer::Dns,
+        Layer::Route,
+        Layer::Refused,
+        Layer::Tls,
+        Layer::Auth,
+        Layer::Forbidden,
+        Layer::NotFound,
+        Layer::Platform,
+        Layer::RateLimit,
+        Layer::Proxy,
+        Layer::Blob,
+        Layer::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Dns => "dns",
+            Layer::Route => "route",
+            Layer::Refused => "refused",
+            Layer::Tls => "tls",
+            Layer::Auth => "auth",
+            Layer::Forbidden => "forbidden",
+            Layer::NotFound => "notfound",
+            Layer::Platform => "platform",
+            Layer::RateLimit => "ratelimit",
+            Layer::Proxy => "proxy",
+            Layer::Blob => "blob",
+            Layer::Other => "other",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Layer> {
+        Layer::ALL.into_iter().find(|l| l.as_str() == text)
+    }
+}
+
+/// Which request of the pull failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hop {
+    /// The registry API: ping, manifest.
+    Registry,
+    /// The token realm (or a cloud credential API).
+    Auth,
+    /// Config and layer blobs, after redirects.
+    Blob,
+    /// The HTTP(S) proxy in between.
+    Proxy,
+    /// A containerd `hosts.toml` mirror.
+    Mirror,
+    /// The text names no request.
+    Unknown,
+}
+
+impl Hop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hop::Registry => "registry",
+            Hop::Auth => "auth",
+            Hop::Blob => "blob",
+            Hop::Proxy => "proxy",
+            Hop::Mirror => "mirror",
+            Hop::Unknown => "unknown",
+        }
+    }
+}
+
+/// Who fixes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Owner {
+    /// Resolvers, private zone links, conditional forwarders.
+    DnsTeam,
+    /// Routes, gateway transit, firewalls, return paths, proxies.
+    NetworkTeam,
+    /// The registry and its certificates, storage and limits.
+    RegistryPki,
+    /// Credentials, roles, scopes.
+    Identity,
+    /// Image name, tag, platform.
+    ApplicationTeam,
+    /// The node itself: runtime, disk, kubelet.
+    NodeOperator,
+}
+
+impl Owner {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Owner::DnsTeam => "dns-team",
+            Owner::NetworkTeam => "network-team",
+            Owner::RegistryPki => "registry-pki",
+            Owner::Identity => "identity",
+            Owner::ApplicationTeam => "application-team",
+            Owner::NodeOperator => "node-operator",
+        }
+    }
+
+    /// Words for a person.
+    pub fn title(self) -> &'static str {
+        match self {
+            Owner::DnsTeam => "DNS team (resolver, private zone links)",
+            Owner::NetworkTeam => "network team (routes, firewall, return path, proxy)",
+            Owner::RegistryPki => "registry / PKI (certificates, trust, registry service)",
+            Owner::Identity => "identity (credentials, role, scope)",
+            Owner::ApplicationTeam => "application team (image name, tag, platform)",
+            Owner::NodeOperator => "node operator (runtime, disk, kubelet)",
+        }
+    }
+}
+
+/// The program that produced a failure text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    Containerd,
+    Crio,
+    Docker,
+    Unknown,
+}
+
+impl Runtime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Containerd => "containerd",
+            Runtime::Crio => "crio",
+            Runtime::Docker => "docker",
+            Runtime::Unknown => "unknown",
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(Layer, Hop, Owner, Runtime);

@@ -1,0 +1,66 @@
+//! `explain` on the exact messages containerd produced in the lab (tests/fixtures/containerd,
+//! kept true by tests/lab.rs): each is classified to its scenario's declared layer, hop and host.
+
+mod support;
+
+use pullpath::failure_text::explain;
+use support::{catalog, repo};
+
+#[test]
+fn every_lab_message_gets_its_scenarios_verdict() {
+    let mut checked = 0;
+    for (name, scenario) in catalog() {
+        if scenario.expect.outcome != "failed" {
+            continue;
+        }
+        let path = repo().join(format!("tests/fixtures/containerd/{name}.txt"));
+        let message =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let explanation = explain(&message);
+        let verdict = explanation.verdict().expect("a verdict");
+        let want = &scenario.expect;
+        assert_eq!(
+            Some(verdict.layer.as_str()),
+            want.layer.as_deref(),
+            "{name}: layer\n{message}"
+        );
+        assert_eq!(
+            Some(verdict.hop.as_str()),
+            want.hop.as_deref(),
+            "{name}: hop\n{message}"
+        );
+        if want.layer.as_deref() == Some("blob") {
+            assert_eq!(
+                verdict.mechanism.map(|m| m.as_str()),
+                want.cause.as_deref(),
+                "{name}: blob mechanism"
+            );
+        }
+        let declared = want
+            .host
+            .as_deref()
+            .expect("failed scenarios declare a host");
+        let registry = scenario
+            .image
+            .split('/')
+            .next()
+            .expect("image has a registry");
+        if message.contains(declared) {
+            assert_eq!(
+                verdict.host.as_deref(),
+                Some(declared),
+                "{name}: host\n{message}"
+            );
+        } else {
+            // The text does not name the failing host (containerd omits the token realm's URL
+            // on a 401): the best the text supports is the image's registry.
+            assert_eq!(
+                verdict.host.as_deref(),
+                Some(registry),
+                "{name}: host not in text\n{message}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} lab messages checked");
+}
