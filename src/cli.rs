@@ -1,6 +1,7 @@
 //! The command line, raw: clap definitions only. `main` turns them into work.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -19,6 +20,78 @@ pub enum Command {
     /// Accepts an event message, `kubectl describe pod` output, `kubectl get events -o json`,
     /// `kubectl get pod -o json` or a runtime log: as arguments, from a file, or on stdin.
     Explain(ExplainArgs),
+    /// Walk the pull path of IMAGE from this network namespace, hop by hop.
+    ///
+    /// Run it where the node's runtime runs: on the node, or in a hostNetwork pod with the
+    /// node's /etc mounted. From an ordinary pod the answer speaks for the pod, not the node.
+    Probe(ProbeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// The image, as the pod spec names it (`nginx`, `registry.example.test/team/app:v1`, `…@sha256:…`).
+    pub image: String,
+    /// Download every layer in full and verify its size and sha256.
+    #[arg(long)]
+    pub full: bool,
+    /// The platform to select from an index (default: this machine's, e.g. linux/amd64).
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    pub platform: Option<String>,
+    /// Registry user name; the password is read from stdin (`--password-stdin`).
+    #[arg(long, requires = "password_stdin")]
+    pub username: Option<String>,
+    /// Read the password for `--username` from stdin.
+    #[arg(long, requires = "username")]
+    pub password_stdin: bool,
+    /// A docker config.json or a Kubernetes dockerconfigjson Secret (JSON) holding credentials.
+    #[arg(long, value_name = "FILE", conflicts_with = "username")]
+    pub docker_config: Option<PathBuf>,
+    /// An extra CA certificate (PEM) to trust, beside the system store and containerd's certs.d.
+    #[arg(long = "ca-file", value_name = "PEM")]
+    pub ca_files: Vec<PathBuf>,
+    /// containerd's registry hosts directory (`config_path`), for the CA it trusts per registry.
+    #[arg(long, value_name = "DIR", default_value = "/etc/containerd/certs.d")]
+    pub containerd_certs: PathBuf,
+    /// Where resolv.conf and hosts are read from.
+    #[arg(long, value_name = "DIR", default_value = "/etc", hide = true)]
+    pub etc: PathBuf,
+    /// Per-query DNS timeout.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub dns_timeout: Duration,
+    /// TCP connect timeout (all addresses are tried at once).
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// TLS handshake timeout.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub tls_timeout: Duration,
+    /// Time to wait for response headers, and the longest silence inside a body.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub http_timeout: Duration,
+    /// The whole probe's deadline.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// Layers downloaded at once with --full.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// `500ms`, `3s`, `2m`, or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((text, "s"), |i| text.split_at(i));
+    let value: f64 = number.parse().map_err(|_| format!("{text:?} is not a duration (try 500ms, 3s, 2m)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("unknown unit {unit:?} in {text:?} (ms, s, m)")),
+    };
+    if !(0.001..=3600.0).contains(&seconds) {
+        return Err(format!("{text:?} is out of range (1ms to 60m)"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 #[derive(Debug, clap::Args)]
@@ -38,4 +111,25 @@ pub enum Output {
     Text,
     /// The versioned report (docs/report-schema.md).
     Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

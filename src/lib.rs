@@ -16,6 +16,8 @@ pub mod image_ref;
 pub mod render;
 /// The report renderers print (and its JSON schema).
 pub mod report;
+/// `pullpath probe`: the pull path walked hop by hop from this namespace.
+pub mod probe;
 /// The node's container runtime, asked through CRI as the kubelet asks it.
 pub mod runtime;
 /// Layers, hops, owners, runtimes: the words every verdict uses.

@@ -1,0 +1,296 @@
+//! Names: resolve a host the way the node's runtime would, and keep every server's answer.
+//!
+//! `/etc/hosts` first (flagged as a hand fix: it disappears when the node is replaced), then
+//! each configured nameserver, asked directly with hickory's wire format so that NXDOMAIN,
+//! SERVFAIL, an empty answer and silence stay distinct, and the CNAME chain is visible.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+use super::resolv::ResolverConfig;
+
+/// What one nameserver said about one name.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerAnswer {
+    pub server: IpAddr,
+    pub name: String,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<IpAddr>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cname_chain: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Answer,
+    /// The name exists but has no address record.
+    NoData,
+    NxDomain,
+    ServFail,
+    Refused,
+    Timeout,
+    Error,
+}
+
+/// The resolution of one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolution {
+    pub host: String,
+    /// `hosts-file`, `dns` or `ip-literal`.
+    pub source: &'static str,
+    pub addresses: Vec<IpAddr>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cname_chain: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<IpAddr>,
+    /// Every server's answer for every name asked.
+    pub servers: Vec<ServerAnswer>,
+    /// Set when `/etc/hosts` decided: what the entry is, and what DNS alone would give.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hand_fix: Option<String>,
+}
+
+impl Resolution {
+    /// Why the name did not resolve, in words, or `None` when it did.
+    pub fn failure(&self) -> Option<String> {
+        if !self.addresses.is_empty() {
+            return None;
+        }
+        if self.servers.is_empty() {
+            return Some("no nameserver configured in resolv.conf".into());
+        }
+        let describe = |a: &ServerAnswer| match a.outcome {
+            Outcome::NxDomain => format!("NXDOMAIN for {} from {}", a.name, a.server),
+            Outcome::NoData => format!("no address for {} from {}", a.name, a.server),
+            Outcome::ServFail => format!("SERVFAIL for {} from {}", a.name, a.server),
+            Outcome::Refused => format!("REFUSED for {} from {}", a.name, a.server),
+            Outcome::Timeout => format!("no answer for {} from {} within {} ms", a.name, a.server, a.elapsed_ms),
+            Outcome::Error => format!("query for {} to {} failed", a.name, a.server),
+            Outcome::Answer => format!("{} answered {}", a.server, a.name),
+        };
+        // Name the answer for the host itself first (not a search-domain variant).
+        let main = self
+            .servers
+            .iter()
+            .find(|a| a.name == self.host)
+            .or(self.servers.first())
+            .map(describe)
+            .unwrap_or_default();
+        Some(main)
+    }
+}
+
+/// Resolve `host` as glibc would with `config`, each query bounded by `timeout`.
+pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> Resolution {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Resolution {
+            host: host.into(),
+            source: "ip-literal",
+            addresses: vec![ip],
+            cname_chain: vec![],
+            answered_by: None,
+            servers: vec![],
+            hand_fix: None,
+        };
+    }
+    let from_hosts = config.hosts_entry(host);
+    let dns = resolve_dns(host, config, timeout).await;
+    if from_hosts.is_empty() {
+        return dns;
+    }
+    let dns_says = match dns.failure() {
+        Some(failure) => format!("without it DNS gives {failure}"),
+        None => format!(
+            "DNS alone gives {}",
+            dns.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Resolution {
+        host: host.into(),
+        source: "hosts-file",
+        addresses: from_hosts.clone(),
+        cname_chain: vec![],
+        answered_by: None,
+        hand_fix: Some(format!(
+            "/etc/hosts maps {host} to {}: a hand fix that disappears when the node is replaced; {dns_says}",
+            from_hosts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )),
+        servers: dns.servers,
+    }
+}
+
+async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> Resolution {
+    let mut servers = Vec::new();
+    for name in config.candidates(host) {
+        // Every server, A and AAAA, at once: a dead server costs one timeout, not one each.
+        let mut set = tokio::task::JoinSet::new();
+        for (order, server) in config.nameservers.iter().enumerate() {
+            for rtype in [RecordType::A, RecordType::AAAA] {
+                let (name, server) = (name.clone(), *server);
+                set.spawn(async move { (order, rtype, query(&name, server, rtype, timeout).await) });
+            }
+        }
+        let mut answers: Vec<(usize, RecordType, ServerAnswer)> = set.join_all().await;
+        answers.sort_by_key(|(order, rtype, _)| (*order, *rtype == RecordType::AAAA));
+        // glibc takes the first server with a definitive answer; NXDOMAIN is definitive.
+        let decided = answers.iter().map(|(o, _, a)| (o, a)).find(|(_, a)| {
+            matches!(a.outcome, Outcome::Answer | Outcome::NxDomain | Outcome::NoData)
+        });
+        let winner = decided.map(|(o, _)| *o);
+        let mut addresses = Vec::new();
+        let mut chain = Vec::new();
+        for (order, _, answer) in &answers {
+            if Some(*order) == winner && answer.outcome == Outcome::Answer {
+                addresses.extend(answer.addresses.iter().copied());
+                if chain.is_empty() {
+                    chain = answer.cname_chain.clone();
+                }
+            }
+        }
+        let answered_by = winner.map(|o| config.nameservers[o]);
+        // Keep one entry per server and name: the A answer, or AAAA when only it answered.
+        for (_, rtype, answer) in answers {
+            let duplicate = servers
+                .iter()
+                .any(|s: &ServerAnswer| s.server == answer.server && s.name == answer.name);
+            if !duplicate && (rtype == RecordType::A || answer.outcome == Outcome::Answer) {
+                servers.push(answer);
+            }
+        }
+        if !addresses.is_empty() {
+            addresses.sort_by_key(|a| a.is_ipv6());
+            addresses.dedup();
+            return Resolution {
+                host: host.into(),
+                source: "dns",
+                addresses,
+                cname_chain: chain,
+                answered_by,
+                servers,
+                hand_fix: None,
+            };
+        }
+    }
+    Resolution {
+        host: host.into(),
+        source: "dns",
+        addresses: vec![],
+        cname_chain: vec![],
+        answered_by: None,
+        servers,
+        hand_fix: None,
+    }
+}
+
+/// One query to one server: UDP, then TCP if the answer was truncated.
+async fn query(name: &str, server: IpAddr, rtype: RecordType, timeout: Duration) -> ServerAnswer {
+    let started = Instant::now();
+    let result = tokio::time::timeout(timeout, exchange(name, server, rtype)).await;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let mut answer = ServerAnswer {
+        server,
+        name: name.to_string(),
+        outcome: Outcome::Error,
+        addresses: vec![],
+        cname_chain: vec![],
+        elapsed_ms,
+    };
+    match result {
+        Err(_) => answer.outcome = Outcome::Timeout,
+        Ok(Err(_)) => answer.outcome = Outcome::Error,
+        Ok(Ok(message)) => {
+            answer.outcome = match message.response_code() {
+                ResponseCode::NoError => Outcome::NoData,
+                ResponseCode::NXDomain => Outcome::NxDomain,
+                ResponseCode::ServFail => Outcome::ServFail,
+                ResponseCode::Refused => Outcome::Refused,
+                _ => Outcome::Error,
+            };
+            for record in message.answers() {
+                match record.data() {
+                    RData::A(a) => answer.addresses.push(IpAddr::V4(a.0)),
+                    RData::AAAA(a) => answer.addresses.push(IpAddr::V6(a.0)),
+                    RData::CNAME(c) => answer.cname_chain.push(c.0.to_utf8().trim_end_matches('.').to_string()),
+                    _ => {}
+                }
+            }
+            if !answer.addresses.is_empty() {
+                answer.outcome = Outcome::Answer;
+            }
+        }
+    }
+    answer
+}
+
+async fn exchange(name: &str, server: IpAddr, rtype: RecordType) -> std::io::Result<Message> {
+    let invalid = |e: hickory_proto::ProtoError| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string());
+    let fqdn = Name::from_ascii(format!("{}.", name.trim_end_matches('.'))).map_err(invalid)?;
+    let mut request = Message::new();
+    let id: u16 = rand_id();
+    request
+        .set_id(id)
+        .set_message_type(MessageType::Query)
+        .set_op_code(OpCode::Query)
+        .set_recursion_desired(true)
+        .add_query(Query::query(fqdn, rtype));
+    let bytes = request.to_vec().map_err(invalid)?;
+    let target = SocketAddr::new(server, 53);
+    let bind: SocketAddr = if server.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("static address");
+    let socket = UdpSocket::bind(bind).await?;
+    socket.connect(target).await?;
+    socket.send(&bytes).await?;
+    let mut buf = vec![0u8; 4096];
+    let response = loop {
+        let n = socket.recv(&mut buf).await?;
+        // An answer to someone else's id is not ours; keep waiting (the caller's timeout bounds it).
+        if let Ok(message) = Message::from_vec(&buf[..n])
+            && message.id() == id
+        {
+            break message;
+        }
+    };
+    if !response.truncated() {
+        return Ok(response);
+    }
+    let mut stream = TcpStream::connect(target).await?;
+    let length = u16::try_from(bytes.len()).map_err(|_| std::io::Error::other("query too long"))?;
+    stream.write_all(&length.to_be_bytes()).await?;
+    stream.write_all(&bytes).await?;
+    let mut length = [0u8; 2];
+    stream.read_exact(&mut length).await?;
+    let mut body = vec![0u8; usize::from(u16::from_be_bytes(length))];
+    stream.read_exact(&mut body).await?;
+    Message::from_vec(&body).map_err(invalid)
+}
+
+/// Query ids need not be secret here, only unlikely to collide; the clock's nanoseconds do.
+fn rand_id() -> u16 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    (nanos ^ (nanos >> 16)) as u16
+}
+
+/// Private (RFC 1918, CGNAT, ULA, loopback, link-local) or public.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_private() || v4.is_loopback() || v4.is_link_local() || (o[0] == 100 && (64..128).contains(&o[1]))
+        }
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! One host of the pull path, checked from DNS up: resolve, route, connect, TLS. Every host the
+//! pull touches (registry, token realm, each blob host after a redirect) goes through this once.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::connect::{self, Attempt, ConnectOutcome};
+use super::dns::{self, Resolution};
+use super::resolv::ResolverConfig;
+use super::route::{self, RouteLookup};
+use super::tls::{self, TlsEvidence, Trust};
+use crate::vocab::{Hop, Layer};
+
+/// Per-step time limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub dns: Duration,
+    pub connect: Duration,
+    pub tls: Duration,
+    pub http: Duration,
+}
+
+/// The first step of a hop that failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub layer: Layer,
+    pub step: &'static str,
+    pub detail: String,
+}
+
+/// Everything observed about one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostCheck {
+    pub host: String,
+    pub port: u16,
+    pub hop: Hop,
+    pub dns: Resolution,
+    pub routes: Vec<RouteLookup>,
+    pub connect: Vec<Attempt>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsEvidence>,
+    /// The address that worked: later HTTP requests go exactly there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<SocketAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+pub async fn check(host: &str, port: u16, hop: Hop, resolver: &ResolverConfig, trust: &Trust, timeouts: Timeouts) -> HostCheck {
+    let dns = dns::resolve(host, resolver, timeouts.dns).await;
+    let mut check = HostCheck {
+        host: host.to_string(),
+        port,
+        hop,
+        dns,
+        routes: vec![],
+        connect: vec![],
+        tls: None,
+        address: None,
+        failure: None,
+    };
+    if let Some(why) = check.dns.failure() {
+        check.failure = Some(Failure { layer: Layer::Dns, step: "dns", detail: why });
+        return check;
+    }
+    let addresses = check.dns.addresses.clone();
+    check.routes = tokio::task::spawn_blocking(move || addresses.into_iter().map(route::lookup).collect())
+        .await
+        .unwrap_or_default();
+    let routable: Vec<_> = check.routes.iter().filter(|r| r.has_route()).map(|r| r.destination).collect();
+    if routable.is_empty() {
+        let detail = check.routes.iter().map(RouteLookup::describe).collect::<Vec<_>>().join("; ");
+        check.failure = Some(Failure { layer: Layer::Route, step: "route", detail });
+        return check;
+    }
+    let (winner, attempts) = connect::connect_any(&routable, port, timeouts.connect).await;
+    check.connect = attempts;
+    let Some((address, stream)) = winner else {
+        let worst = connect::worst(&check.connect);
+        let layer = worst.map_or(Layer::Route, |a| a.outcome.layer());
+        let detail = check
+            .connect
+            .iter()
+            .map(|a| format!("{}: {}", a.address, outcome_words(a)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        check.failure = Some(Failure { layer, step: "connect", detail });
+        return check;
+    };
+    check.address = Some(address);
+    let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
+    if let Some(problem) = &evidence.problem {
+        check.failure = Some(Failure { layer: Layer::Tls, step: "tls", detail: problem.clone() });
+    }
+    check.tls = Some(evidence);
+    check
+}
+
+fn outcome_words(a: &Attempt) -> String {
+    match a.outcome {
+        ConnectOutcome::Timeout => format!("timeout after {} ms (silently dropped, or replies cannot come back)", a.elapsed_ms),
+        ConnectOutcome::Refused => "connection refused (the address answers, nothing accepts on this port)".into(),
+        ConnectOutcome::Unreachable => format!("unreachable ({})", a.error.as_deref().unwrap_or("")),
+        ConnectOutcome::Connected => "connected".into(),
+        ConnectOutcome::Error => a.error.clone().unwrap_or_default(),
+    }
+}

@@ -1,0 +1,273 @@
+//! TLS: the handshake with SNI, verified against the trust the runtime uses (the system store,
+//! the CA containerd's `certs.d/<registry>/hosts.toml` names, and `--ca-file`), keeping the
+//! chain the server presented so a failure can say what was wrong with it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use serde::Serialize;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// The roots a pull trusts, and where each came from.
+#[derive(Clone)]
+pub struct Trust {
+    pub roots: Arc<RootCertStore>,
+    pub sources: Vec<String>,
+}
+
+impl std::fmt::Debug for Trust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trust").field("roots", &self.roots.len()).field("sources", &self.sources).finish()
+    }
+}
+
+/// The ring provider, installed explicitly: no process-wide default is assumed.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl Trust {
+    /// System store + the registry's containerd CA files + extra CA files.
+    pub fn load(registry: &str, certs_dir: Option<&Path>, extra: &[PathBuf]) -> Trust {
+        let mut roots = RootCertStore::empty();
+        let mut sources = Vec::new();
+        let native = rustls_native_certs::load_native_certs();
+        let (added, _) = roots.add_parsable_certificates(native.certs);
+        sources.push(format!("system store ({added} roots)"));
+        let mut files: Vec<PathBuf> = extra.to_vec();
+        if let Some(dir) = certs_dir {
+            files.extend(containerd_cas(&dir.join(registry)));
+        }
+        for file in files {
+            match std::fs::read(&file) {
+                Ok(pem) => {
+                    let certs: Vec<CertificateDer<'static>> = rustls::pki_types::pem::PemObject::pem_slice_iter(&pem)
+                        .filter_map(Result::ok)
+                        .collect();
+                    let (added, _) = roots.add_parsable_certificates(certs);
+                    sources.push(format!("{} ({added} roots)", file.display()));
+                }
+                Err(e) => sources.push(format!("{} (unreadable: {e})", file.display())),
+            }
+        }
+        Trust { roots: Arc::new(roots), sources }
+    }
+}
+
+/// The CA files containerd uses for a registry: `ca` in hosts.toml (top level and `[host.*]`),
+/// and `*.crt` files in the directory (the older docker-style layout).
+fn containerd_cas(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(dir.join("hosts.toml"))
+        && let Ok(doc) = text.parse::<toml::Table>()
+    {
+        let mut push = |value: Option<&toml::Value>| match value {
+            Some(toml::Value::String(s)) => found.push(dir.join(s)),
+            Some(toml::Value::Array(a)) => found.extend(a.iter().filter_map(|v| v.as_str()).map(|s| dir.join(s))),
+            _ => {}
+        };
+        push(doc.get("ca"));
+        if let Some(hosts) = doc.get("host").and_then(|h| h.as_table()) {
+            for host in hosts.values() {
+                push(host.get("ca"));
+            }
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "crt") && !found.contains(&path) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// One certificate as presented.
+#[derive(Debug, Clone, Serialize)]
+pub struct CertSummary {
+    pub subject: String,
+    pub issuer: String,
+    pub names: Vec<String>,
+    pub not_before: String,
+    pub not_after: String,
+}
+
+/// The handshake's evidence.
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsEvidence {
+    pub server_name: String,
+    pub ok: bool,
+    /// What was wrong, in words: unknown CA, wrong name, expired, timeout, plain HTTP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub chain: Vec<CertSummary>,
+    pub trusted: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+/// Records the presented chain, then lets webpki decide.
+#[derive(Debug)]
+struct Recording {
+    inner: Arc<WebPkiServerVerifier>,
+    seen: Mutex<Vec<CertificateDer<'static>>>,
+}
+
+impl ServerCertVerifier for Recording {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = std::iter::once(end_entity).chain(intermediates).map(|c| c.clone().into_owned()).collect();
+        }
+        self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// A client configuration that verifies against `trust` (used for the HTTP requests too).
+pub fn client_config(trust: &Trust) -> Result<ClientConfig, rustls::Error> {
+    let provider = provider();
+    let verifier = WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
+        .build()
+        .map_err(|e| rustls::Error::General(e.to_string()))?;
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_webpki_verifier(verifier)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Handshake over `stream` as `server_name`, bounded by `timeout`.
+pub async fn handshake(stream: TcpStream, server_name: &str, trust: &Trust, timeout: Duration) -> TlsEvidence {
+    let started = Instant::now();
+    let mut evidence = TlsEvidence {
+        server_name: server_name.to_string(),
+        ok: false,
+        problem: None,
+        chain: vec![],
+        trusted: trust.sources.clone(),
+        elapsed_ms: 0,
+    };
+    let provider = provider();
+    let inner = match WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone()).build() {
+        Ok(v) => v,
+        Err(e) => {
+            evidence.problem = Some(format!("no usable trust roots: {e}"));
+            return evidence;
+        }
+    };
+    let recording = Arc::new(Recording { inner, seen: Mutex::new(Vec::new()) });
+    let config = match ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
+        Ok(b) => b.dangerous().with_custom_certificate_verifier(recording.clone()).with_no_client_auth(),
+        Err(e) => {
+            evidence.problem = Some(e.to_string());
+            return evidence;
+        }
+    };
+    let name = match ServerName::try_from(server_name.trim_start_matches('[').trim_end_matches(']').to_string()) {
+        Ok(n) => n,
+        Err(e) => {
+            evidence.problem = Some(format!("{server_name} is not a valid TLS server name: {e}"));
+            return evidence;
+        }
+    };
+    let connector = TlsConnector::from(Arc::new(config));
+    let result = tokio::time::timeout(timeout, connector.connect(name, stream)).await;
+    evidence.elapsed_ms = started.elapsed().as_millis() as u64;
+    evidence.chain = recording.seen.lock().map(|seen| seen.iter().filter_map(summarize).collect()).unwrap_or_default();
+    match result {
+        Err(_) => evidence.problem = Some(format!("handshake timeout: no TLS answer within {} ms", timeout.as_millis())),
+        Ok(Ok(_)) => evidence.ok = true,
+        Ok(Err(e)) => evidence.problem = Some(describe(&e, &evidence.chain, server_name)),
+    }
+    evidence
+}
+
+/// Name what was wrong, rustls-style, with the facts a person needs.
+fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) -> String {
+    let rustls_error = error.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>());
+    let leaf = chain.first();
+    match rustls_error {
+        Some(rustls::Error::InvalidCertificate(cert)) => match cert {
+            CertificateError::UnknownIssuer => format!(
+                "certificate signed by unknown authority: issuer {:?} is not in the trusted roots",
+                leaf.map_or("?", |c| c.issuer.as_str())
+            ),
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => format!(
+                "certificate is for {}, not {server_name}",
+                leaf.map_or("?".to_string(), |c| c.names.join(", "))
+            ),
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => format!(
+                "certificate expired: not valid after {}",
+                leaf.map_or("?", |c| c.not_after.as_str())
+            ),
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => format!(
+                "certificate not valid yet: not before {}",
+                leaf.map_or("?", |c| c.not_before.as_str())
+            ),
+            other => format!("certificate rejected: {other:?}"),
+        },
+        Some(rustls::Error::InvalidMessage(_)) | Some(rustls::Error::InappropriateMessage { .. }) => {
+            "the server did not answer TLS (plain HTTP on an HTTPS port?)".to_string()
+        }
+        Some(other) => format!("TLS handshake failed: {other}"),
+        None => format!("TLS handshake failed: {error}"),
+    }
+}
+
+fn summarize(der: &CertificateDer<'_>) -> Option<CertSummary> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
+    let mut names: Vec<String> = cert
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .map(|san| {
+            san.value
+                .general_names
+                .iter()
+                .filter_map(|n| match n {
+                    x509_parser::extensions::GeneralName::DNSName(d) => Some(d.to_string()),
+                    x509_parser::extensions::GeneralName::IPAddress(ip) => Some(format!("{ip:?}")),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if names.is_empty() {
+        names = cert.subject().iter_common_name().filter_map(|cn| cn.as_str().ok()).map(String::from).collect();
+    }
+    Some(CertSummary {
+        subject: cert.subject().to_string(),
+        issuer: cert.issuer().to_string(),
+        names,
+        not_before: cert.validity().not_before.to_string(),
+        not_after: cert.validity().not_after.to_string(),
+    })
+}
