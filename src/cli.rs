@@ -80,8 +80,12 @@ pub struct ProbeArgs {
 /// `500ms`, `3s`, `2m`, or plain seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let (number, unit) = text.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((text, "s"), |i| text.split_at(i));
-    let value: f64 = number.parse().map_err(|_| format!("{text:?} is not a duration (try 500ms, 3s, 2m)"))?;
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, "s"), |i| text.split_at(i));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (try 500ms, 3s, 2m)"))?;
     let seconds = match unit {
         "ms" => value / 1000.0,
         "s" => value,

@@ -12,12 +12,12 @@ pub mod exit;
 pub mod failure_text;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
+/// `pullpath probe`: the pull path walked hop by hop from this namespace.
+pub mod probe;
 /// Text and JSON renderers.
 pub mod render;
 /// The report renderers print (and its JSON schema).
 pub mod report;
-/// `pullpath probe`: the pull path walked hop by hop from this namespace.
-pub mod probe;
 /// The node's container runtime, asked through CRI as the kubelet asks it.
 pub mod runtime;
 /// Layers, hops, owners, runtimes: the words every verdict uses.

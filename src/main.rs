@@ -73,24 +73,38 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
 }
 
 fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
-    let image = ImageRef::parse(&args.image).with_context(|| format!("{:?} is not an image reference", args.image))?;
+    let image = ImageRef::parse(&args.image)
+        .with_context(|| format!("{:?} is not an image reference", args.image))?;
     let platform = match &args.platform {
-        Some(p) => Platform::parse(p).with_context(|| format!("--platform {p:?}: want os/arch[/variant]"))?,
+        Some(p) => Platform::parse(p)
+            .with_context(|| format!("--platform {p:?}: want os/arch[/variant]"))?,
         None => Platform::host(),
     };
     let credentials = if args.password_stdin {
         let mut password = String::new();
-        std::io::stdin().take(64 * 1024).read_to_string(&mut password).context("cannot read the password from stdin")?;
+        std::io::stdin()
+            .take(64 * 1024)
+            .read_to_string(&mut password)
+            .context("cannot read the password from stdin")?;
         let password = password.trim_end_matches(['\r', '\n']).to_string();
         if password.is_empty() {
             bail!("--password-stdin: stdin held no password");
         }
-        Some(creds::Credentials { username: args.username.clone().unwrap_or_default(), password })
+        Some(creds::Credentials {
+            username: args.username.clone().unwrap_or_default(),
+            password,
+        })
     } else if let Some(path) = &args.docker_config {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let found = creds::from_docker_config(&text, &image.registry).with_context(|| format!("{}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let found = creds::from_docker_config(&text, &image.registry)
+            .with_context(|| format!("{}", path.display()))?;
         if found.is_none() {
-            eprintln!("pullpath: {} has no credentials for {}; probing anonymously", path.display(), image.registry);
+            eprintln!(
+                "pullpath: {} has no credentials for {}; probing anonymously",
+                path.display(),
+                image.registry
+            );
         }
         found
     } else {
@@ -109,12 +123,16 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         deadline: args.deadline,
         full: args.full,
         parallel: usize::from(args.parallel),
-        progress: args.output == Output::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        progress: args.output == Output::Text
+            && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         etc: args.etc.clone(),
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     let report = runtime.block_on(probe::run(config));
     match args.output {
         Output::Json => print!("{}", render::json::render(&report)),

@@ -44,7 +44,11 @@ impl ConnectOutcome {
 
 /// Connect to every address in parallel; return the first stream that connects and every
 /// attempt's evidence (the others are dropped, closing their connections).
-pub async fn connect_any(addresses: &[IpAddr], port: u16, timeout: Duration) -> (Option<(SocketAddr, TcpStream)>, Vec<Attempt>) {
+pub async fn connect_any(
+    addresses: &[IpAddr],
+    port: u16,
+    timeout: Duration,
+) -> (Option<(SocketAddr, TcpStream)>, Vec<Attempt>) {
     let mut set = tokio::task::JoinSet::new();
     for (order, ip) in addresses.iter().enumerate() {
         let address = SocketAddr::new(*ip, port);
@@ -53,17 +57,32 @@ pub async fn connect_any(addresses: &[IpAddr], port: u16, timeout: Duration) -> 
             let result = tokio::time::timeout(timeout, TcpStream::connect(address)).await;
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let (outcome, error, stream) = match result {
-                Err(_) => (ConnectOutcome::Timeout, Some(format!("no answer within {} ms", timeout.as_millis())), None),
+                Err(_) => (
+                    ConnectOutcome::Timeout,
+                    Some(format!("no answer within {} ms", timeout.as_millis())),
+                    None,
+                ),
                 Ok(Ok(stream)) => (ConnectOutcome::Connected, None, Some(stream)),
                 Ok(Err(e)) => (classify(&e), Some(e.to_string()), None),
             };
-            (order, Attempt { address, outcome, elapsed_ms, error }, stream)
+            (
+                order,
+                Attempt {
+                    address,
+                    outcome,
+                    elapsed_ms,
+                    error,
+                },
+                stream,
+            )
         });
     }
     let mut attempts = Vec::new();
     let mut winner = None;
     while let Some(joined) = set.join_next().await {
-        let Ok((order, attempt, stream)) = joined else { continue };
+        let Ok((order, attempt, stream)) = joined else {
+            continue;
+        };
         if let (Some(stream), None) = (stream, &winner) {
             winner = Some((attempt.address, stream));
             // The first connection wins; the others would only add their timeouts.
@@ -106,15 +125,30 @@ mod tests {
 
     #[tokio::test]
     async fn refused_and_connected_on_loopback() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listen");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("listen");
         let open = listener.local_addr().expect("addr").port();
-        let (winner, attempts) = connect_any(&["127.0.0.1".parse().expect("ip")], open, Duration::from_secs(2)).await;
+        let (winner, attempts) = connect_any(
+            &["127.0.0.1".parse().expect("ip")],
+            open,
+            Duration::from_secs(2),
+        )
+        .await;
         assert!(winner.is_some());
         assert_eq!(attempts[0].outcome, ConnectOutcome::Connected);
         drop(listener);
-        let (winner, attempts) = connect_any(&["127.0.0.1".parse().expect("ip")], open, Duration::from_secs(2)).await;
+        let (winner, attempts) = connect_any(
+            &["127.0.0.1".parse().expect("ip")],
+            open,
+            Duration::from_secs(2),
+        )
+        .await;
         assert!(winner.is_none());
         assert_eq!(attempts[0].outcome, ConnectOutcome::Refused);
-        assert_eq!(worst(&attempts).map(|a| a.outcome.layer()), Some(Layer::Refused));
+        assert_eq!(
+            worst(&attempts).map(|a| a.outcome.layer()),
+            Some(Layer::Refused)
+        );
     }
 }

@@ -73,7 +73,10 @@ impl Resolution {
             Outcome::NoData => format!("no address for {} from {}", a.name, a.server),
             Outcome::ServFail => format!("SERVFAIL for {} from {}", a.name, a.server),
             Outcome::Refused => format!("REFUSED for {} from {}", a.name, a.server),
-            Outcome::Timeout => format!("no answer for {} from {} within {} ms", a.name, a.server, a.elapsed_ms),
+            Outcome::Timeout => format!(
+                "no answer for {} from {} within {} ms",
+                a.name, a.server, a.elapsed_ms
+            ),
             Outcome::Error => format!("query for {} to {} failed", a.name, a.server),
             Outcome::Answer => format!("{} answered {}", a.server, a.name),
         };
@@ -112,7 +115,11 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         Some(failure) => format!("without it DNS gives {failure}"),
         None => format!(
             "DNS alone gives {}",
-            dns.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            dns.addresses
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     Resolution {
@@ -123,7 +130,11 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         answered_by: None,
         hand_fix: Some(format!(
             "/etc/hosts maps {host} to {}: a hand fix that disappears when the node is replaced; {dns_says}",
-            from_hosts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            from_hosts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
         servers: dns.servers,
     }
@@ -137,14 +148,19 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         for (order, server) in config.nameservers.iter().enumerate() {
             for rtype in [RecordType::A, RecordType::AAAA] {
                 let (name, server) = (name.clone(), *server);
-                set.spawn(async move { (order, rtype, query(&name, server, rtype, timeout).await) });
+                set.spawn(
+                    async move { (order, rtype, query(&name, server, rtype, timeout).await) },
+                );
             }
         }
         let mut answers: Vec<(usize, RecordType, ServerAnswer)> = set.join_all().await;
         answers.sort_by_key(|(order, rtype, _)| (*order, *rtype == RecordType::AAAA));
         // glibc takes the first server with a definitive answer; NXDOMAIN is definitive.
         let decided = answers.iter().map(|(o, _, a)| (o, a)).find(|(_, a)| {
-            matches!(a.outcome, Outcome::Answer | Outcome::NxDomain | Outcome::NoData)
+            matches!(
+                a.outcome,
+                Outcome::Answer | Outcome::NxDomain | Outcome::NoData
+            )
         });
         let winner = decided.map(|(o, _)| *o);
         let mut addresses = Vec::new();
@@ -220,7 +236,9 @@ async fn query(name: &str, server: IpAddr, rtype: RecordType, timeout: Duration)
                 match record.data() {
                     RData::A(a) => answer.addresses.push(IpAddr::V4(a.0)),
                     RData::AAAA(a) => answer.addresses.push(IpAddr::V6(a.0)),
-                    RData::CNAME(c) => answer.cname_chain.push(c.0.to_utf8().trim_end_matches('.').to_string()),
+                    RData::CNAME(c) => answer
+                        .cname_chain
+                        .push(c.0.to_utf8().trim_end_matches('.').to_string()),
                     _ => {}
                 }
             }
@@ -233,7 +251,9 @@ async fn query(name: &str, server: IpAddr, rtype: RecordType, timeout: Duration)
 }
 
 async fn exchange(name: &str, server: IpAddr, rtype: RecordType) -> std::io::Result<Message> {
-    let invalid = |e: hickory_proto::ProtoError| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string());
+    let invalid = |e: hickory_proto::ProtoError| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+    };
     let fqdn = Name::from_ascii(format!("{}.", name.trim_end_matches('.'))).map_err(invalid)?;
     let mut request = Message::new();
     let id: u16 = rand_id();
@@ -245,7 +265,13 @@ async fn exchange(name: &str, server: IpAddr, rtype: RecordType) -> std::io::Res
         .add_query(Query::query(fqdn, rtype));
     let bytes = request.to_vec().map_err(invalid)?;
     let target = SocketAddr::new(server, 53);
-    let bind: SocketAddr = if server.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("static address");
+    let bind: SocketAddr = if server.is_ipv6() {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    }
+    .parse()
+    .expect("static address");
     let socket = UdpSocket::bind(bind).await?;
     socket.connect(target).await?;
     socket.send(&bytes).await?;
@@ -287,10 +313,15 @@ pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
-            v4.is_private() || v4.is_loopback() || v4.is_link_local() || (o[0] == 100 && (64..128).contains(&o[1]))
+            v4.is_private()
+                || v4.is_loopback()
+                || v4.is_link_local()
+                || (o[0] == 100 && (64..128).contains(&o[1]))
         }
         IpAddr::V6(v6) => {
-            v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || (v6.segments()[0] & 0xffc0) == 0xfe80
+            v6.is_loopback()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
         }
     }
 }

@@ -48,7 +48,14 @@ pub struct HostCheck {
     pub failure: Option<Failure>,
 }
 
-pub async fn check(host: &str, port: u16, hop: Hop, resolver: &ResolverConfig, trust: &Trust, timeouts: Timeouts) -> HostCheck {
+pub async fn check(
+    host: &str,
+    port: u16,
+    hop: Hop,
+    resolver: &ResolverConfig,
+    trust: &Trust,
+    timeouts: Timeouts,
+) -> HostCheck {
     let dns = dns::resolve(host, resolver, timeouts.dns).await;
     let mut check = HostCheck {
         host: host.to_string(),
@@ -62,17 +69,36 @@ pub async fn check(host: &str, port: u16, hop: Hop, resolver: &ResolverConfig, t
         failure: None,
     };
     if let Some(why) = check.dns.failure() {
-        check.failure = Some(Failure { layer: Layer::Dns, step: "dns", detail: why });
+        check.failure = Some(Failure {
+            layer: Layer::Dns,
+            step: "dns",
+            detail: why,
+        });
         return check;
     }
     let addresses = check.dns.addresses.clone();
-    check.routes = tokio::task::spawn_blocking(move || addresses.into_iter().map(route::lookup).collect())
-        .await
-        .unwrap_or_default();
-    let routable: Vec<_> = check.routes.iter().filter(|r| r.has_route()).map(|r| r.destination).collect();
+    check.routes =
+        tokio::task::spawn_blocking(move || addresses.into_iter().map(route::lookup).collect())
+            .await
+            .unwrap_or_default();
+    let routable: Vec<_> = check
+        .routes
+        .iter()
+        .filter(|r| r.has_route())
+        .map(|r| r.destination)
+        .collect();
     if routable.is_empty() {
-        let detail = check.routes.iter().map(RouteLookup::describe).collect::<Vec<_>>().join("; ");
-        check.failure = Some(Failure { layer: Layer::Route, step: "route", detail });
+        let detail = check
+            .routes
+            .iter()
+            .map(RouteLookup::describe)
+            .collect::<Vec<_>>()
+            .join("; ");
+        check.failure = Some(Failure {
+            layer: Layer::Route,
+            step: "route",
+            detail,
+        });
         return check;
     }
     let (winner, attempts) = connect::connect_any(&routable, port, timeouts.connect).await;
@@ -86,13 +112,21 @@ pub async fn check(host: &str, port: u16, hop: Hop, resolver: &ResolverConfig, t
             .map(|a| format!("{}: {}", a.address, outcome_words(a)))
             .collect::<Vec<_>>()
             .join("; ");
-        check.failure = Some(Failure { layer, step: "connect", detail });
+        check.failure = Some(Failure {
+            layer,
+            step: "connect",
+            detail,
+        });
         return check;
     };
     check.address = Some(address);
     let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
-        check.failure = Some(Failure { layer: Layer::Tls, step: "tls", detail: problem.clone() });
+        check.failure = Some(Failure {
+            layer: Layer::Tls,
+            step: "tls",
+            detail: problem.clone(),
+        });
     }
     check.tls = Some(evidence);
     check
@@ -100,9 +134,16 @@ pub async fn check(host: &str, port: u16, hop: Hop, resolver: &ResolverConfig, t
 
 fn outcome_words(a: &Attempt) -> String {
     match a.outcome {
-        ConnectOutcome::Timeout => format!("timeout after {} ms (silently dropped, or replies cannot come back)", a.elapsed_ms),
-        ConnectOutcome::Refused => "connection refused (the address answers, nothing accepts on this port)".into(),
-        ConnectOutcome::Unreachable => format!("unreachable ({})", a.error.as_deref().unwrap_or("")),
+        ConnectOutcome::Timeout => format!(
+            "timeout after {} ms (silently dropped, or replies cannot come back)",
+            a.elapsed_ms
+        ),
+        ConnectOutcome::Refused => {
+            "connection refused (the address answers, nothing accepts on this port)".into()
+        }
+        ConnectOutcome::Unreachable => {
+            format!("unreachable ({})", a.error.as_deref().unwrap_or(""))
+        }
         ConnectOutcome::Connected => "connected".into(),
         ConnectOutcome::Error => a.error.clone().unwrap_or_default(),
     }

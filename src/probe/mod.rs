@@ -46,7 +46,11 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
     let started = Instant::now();
     let resolver = resolv::ResolverConfig::read(&config.etc);
     let registry = config.image.api_host().to_string();
-    let trust = tls::Trust::load(&registry, config.containerd_certs.as_deref(), &config.ca_files);
+    let trust = tls::Trust::load(
+        &registry,
+        config.containerd_certs.as_deref(),
+        &config.ca_files,
+    );
     let mut warnings = Vec::new();
     if let Some(pod) = &resolver.pod_view {
         warnings.push(pod.clone());
@@ -65,34 +69,61 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
         Err(e) => {
             // Without a TLS configuration nothing can be checked: say so as the verdict.
             let mut report = empty_report(&config, resolver, warnings, started);
-            report.verdict = failed(Layer::Other, crate::vocab::Hop::Unknown, &registry, format!("cannot configure TLS: {e}"), vec![]);
+            report.verdict = failed(
+                Layer::Other,
+                crate::vocab::Hop::Unknown,
+                &registry,
+                format!("cannot configure TLS: {e}"),
+                vec![],
+            );
             return report;
         }
     };
     let mut walk = walk::Walk::new(settings, resolver.clone(), trust, tls_config);
     let finished = tokio::time::timeout(config.deadline, walk.run()).await;
     if finished.is_err() {
-        let at = walk.path.last().map(|h| h.host.clone()).unwrap_or(registry.clone());
-        let hop = walk.path.last().map_or(crate::vocab::Hop::Registry, |h| h.hop);
+        let at = walk
+            .path
+            .last()
+            .map(|h| h.host.clone())
+            .unwrap_or(registry.clone());
+        let hop = walk
+            .path
+            .last()
+            .map_or(crate::vocab::Hop::Registry, |h| h.hop);
         walk.stopped.get_or_insert(walk::Stopped {
             hop,
             host: at,
             layer: Layer::Other,
-            detail: format!("the total deadline of {} s ran out", config.deadline.as_secs()),
+            detail: format!(
+                "the total deadline of {} s ran out",
+                config.deadline.as_secs()
+            ),
             candidates: vec![],
         });
     }
     let hosts = walk.hosts();
-    let hand_fixes: Vec<String> = hosts.iter().filter_map(|h| h.dns.hand_fix.clone()).collect();
+    let hand_fixes: Vec<String> = hosts
+        .iter()
+        .filter_map(|h| h.dns.hand_fix.clone())
+        .collect();
     let mut report = empty_report(&config, resolver, warnings, started);
     report.verdict = match &walk.stopped {
         None => Verdict::passed(),
         Some(s) => {
-            let mechanism = (s.layer == Layer::Blob).then(|| s.candidates.first().map(|c| c.0).unwrap_or(Layer::Other));
+            let mechanism = (s.layer == Layer::Blob)
+                .then(|| s.candidates.first().map(|c| c.0).unwrap_or(Layer::Other));
             let mut v = failed(s.layer, s.hop, &s.host, s.detail.clone(), vec![]);
             v.mechanism = mechanism;
             if s.layer != Layer::Blob && s.candidates.len() > 1 {
-                v.candidates = s.candidates.iter().map(|(layer, why)| Candidate { layer: *layer, why: why.clone() }).collect();
+                v.candidates = s
+                    .candidates
+                    .iter()
+                    .map(|(layer, why)| Candidate {
+                        layer: *layer,
+                        why: why.clone(),
+                    })
+                    .collect();
             }
             let advice = advise(s.layer, mechanism, s.hop, &s.host);
             v.owner = Some(advice.owner);
@@ -109,7 +140,13 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
     report
 }
 
-fn failed(layer: Layer, hop: crate::vocab::Hop, host: &str, cause: String, candidates: Vec<Candidate>) -> Verdict {
+fn failed(
+    layer: Layer,
+    hop: crate::vocab::Hop,
+    host: &str,
+    cause: String,
+    candidates: Vec<Candidate>,
+) -> Verdict {
     Verdict {
         passed: false,
         layer: Some(layer),
@@ -124,14 +161,23 @@ fn failed(layer: Layer, hop: crate::vocab::Hop, host: &str, cause: String, candi
     }
 }
 
-fn empty_report(config: &ProbeConfig, resolver: resolv::ResolverConfig, warnings: Vec<String>, started: Instant) -> ProbeReport {
+fn empty_report(
+    config: &ProbeConfig,
+    resolver: resolv::ResolverConfig,
+    warnings: Vec<String>,
+    started: Instant,
+) -> ProbeReport {
     ProbeReport {
         schema: SCHEMA,
         command: "probe",
         image: config.image.to_string(),
         platform: config.platform.to_string(),
         verdict: Verdict::passed(),
-        view: if resolver.pod_view.is_some() { "pod" } else { "node" },
+        view: if resolver.pod_view.is_some() {
+            "pod"
+        } else {
+            "node"
+        },
         resolver,
         path: vec![],
         hosts: vec![],

@@ -50,11 +50,21 @@ impl ResolverConfig {
                     }
                 }
                 // The last `search` or `domain` line wins, as in glibc.
-                Some("search") => search = words.map(|w| w.trim_end_matches('.').to_string()).collect(),
-                Some("domain") => search = words.take(1).map(|w| w.trim_end_matches('.').to_string()).collect(),
+                Some("search") => {
+                    search = words.map(|w| w.trim_end_matches('.').to_string()).collect()
+                }
+                Some("domain") => {
+                    search = words
+                        .take(1)
+                        .map(|w| w.trim_end_matches('.').to_string())
+                        .collect()
+                }
                 Some("options") => {
                     for option in words {
-                        if let Some(n) = option.strip_prefix("ndots:").and_then(|n| n.parse::<u32>().ok()) {
+                        if let Some(n) = option
+                            .strip_prefix("ndots:")
+                            .and_then(|n| n.parse::<u32>().ok())
+                        {
                             ndots = n.min(15);
                         }
                     }
@@ -87,7 +97,7 @@ impl ResolverConfig {
         let name = name.trim_end_matches('.').to_ascii_lowercase();
         self.hosts
             .iter()
-            .filter(|(_, names)| names.iter().any(|n| *n == name))
+            .filter(|(_, names)| names.contains(&name))
             .map(|(ip, _)| *ip)
             .collect()
     }
@@ -110,7 +120,9 @@ impl ResolverConfig {
 
 /// A cluster search domain or ndots:5 is how kubelet writes a pod's resolv.conf.
 fn pod_view(search: &[String], ndots: u32) -> Option<String> {
-    let cluster = search.iter().find(|s| s.starts_with("svc.") || s.contains(".svc.") || s == &"cluster.local");
+    let cluster = search
+        .iter()
+        .find(|s| s.starts_with("svc.") || s.contains(".svc.") || s == &"cluster.local");
     match cluster {
         Some(domain) => Some(format!(
             "the search list holds the cluster domain {domain} (ndots:{ndots}): this is a pod's resolver, and a pod's view does not speak for the node's pull"
@@ -135,16 +147,33 @@ mod tests {
         assert_eq!(c.nameservers.len(), 3);
         assert_eq!(c.search, ["a.example", "b.example"]);
         assert_eq!(c.ndots, 2);
-        assert_eq!(c.hosts_entry("registry.example.test"), ["10.1.1.1".parse::<IpAddr>().expect("ip")]);
+        assert_eq!(
+            c.hosts_entry("registry.example.test"),
+            ["10.1.1.1".parse::<IpAddr>().expect("ip")]
+        );
         assert!(c.pod_view.is_none());
     }
 
     #[test]
     fn search_order_follows_ndots() {
-        let c = ResolverConfig::parse("search svc.cluster.local cluster.local\noptions ndots:5\n", "");
-        assert_eq!(c.candidates("registry.example.test")[0], "registry.example.test.svc.cluster.local");
-        assert_eq!(c.candidates("registry.example.test").last().map(String::as_str), Some("registry.example.test"));
-        assert_eq!(c.candidates("registry.example.test."), ["registry.example.test"]);
+        let c = ResolverConfig::parse(
+            "search svc.cluster.local cluster.local\noptions ndots:5\n",
+            "",
+        );
+        assert_eq!(
+            c.candidates("registry.example.test")[0],
+            "registry.example.test.svc.cluster.local"
+        );
+        assert_eq!(
+            c.candidates("registry.example.test")
+                .last()
+                .map(String::as_str),
+            Some("registry.example.test")
+        );
+        assert_eq!(
+            c.candidates("registry.example.test."),
+            ["registry.example.test"]
+        );
         assert!(c.pod_view.as_deref().is_some_and(|w| w.contains("pod")));
         let node = ResolverConfig::parse("nameserver 10.0.0.2\nsearch corp.example\n", "");
         assert_eq!(node.candidates("r.example")[0], "r.example");

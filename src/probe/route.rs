@@ -4,9 +4,9 @@
 use std::net::IpAddr;
 
 use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+use netlink_packet_route::AddressFamily;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
-use netlink_packet_route::AddressFamily;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use serde::Serialize;
 
@@ -35,7 +35,11 @@ impl RouteLookup {
         match (&self.error, &self.interface) {
             (Some(e), _) => format!("{}: no route ({e})", self.destination),
             (None, iface) => {
-                let mut s = format!("{} dev {}", self.destination, iface.as_deref().unwrap_or("?"));
+                let mut s = format!(
+                    "{} dev {}",
+                    self.destination,
+                    iface.as_deref().unwrap_or("?")
+                );
                 if let Some(gw) = self.gateway {
                     s.push_str(&format!(" via {gw}"));
                 }
@@ -71,11 +75,16 @@ fn ask_kernel(destination: IpAddr) -> std::io::Result<RouteLookup> {
     };
     message.header.address_family = family;
     message.header.destination_prefix_length = length;
-    message.attributes.push(RouteAttribute::Destination(address));
+    message
+        .attributes
+        .push(RouteAttribute::Destination(address));
 
     let mut header = NetlinkHeader::default();
     header.flags = NLM_F_REQUEST;
-    let mut request = NetlinkMessage::new(header, NetlinkPayload::from(RouteNetlinkMessage::GetRoute(message)));
+    let mut request = NetlinkMessage::new(
+        header,
+        NetlinkPayload::from(RouteNetlinkMessage::GetRoute(message)),
+    );
     request.finalize();
     let mut bytes = vec![0u8; request.buffer_len()];
     request.serialize(&mut bytes);
@@ -111,7 +120,9 @@ fn ask_kernel(destination: IpAddr) -> std::io::Result<RouteLookup> {
             let code = error.code.map_or(0, |c| -c.get());
             Err(std::io::Error::from_raw_os_error(code))
         }
-        other => Err(std::io::Error::other(format!("unexpected netlink reply {other:?}"))),
+        other => Err(std::io::Error::other(format!(
+            "unexpected netlink reply {other:?}"
+        ))),
     }
 }
 
@@ -125,12 +136,15 @@ fn ip_of(a: RouteAddress) -> Option<IpAddr> {
 
 /// The interface's name from its index, through sysfs (no extra netlink round trip).
 fn interface_name(index: u32) -> String {
-    let found = std::fs::read_dir("/sys/class/net").ok().and_then(|entries| {
-        entries.flatten().find_map(|entry| {
-            let ifindex = std::fs::read_to_string(entry.path().join("ifindex")).ok()?;
-            (ifindex.trim().parse::<u32>().ok()? == index).then(|| entry.file_name().to_string_lossy().into_owned())
-        })
-    });
+    let found = std::fs::read_dir("/sys/class/net")
+        .ok()
+        .and_then(|entries| {
+            entries.flatten().find_map(|entry| {
+                let ifindex = std::fs::read_to_string(entry.path().join("ifindex")).ok()?;
+                (ifindex.trim().parse::<u32>().ok()? == index)
+                    .then(|| entry.file_name().to_string_lossy().into_owned())
+            })
+        });
     found.unwrap_or_else(|| format!("if{index}"))
 }
 

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use serde::Serialize;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -23,7 +25,10 @@ pub struct Trust {
 
 impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Trust").field("roots", &self.roots.len()).field("sources", &self.sources).finish()
+        f.debug_struct("Trust")
+            .field("roots", &self.roots.len())
+            .field("sources", &self.sources)
+            .finish()
     }
 }
 
@@ -47,16 +52,20 @@ impl Trust {
         for file in files {
             match std::fs::read(&file) {
                 Ok(pem) => {
-                    let certs: Vec<CertificateDer<'static>> = rustls::pki_types::pem::PemObject::pem_slice_iter(&pem)
-                        .filter_map(Result::ok)
-                        .collect();
+                    let certs: Vec<CertificateDer<'static>> =
+                        rustls::pki_types::pem::PemObject::pem_slice_iter(&pem)
+                            .filter_map(Result::ok)
+                            .collect();
                     let (added, _) = roots.add_parsable_certificates(certs);
                     sources.push(format!("{} ({added} roots)", file.display()));
                 }
                 Err(e) => sources.push(format!("{} (unreadable: {e})", file.display())),
             }
         }
-        Trust { roots: Arc::new(roots), sources }
+        Trust {
+            roots: Arc::new(roots),
+            sources,
+        }
     }
 }
 
@@ -69,7 +78,9 @@ fn containerd_cas(dir: &Path) -> Vec<PathBuf> {
     {
         let mut push = |value: Option<&toml::Value>| match value {
             Some(toml::Value::String(s)) => found.push(dir.join(s)),
-            Some(toml::Value::Array(a)) => found.extend(a.iter().filter_map(|v| v.as_str()).map(|s| dir.join(s))),
+            Some(toml::Value::Array(a)) => {
+                found.extend(a.iter().filter_map(|v| v.as_str()).map(|s| dir.join(s)))
+            }
             _ => {}
         };
         push(doc.get("ca"));
@@ -132,16 +143,30 @@ impl ServerCertVerifier for Recording {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         if let Ok(mut seen) = self.seen.lock() {
-            *seen = std::iter::once(end_entity).chain(intermediates).map(|c| c.clone().into_owned()).collect();
+            *seen = std::iter::once(end_entity)
+                .chain(intermediates)
+                .map(|c| c.clone().into_owned())
+                .collect();
         }
-        self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
     }
 
-    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.inner.verify_tls12_signature(message, cert, dss)
     }
 
-    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.inner.verify_tls13_signature(message, cert, dss)
     }
 
@@ -153,9 +178,10 @@ impl ServerCertVerifier for Recording {
 /// A client configuration that verifies against `trust` (used for the HTTP requests too).
 pub fn client_config(trust: &Trust) -> Result<ClientConfig, rustls::Error> {
     let provider = provider();
-    let verifier = WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
-        .build()
-        .map_err(|e| rustls::Error::General(e.to_string()))?;
+    let verifier =
+        WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| rustls::Error::General(e.to_string()))?;
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_webpki_verifier(verifier)
@@ -165,7 +191,12 @@ pub fn client_config(trust: &Trust) -> Result<ClientConfig, rustls::Error> {
 }
 
 /// Handshake over `stream` as `server_name`, bounded by `timeout`.
-pub async fn handshake(stream: TcpStream, server_name: &str, trust: &Trust, timeout: Duration) -> TlsEvidence {
+pub async fn handshake(
+    stream: TcpStream,
+    server_name: &str,
+    trust: &Trust,
+    timeout: Duration,
+) -> TlsEvidence {
     let started = Instant::now();
     let mut evidence = TlsEvidence {
         server_name: server_name.to_string(),
@@ -176,22 +207,37 @@ pub async fn handshake(stream: TcpStream, server_name: &str, trust: &Trust, time
         elapsed_ms: 0,
     };
     let provider = provider();
-    let inner = match WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone()).build() {
-        Ok(v) => v,
-        Err(e) => {
-            evidence.problem = Some(format!("no usable trust roots: {e}"));
-            return evidence;
-        }
-    };
-    let recording = Arc::new(Recording { inner, seen: Mutex::new(Vec::new()) });
-    let config = match ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
-        Ok(b) => b.dangerous().with_custom_certificate_verifier(recording.clone()).with_no_client_auth(),
-        Err(e) => {
-            evidence.problem = Some(e.to_string());
-            return evidence;
-        }
-    };
-    let name = match ServerName::try_from(server_name.trim_start_matches('[').trim_end_matches(']').to_string()) {
+    let inner =
+        match WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
+            .build()
+        {
+            Ok(v) => v,
+            Err(e) => {
+                evidence.problem = Some(format!("no usable trust roots: {e}"));
+                return evidence;
+            }
+        };
+    let recording = Arc::new(Recording {
+        inner,
+        seen: Mutex::new(Vec::new()),
+    });
+    let config =
+        match ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
+            Ok(b) => b
+                .dangerous()
+                .with_custom_certificate_verifier(recording.clone())
+                .with_no_client_auth(),
+            Err(e) => {
+                evidence.problem = Some(e.to_string());
+                return evidence;
+            }
+        };
+    let name = match ServerName::try_from(
+        server_name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+    ) {
         Ok(n) => n,
         Err(e) => {
             evidence.problem = Some(format!("{server_name} is not a valid TLS server name: {e}"));
@@ -201,9 +247,18 @@ pub async fn handshake(stream: TcpStream, server_name: &str, trust: &Trust, time
     let connector = TlsConnector::from(Arc::new(config));
     let result = tokio::time::timeout(timeout, connector.connect(name, stream)).await;
     evidence.elapsed_ms = started.elapsed().as_millis() as u64;
-    evidence.chain = recording.seen.lock().map(|seen| seen.iter().filter_map(summarize).collect()).unwrap_or_default();
+    evidence.chain = recording
+        .seen
+        .lock()
+        .map(|seen| seen.iter().filter_map(summarize).collect())
+        .unwrap_or_default();
     match result {
-        Err(_) => evidence.problem = Some(format!("handshake timeout: no TLS answer within {} ms", timeout.as_millis())),
+        Err(_) => {
+            evidence.problem = Some(format!(
+                "handshake timeout: no TLS answer within {} ms",
+                timeout.as_millis()
+            ))
+        }
         Ok(Ok(_)) => evidence.ok = true,
         Ok(Err(e)) => evidence.problem = Some(describe(&e, &evidence.chain, server_name)),
     }
@@ -212,7 +267,9 @@ pub async fn handshake(stream: TcpStream, server_name: &str, trust: &Trust, time
 
 /// Name what was wrong, rustls-style, with the facts a person needs.
 fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) -> String {
-    let rustls_error = error.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>());
+    let rustls_error = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>());
     let leaf = chain.first();
     match rustls_error {
         Some(rustls::Error::InvalidCertificate(cert)) => match cert {
@@ -220,10 +277,12 @@ fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) ->
                 "certificate signed by unknown authority: issuer {:?} is not in the trusted roots",
                 leaf.map_or("?", |c| c.issuer.as_str())
             ),
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => format!(
-                "certificate is for {}, not {server_name}",
-                leaf.map_or("?".to_string(), |c| c.names.join(", "))
-            ),
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                format!(
+                    "certificate is for {}, not {server_name}",
+                    leaf.map_or("?".to_string(), |c| c.names.join(", "))
+                )
+            }
             CertificateError::Expired | CertificateError::ExpiredContext { .. } => format!(
                 "certificate expired: not valid after {}",
                 leaf.map_or("?", |c| c.not_after.as_str())
@@ -234,7 +293,8 @@ fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) ->
             ),
             other => format!("certificate rejected: {other:?}"),
         },
-        Some(rustls::Error::InvalidMessage(_)) | Some(rustls::Error::InappropriateMessage { .. }) => {
+        Some(rustls::Error::InvalidMessage(_))
+        | Some(rustls::Error::InappropriateMessage { .. }) => {
             "the server did not answer TLS (plain HTTP on an HTTPS port?)".to_string()
         }
         Some(other) => format!("TLS handshake failed: {other}"),
@@ -261,7 +321,12 @@ fn summarize(der: &CertificateDer<'_>) -> Option<CertSummary> {
         })
         .unwrap_or_default();
     if names.is_empty() {
-        names = cert.subject().iter_common_name().filter_map(|cn| cn.as_str().ok()).map(String::from).collect();
+        names = cert
+            .subject()
+            .iter_common_name()
+            .filter_map(|cn| cn.as_str().ok())
+            .map(String::from)
+            .collect();
     }
     Some(CertSummary {
         subject: cert.subject().to_string(),

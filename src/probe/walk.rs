@@ -73,7 +73,11 @@ impl Platform {
             "powerpc64" => "ppc64le",
             other => other,
         };
-        Platform { os: "linux".into(), architecture: architecture.into(), variant: None }
+        Platform {
+            os: "linux".into(),
+            architecture: architecture.into(),
+            variant: None,
+        }
     }
 
     /// `os/arch[/variant]`.
@@ -82,11 +86,17 @@ impl Platform {
         let os = parts.next().filter(|s| !s.is_empty())?;
         let architecture = parts.next().filter(|s| !s.is_empty())?;
         let variant = parts.next().map(String::from);
-        parts.next().is_none().then(|| Platform { os: os.into(), architecture: architecture.into(), variant })
+        parts.next().is_none().then(|| Platform {
+            os: os.into(),
+            architecture: architecture.into(),
+            variant,
+        })
     }
 
     fn matches(&self, p: &PlatformJson) -> bool {
-        p.os == self.os && p.architecture == self.architecture && (self.variant.is_none() || p.variant == self.variant)
+        p.os == self.os
+            && p.architecture == self.architecture
+            && (self.variant.is_none() || p.variant == self.variant)
     }
 }
 
@@ -148,7 +158,12 @@ pub struct Walk {
 type Step<T> = Result<T, ()>;
 
 impl Walk {
-    pub fn new(settings: Settings, resolver: ResolverConfig, trust: Trust, tls: ClientConfig) -> Walk {
+    pub fn new(
+        settings: Settings,
+        resolver: ResolverConfig,
+        trust: Trust,
+        tls: ClientConfig,
+    ) -> Walk {
         let registry = settings.image.api_host().to_string();
         Walk {
             settings,
@@ -165,7 +180,12 @@ impl Walk {
 
     pub fn hosts(&self) -> Vec<HostCheck> {
         let mut hosts: Vec<HostCheck> = self.checked.values().map(|(h, _)| h.clone()).collect();
-        hosts.sort_by_key(|h| self.path.iter().position(|p| p.host == h.host).unwrap_or(usize::MAX));
+        hosts.sort_by_key(|h| {
+            self.path
+                .iter()
+                .position(|p| p.host == h.host)
+                .unwrap_or(usize::MAX)
+        });
         hosts
     }
 
@@ -179,34 +199,75 @@ impl Walk {
         self.host(&registry, Hop::Registry).await?;
         let auth = self.authenticate().await?;
         let image = self.settings.image.clone();
-        let (manifest, _) = self.manifest(&image.repository, image.reference(), auth.as_deref()).await?;
-        let manifest = self.select_platform(manifest, &image.repository, auth.as_deref()).await?;
+        let (manifest, _) = self
+            .manifest(&image.repository, image.reference(), auth.as_deref())
+            .await?;
+        let manifest = self
+            .select_platform(manifest, &image.repository, auth.as_deref())
+            .await?;
         let config = manifest.config.clone().ok_or_else(|| {
-            self.stop(Hop::Registry, &registry, Layer::Other, "the manifest has no config descriptor".into(), vec![]);
+            self.stop(
+                Hop::Registry,
+                &registry,
+                Layer::Other,
+                "the manifest has no config descriptor".into(),
+                vec![],
+            );
         })?;
-        self.blob(&image.repository, &config, "config", true, auth.as_deref()).await?;
+        self.blob(&image.repository, &config, "config", true, auth.as_deref())
+            .await?;
         let full = self.settings.full;
         if full {
-            self.download_layers(&image.repository, &manifest.layers, auth.as_deref()).await?;
+            self.download_layers(&image.repository, &manifest.layers, auth.as_deref())
+                .await?;
         } else {
             for layer in &manifest.layers {
-                self.blob(&image.repository, layer, "layer", false, auth.as_deref()).await?;
+                self.blob(&image.repository, layer, "layer", false, auth.as_deref())
+                    .await?;
             }
         }
         Ok(())
     }
 
-    fn stop(&mut self, hop: Hop, host: &str, layer: Layer, detail: String, candidates: Vec<(Layer, String)>) {
+    fn stop(
+        &mut self,
+        hop: Hop,
+        host: &str,
+        layer: Layer,
+        detail: String,
+        candidates: Vec<(Layer, String)>,
+    ) {
         if self.stopped.is_none() {
-            self.stopped = Some(Stopped { hop, host: host.to_string(), layer, detail, candidates });
+            self.stopped = Some(Stopped {
+                hop,
+                host: host.to_string(),
+                layer,
+                detail,
+                candidates,
+            });
         }
     }
 
     /// Record a step under `hop`/`host`, starting a new hop entry when the path moves on.
-    fn record(&mut self, hop: Hop, host: &str, step: &str, ok: bool, detail: String, elapsed: Option<Duration>) {
-        let same = self.path.last().is_some_and(|h| h.hop == hop && h.host == host);
+    fn record(
+        &mut self,
+        hop: Hop,
+        host: &str,
+        step: &str,
+        ok: bool,
+        detail: String,
+        elapsed: Option<Duration>,
+    ) {
+        let same = self
+            .path
+            .last()
+            .is_some_and(|h| h.hop == hop && h.host == host);
         if !same {
-            self.path.push(HopReport { hop, host: host.to_string(), steps: vec![] });
+            self.path.push(HopReport {
+                hop,
+                host: host.to_string(),
+                steps: vec![],
+            });
         }
         if let Some(last) = self.path.last_mut() {
             last.steps.push(StepReport {
@@ -227,7 +288,15 @@ impl Walk {
             };
         }
         let (name, port) = split_authority(authority);
-        let check = host::check(&name, port, hop, &self.resolver, &self.trust, self.settings.timeouts).await;
+        let check = host::check(
+            &name,
+            port,
+            hop,
+            &self.resolver,
+            &self.trust,
+            self.settings.timeouts,
+        )
+        .await;
         self.record_host(authority, &check);
         if let Some(f) = &check.failure {
             let (layer, detail) = (f.layer, f.detail.clone());
@@ -238,12 +307,19 @@ impl Walk {
         let client = self.client(&name, &check);
         match client {
             Ok(client) => {
-                self.checked.insert(authority.to_string(), (check, Some(client.clone())));
+                self.checked
+                    .insert(authority.to_string(), (check, Some(client.clone())));
                 Ok(client)
             }
             Err(e) => {
                 self.checked.insert(authority.to_string(), (check, None));
-                self.stop(hop, authority, Layer::Other, format!("cannot build an HTTP client: {e}"), vec![]);
+                self.stop(
+                    hop,
+                    authority,
+                    Layer::Other,
+                    format!("cannot build an HTTP client: {e}"),
+                    vec![],
+                );
                 Err(())
             }
         }
@@ -257,7 +333,12 @@ impl Walk {
             (Some(why), _) => why,
             (None, "ip-literal") => "IP literal, no lookup".into(),
             (None, source) => {
-                let mut s = dns.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                let mut s = dns
+                    .addresses
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 if !dns.cname_chain.is_empty() {
                     s.push_str(&format!(" via CNAME {}", dns.cname_chain.join(" → ")));
                 }
@@ -266,7 +347,12 @@ impl Walk {
                     (_, Some(server)) => s.push_str(&format!(" (answered by {server})")),
                     _ => {}
                 }
-                let public: Vec<String> = dns.addresses.iter().filter(|a| !super::dns::is_private(**a)).map(ToString::to_string).collect();
+                let public: Vec<String> = dns
+                    .addresses
+                    .iter()
+                    .filter(|a| !super::dns::is_private(**a))
+                    .map(ToString::to_string)
+                    .collect();
                 if !public.is_empty() && dns.cname_chain.iter().any(|c| c.contains("privatelink")) {
                     s.push_str(&format!("; public address {} behind a privatelink name: the private zone may not be linked", public.join(", ")));
                 }
@@ -281,7 +367,12 @@ impl Walk {
             return;
         }
         let route_ok = check.routes.iter().any(|r| r.has_route());
-        let detail = check.routes.iter().map(|r| r.describe()).collect::<Vec<_>>().join("; ");
+        let detail = check
+            .routes
+            .iter()
+            .map(|r| r.describe())
+            .collect::<Vec<_>>()
+            .join("; ");
         self.record(hop, &host, "route", route_ok, detail, None);
         if !route_ok || check.connect.is_empty() {
             return;
@@ -289,7 +380,11 @@ impl Walk {
         let connected = check.address.is_some();
         let detail = match (&check.address, &check.failure) {
             (Some(a), _) => {
-                let ms = check.connect.iter().find(|c| c.address == *a).map_or(0, |c| c.elapsed_ms);
+                let ms = check
+                    .connect
+                    .iter()
+                    .find(|c| c.address == *a)
+                    .map_or(0, |c| c.elapsed_ms);
                 format!("{a} in {ms} ms")
             }
             (None, Some(f)) => f.detail.clone(),
@@ -299,10 +394,22 @@ impl Walk {
         if let Some(tls) = &check.tls {
             let detail = match (&tls.problem, tls.chain.first()) {
                 (Some(p), _) => p.clone(),
-                (None, Some(leaf)) => format!("{} issued by {}, valid until {}", leaf.names.join(", "), leaf.issuer, leaf.not_after),
+                (None, Some(leaf)) => format!(
+                    "{} issued by {}, valid until {}",
+                    leaf.names.join(", "),
+                    leaf.issuer,
+                    leaf.not_after
+                ),
                 (None, None) => "handshake complete".into(),
             };
-            self.record(hop, &host, "tls", tls.ok, detail, Some(Duration::from_millis(tls.elapsed_ms)));
+            self.record(
+                hop,
+                &host,
+                "tls",
+                tls.ok,
+                detail,
+                Some(Duration::from_millis(tls.elapsed_ms)),
+            );
         }
     }
 
@@ -325,12 +432,21 @@ impl Walk {
     }
 
     /// Send with the HTTP timeout; a transport failure stops the walk on `hop`.
-    async fn send(&mut self, hop: Hop, host: &str, request: reqwest::RequestBuilder) -> Step<reqwest::Response> {
+    async fn send(
+        &mut self,
+        hop: Hop,
+        host: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Step<reqwest::Response> {
         let timeout = self.settings.timeouts.http;
         match tokio::time::timeout(timeout, request.send()).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(e)) => {
-                let layer = if e.is_timeout() { Layer::Route } else { Layer::Refused };
+                let layer = if e.is_timeout() {
+                    Layer::Route
+                } else {
+                    Layer::Refused
+                };
                 let detail = format!("request failed: {}", error_chain(&e));
                 self.record(hop, host, "http", false, detail.clone(), None);
                 self.stop(hop, host, layer, detail, vec![]);
@@ -350,18 +466,42 @@ impl Walk {
         let registry = self.registry.clone();
         let client = self.host(&registry, Hop::Registry).await?;
         let started = Instant::now();
-        let response = self.send(Hop::Registry, &registry, client.get(format!("https://{registry}/v2/"))).await?;
+        let response = self
+            .send(
+                Hop::Registry,
+                &registry,
+                client.get(format!("https://{registry}/v2/")),
+            )
+            .await?;
         let status = response.status();
-        let challenge = response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(String::from);
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
         let _ = read_limited(response, MAX_ERROR_BODY).await;
         match (status, challenge) {
             (s, _) if s.is_success() => {
-                self.record(Hop::Registry, &registry, "GET /v2/", true, format!("{s}: no authentication required"), Some(started.elapsed()));
+                self.record(
+                    Hop::Registry,
+                    &registry,
+                    "GET /v2/",
+                    true,
+                    format!("{s}: no authentication required"),
+                    Some(started.elapsed()),
+                );
                 Ok(None)
             }
             (StatusCode::UNAUTHORIZED, Some(challenge)) => {
                 let parsed = Challenge::parse(&challenge);
-                self.record(Hop::Registry, &registry, "GET /v2/", true, format!("401 challenge: {}", redact_challenge(&challenge)), Some(started.elapsed()));
+                self.record(
+                    Hop::Registry,
+                    &registry,
+                    "GET /v2/",
+                    true,
+                    format!("401 challenge: {}", redact_challenge(&challenge)),
+                    Some(started.elapsed()),
+                );
                 match parsed {
                     Challenge::Basic => match self.settings.credentials.clone() {
                         Some(c) => Ok(Some(c.basic())),
@@ -371,9 +511,17 @@ impl Walk {
                             Err(())
                         }
                     },
-                    Challenge::Bearer { realm, service } => self.token(&realm, service.as_deref()).await.map(Some),
+                    Challenge::Bearer { realm, service } => {
+                        self.token(&realm, service.as_deref()).await.map(Some)
+                    }
                     Challenge::Unknown => {
-                        self.stop(Hop::Registry, &registry, Layer::Other, format!("unknown challenge {challenge:?}"), vec![]);
+                        self.stop(
+                            Hop::Registry,
+                            &registry,
+                            Layer::Other,
+                            format!("unknown challenge {challenge:?}"),
+                            vec![],
+                        );
                         Err(())
                     }
                 }
@@ -381,7 +529,14 @@ impl Walk {
             (status, _) => {
                 let layer = status_layer(status);
                 let detail = format!("GET /v2/ answered {status}");
-                self.record(Hop::Registry, &registry, "GET /v2/", false, detail.clone(), Some(started.elapsed()));
+                self.record(
+                    Hop::Registry,
+                    &registry,
+                    "GET /v2/",
+                    false,
+                    detail.clone(),
+                    Some(started.elapsed()),
+                );
                 self.stop(Hop::Registry, &registry, layer, detail, vec![]);
                 Err(())
             }
@@ -392,7 +547,13 @@ impl Walk {
     async fn token(&mut self, realm: &str, service: Option<&str>) -> Step<String> {
         let registry = self.registry.clone();
         let Ok(mut url) = Url::parse(realm) else {
-            self.stop(Hop::Auth, &registry, Layer::Other, format!("the registry's token realm {realm:?} is not a URL"), vec![]);
+            self.stop(
+                Hop::Auth,
+                &registry,
+                Layer::Other,
+                format!("the registry's token realm {realm:?} is not a URL"),
+                vec![],
+            );
             return Err(());
         };
         let realm_host = authority_of(&url);
@@ -421,35 +582,80 @@ impl Walk {
         let step = format!("token {scope}");
         if !status.is_success() {
             let layer = status_layer(status);
-            let detail = format!("{status} {who}: {}", error_summary(&body.unwrap_or_default()));
-            self.record(Hop::Auth, &realm_host, &step, false, detail.clone(), Some(started.elapsed()));
+            let detail = format!(
+                "{status} {who}: {}",
+                error_summary(&body.unwrap_or_default())
+            );
+            self.record(
+                Hop::Auth,
+                &realm_host,
+                &step,
+                false,
+                detail.clone(),
+                Some(started.elapsed()),
+            );
             self.stop(Hop::Auth, &realm_host, layer, detail, vec![]);
             return Err(());
         }
         let token = body
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v.get("token").or(v.get("access_token")).and_then(|t| t.as_str()).map(String::from));
+            .and_then(|v| {
+                v.get("token")
+                    .or(v.get("access_token"))
+                    .and_then(|t| t.as_str())
+                    .map(String::from)
+            });
         let Some(token) = token else {
             let detail = format!("{status} {who} but no token in the answer");
-            self.record(Hop::Auth, &realm_host, &step, false, detail.clone(), Some(started.elapsed()));
+            self.record(
+                Hop::Auth,
+                &realm_host,
+                &step,
+                false,
+                detail.clone(),
+                Some(started.elapsed()),
+            );
             self.stop(Hop::Auth, &realm_host, Layer::Other, detail, vec![]);
             return Err(());
         };
         let granted = granted_actions(&token, &self.settings.image.repository);
         let detail = match &granted {
-            Some(actions) if actions.is_empty() => format!("{status} {who}: token grants nothing on {}", self.settings.image.repository),
-            Some(actions) => format!("{status} {who}: token grants {} on {}", actions.join(","), self.settings.image.repository),
+            Some(actions) if actions.is_empty() => format!(
+                "{status} {who}: token grants nothing on {}",
+                self.settings.image.repository
+            ),
+            Some(actions) => format!(
+                "{status} {who}: token grants {} on {}",
+                actions.join(","),
+                self.settings.image.repository
+            ),
             None => format!("{status} {who}: opaque token"),
         };
-        self.record(Hop::Auth, &realm_host, &step, true, detail, Some(started.elapsed()));
+        self.record(
+            Hop::Auth,
+            &realm_host,
+            &step,
+            true,
+            detail,
+            Some(started.elapsed()),
+        );
         Ok(format!("Bearer {token}"))
     }
 
-    async fn manifest(&mut self, repository: &str, reference: &str, auth: Option<&str>) -> Step<(ManifestJson, String)> {
+    async fn manifest(
+        &mut self,
+        repository: &str,
+        reference: &str,
+        auth: Option<&str>,
+    ) -> Step<(ManifestJson, String)> {
         let registry = self.registry.clone();
         let client = self.host(&registry, Hop::Registry).await?;
-        let mut request = client.get(format!("https://{registry}/v2/{repository}/manifests/{reference}")).header(ACCEPT, MANIFEST_TYPES);
+        let mut request = client
+            .get(format!(
+                "https://{registry}/v2/{repository}/manifests/{reference}"
+            ))
+            .header(ACCEPT, MANIFEST_TYPES);
         if let Some(auth) = auth {
             request = request.header(AUTHORIZATION, auth);
         }
@@ -459,16 +665,33 @@ impl Walk {
         let status = response.status();
         let headers = response.headers().clone();
         if !status.is_success() {
-            let body = read_limited(response, MAX_ERROR_BODY).await.unwrap_or_default();
-            let (layer, detail, candidates) = manifest_failure(status, &headers, &body, auth.is_some());
-            self.record(Hop::Registry, &registry, &step, false, detail.clone(), Some(started.elapsed()));
+            let body = read_limited(response, MAX_ERROR_BODY)
+                .await
+                .unwrap_or_default();
+            let (layer, detail, candidates) =
+                manifest_failure(status, &headers, &body, auth.is_some());
+            self.record(
+                Hop::Registry,
+                &registry,
+                &step,
+                false,
+                detail.clone(),
+                Some(started.elapsed()),
+            );
             self.stop(Hop::Registry, &registry, layer, detail, candidates);
             return Err(());
         }
         let body = match read_limited(response, MAX_MANIFEST).await {
             Ok(b) => b,
             Err(e) => {
-                self.record(Hop::Registry, &registry, &step, false, e.clone(), Some(started.elapsed()));
+                self.record(
+                    Hop::Registry,
+                    &registry,
+                    &step,
+                    false,
+                    e.clone(),
+                    Some(started.elapsed()),
+                );
                 self.stop(Hop::Registry, &registry, Layer::Other, e, vec![]);
                 return Err(());
             }
@@ -476,56 +699,140 @@ impl Walk {
         let digest = format!("sha256:{}", hex(&Sha256::digest(&body)));
         if reference.starts_with("sha256:") && reference != digest {
             let detail = format!("manifest digest mismatch: asked {reference}, got {digest}");
-            self.record(Hop::Registry, &registry, &step, false, detail.clone(), Some(started.elapsed()));
+            self.record(
+                Hop::Registry,
+                &registry,
+                &step,
+                false,
+                detail.clone(),
+                Some(started.elapsed()),
+            );
             self.stop(Hop::Registry, &registry, Layer::Other, detail, vec![]);
             return Err(());
         }
         match serde_json::from_slice::<ManifestJson>(&body) {
             Ok(m) => {
-                let kind = if m.manifests.is_some() { "index" } else { "manifest" };
-                let media = if m.media_type.is_empty() { headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("?").to_string() } else { m.media_type.clone() };
+                let kind = if m.manifests.is_some() {
+                    "index"
+                } else {
+                    "manifest"
+                };
+                let media = if m.media_type.is_empty() {
+                    headers
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("?")
+                        .to_string()
+                } else {
+                    m.media_type.clone()
+                };
                 let count = m.manifests.as_ref().map_or(m.layers.len(), Vec::len);
-                let what = if kind == "index" { "platforms" } else { "layers" };
-                self.record(Hop::Registry, &registry, &step, true, format!("{kind} {media} {digest} ({count} {what})"), Some(started.elapsed()));
+                let what = if kind == "index" {
+                    "platforms"
+                } else {
+                    "layers"
+                };
+                self.record(
+                    Hop::Registry,
+                    &registry,
+                    &step,
+                    true,
+                    format!("{kind} {media} {digest} ({count} {what})"),
+                    Some(started.elapsed()),
+                );
                 Ok((m, digest))
             }
             Err(e) => {
                 let detail = format!("the manifest is not valid JSON: {e}");
-                self.record(Hop::Registry, &registry, &step, false, detail.clone(), Some(started.elapsed()));
+                self.record(
+                    Hop::Registry,
+                    &registry,
+                    &step,
+                    false,
+                    detail.clone(),
+                    Some(started.elapsed()),
+                );
                 self.stop(Hop::Registry, &registry, Layer::Other, detail, vec![]);
                 Err(())
             }
         }
     }
 
-    async fn select_platform(&mut self, manifest: ManifestJson, repository: &str, auth: Option<&str>) -> Step<ManifestJson> {
-        let Some(entries) = &manifest.manifests else { return Ok(manifest) };
+    async fn select_platform(
+        &mut self,
+        manifest: ManifestJson,
+        repository: &str,
+        auth: Option<&str>,
+    ) -> Step<ManifestJson> {
+        let Some(entries) = &manifest.manifests else {
+            return Ok(manifest);
+        };
         let registry = self.registry.clone();
         let wanted = self.settings.platform.clone();
-        let Some(entry) = entries.iter().find(|d| d.platform.as_ref().is_some_and(|p| wanted.matches(p))) else {
+        let Some(entry) = entries
+            .iter()
+            .find(|d| d.platform.as_ref().is_some_and(|p| wanted.matches(p)))
+        else {
             let offered: Vec<String> = entries
                 .iter()
                 .filter_map(|d| d.platform.as_ref())
-                .map(|p| format!("{}/{}{}", p.os, p.architecture, p.variant.as_ref().map(|v| format!("/{v}")).unwrap_or_default()))
+                .map(|p| {
+                    format!(
+                        "{}/{}{}",
+                        p.os,
+                        p.architecture,
+                        p.variant
+                            .as_ref()
+                            .map(|v| format!("/{v}"))
+                            .unwrap_or_default()
+                    )
+                })
                 .collect();
-            let detail = format!("no manifest for {wanted} in the index; it offers {}", offered.join(", "));
-            self.record(Hop::Registry, &registry, "platform", false, detail.clone(), None);
+            let detail = format!(
+                "no manifest for {wanted} in the index; it offers {}",
+                offered.join(", ")
+            );
+            self.record(
+                Hop::Registry,
+                &registry,
+                "platform",
+                false,
+                detail.clone(),
+                None,
+            );
             self.stop(Hop::Registry, &registry, Layer::Platform, detail, vec![]);
             return Err(());
         };
         let digest = entry.digest.clone();
-        self.record(Hop::Registry, &registry, "platform", true, format!("{wanted} → {digest}"), None);
+        self.record(
+            Hop::Registry,
+            &registry,
+            "platform",
+            true,
+            format!("{wanted} → {digest}"),
+            None,
+        );
         let (child, _) = self.manifest(repository, &digest, auth).await?;
         Ok(child)
     }
 
     /// GET a blob through its redirects; returns the final response and the host that served it.
-    async fn open_blob(&mut self, repository: &str, desc: &Descriptor, range: bool, auth: Option<&str>) -> Step<(reqwest::Response, String, Hop)> {
+    async fn open_blob(
+        &mut self,
+        repository: &str,
+        desc: &Descriptor,
+        range: bool,
+        auth: Option<&str>,
+    ) -> Step<(reqwest::Response, String, Hop)> {
         let registry = self.registry.clone();
         let mut url = format!("https://{registry}/v2/{repository}/blobs/{}", desc.digest);
         let mut authority = registry.clone();
         for _ in 0..=MAX_REDIRECTS {
-            let hop = if authority == registry { Hop::Registry } else { Hop::Blob };
+            let hop = if authority == registry {
+                Hop::Registry
+            } else {
+                Hop::Blob
+            };
             let client = match self.host(&authority, hop).await {
                 Ok(c) => c,
                 Err(()) => {
@@ -552,33 +859,75 @@ impl Walk {
             };
             let status = response.status();
             if status.is_redirection() {
-                let Some(next) = response.headers().get(LOCATION).and_then(|l| l.to_str().ok()).and_then(|l| Url::parse(&url).ok()?.join(l).ok()) else {
-                    self.stop(Hop::Blob, &authority, Layer::Blob, format!("{status} without a usable Location"), vec![]);
+                let Some(next) = response
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| Url::parse(&url).ok()?.join(l).ok())
+                else {
+                    self.stop(
+                        Hop::Blob,
+                        &authority,
+                        Layer::Blob,
+                        format!("{status} without a usable Location"),
+                        vec![],
+                    );
                     return Err(());
                 };
                 if next.scheme() != "https" {
-                    self.stop(Hop::Blob, &authority, Layer::Blob, format!("redirected to non-HTTPS {}", redact_url(&next)), vec![]);
+                    self.stop(
+                        Hop::Blob,
+                        &authority,
+                        Layer::Blob,
+                        format!("redirected to non-HTTPS {}", redact_url(&next)),
+                        vec![],
+                    );
                     return Err(());
                 }
                 let next_authority = authority_of(&next);
-                self.record(Hop::Blob, &authority, &short(&desc.digest), true, format!("{status} → {}", redact_url(&next)), None);
+                self.record(
+                    Hop::Blob,
+                    &authority,
+                    &short(&desc.digest),
+                    true,
+                    format!("{status} → {}", redact_url(&next)),
+                    None,
+                );
                 url = next.to_string();
                 authority = next_authority;
                 continue;
             }
             if !status.is_success() {
-                let body = read_limited(response, MAX_ERROR_BODY).await.unwrap_or_default();
+                let body = read_limited(response, MAX_ERROR_BODY)
+                    .await
+                    .unwrap_or_default();
                 let detail = format!("{status}: {}", error_summary(&body));
-                self.record(Hop::Blob, &authority, &short(&desc.digest), false, detail.clone(), None);
+                self.record(
+                    Hop::Blob,
+                    &authority,
+                    &short(&desc.digest),
+                    false,
+                    detail.clone(),
+                    None,
+                );
                 self.stop(Hop::Blob, &authority, Layer::Blob, detail, vec![]);
                 if let Some(s) = self.stopped.as_mut() {
-                    s.candidates = vec![(status_layer(status), format!("the blob host answered {status}"))];
+                    s.candidates = vec![(
+                        status_layer(status),
+                        format!("the blob host answered {status}"),
+                    )];
                 }
                 return Err(());
             }
             return Ok((response, authority, hop));
         }
-        self.stop(Hop::Blob, &authority, Layer::Blob, format!("more than {MAX_REDIRECTS} redirects (a redirect loop)"), vec![]);
+        self.stop(
+            Hop::Blob,
+            &authority,
+            Layer::Blob,
+            format!("more than {MAX_REDIRECTS} redirects (a redirect loop)"),
+            vec![],
+        );
         Err(())
     }
 
@@ -595,7 +944,14 @@ impl Walk {
     }
 
     /// Fetch one blob: fully (verified) or its first bytes.
-    async fn blob(&mut self, repository: &str, desc: &Descriptor, kind: &str, full: bool, auth: Option<&str>) -> Step<()> {
+    async fn blob(
+        &mut self,
+        repository: &str,
+        desc: &Descriptor,
+        kind: &str,
+        full: bool,
+        auth: Option<&str>,
+    ) -> Step<()> {
         let started = Instant::now();
         let (response, authority, _) = self.open_blob(repository, desc, !full, auth).await?;
         let status = response.status();
@@ -609,12 +965,26 @@ impl Walk {
         self.finish_blob(kind, desc, &authority, result, started.elapsed())
     }
 
-    fn finish_blob(&mut self, kind: &str, desc: &Descriptor, authority: &str, result: Result<String, String>, elapsed: Duration) -> Step<()> {
+    fn finish_blob(
+        &mut self,
+        kind: &str,
+        desc: &Descriptor,
+        authority: &str,
+        result: Result<String, String>,
+        elapsed: Duration,
+    ) -> Step<()> {
         let ok = result.is_ok();
         let detail = match &result {
             Ok(d) | Err(d) => d.clone(),
         };
-        self.record(Hop::Blob, authority, &format!("{kind} {}", short(&desc.digest)), ok, detail.clone(), Some(elapsed));
+        self.record(
+            Hop::Blob,
+            authority,
+            &format!("{kind} {}", short(&desc.digest)),
+            ok,
+            detail.clone(),
+            Some(elapsed),
+        );
         self.blobs.push(BlobReport {
             kind: kind.to_string(),
             digest: desc.digest.clone(),
@@ -627,14 +997,25 @@ impl Walk {
         if ok {
             Ok(())
         } else {
-            self.stop(Hop::Blob, authority, Layer::Blob, detail, vec![(Layer::Other, "content did not verify".into())]);
+            self.stop(
+                Hop::Blob,
+                authority,
+                Layer::Blob,
+                detail,
+                vec![(Layer::Other, "content did not verify".into())],
+            );
             Err(())
         }
     }
 
     /// `--full`: open every layer (redirects and host checks in order), then download and
     /// verify them in parallel, each hashed on its own task.
-    async fn download_layers(&mut self, repository: &str, layers: &[Descriptor], auth: Option<&str>) -> Step<()> {
+    async fn download_layers(
+        &mut self,
+        repository: &str,
+        layers: &[Descriptor],
+        auth: Option<&str>,
+    ) -> Step<()> {
         let progress = super::progress::Bars::new(self.settings.progress);
         let mut set = tokio::task::JoinSet::new();
         let semaphore = Arc::new(tokio::sync::Semaphore::new(self.settings.parallel.max(1)));
@@ -656,7 +1037,10 @@ impl Walk {
         done.sort_by_key(|(index, ..)| *index);
         let mut outcome = Ok(());
         for (_, desc, authority, result, elapsed) in done {
-            if self.finish_blob("layer", &desc, &authority, result, elapsed).is_err() {
+            if self
+                .finish_blob("layer", &desc, &authority, result, elapsed)
+                .is_err()
+            {
                 outcome = Err(());
             }
         }
@@ -666,20 +1050,38 @@ impl Walk {
 
 /// Read the body, hashing as it streams; check size and digest. Memory stays flat whatever the
 /// layer's size.
-async fn verify_stream(mut response: reqwest::Response, desc: &Descriptor, bar: Option<&indicatif::ProgressBar>, idle: Duration) -> Result<String, String> {
+async fn verify_stream(
+    mut response: reqwest::Response,
+    desc: &Descriptor,
+    bar: Option<&indicatif::ProgressBar>,
+    idle: Duration,
+) -> Result<String, String> {
     let started = Instant::now();
     let mut hasher = Sha256::new();
     let mut total: u64 = 0;
     loop {
         let chunk = match tokio::time::timeout(idle, response.chunk()).await {
-            Err(_) => return Err(format!("stalled: no data for {} ms after {total} bytes", idle.as_millis())),
-            Ok(Err(e)) => return Err(format!("download broke after {total} bytes: {}", error_chain(&e))),
+            Err(_) => {
+                return Err(format!(
+                    "stalled: no data for {} ms after {total} bytes",
+                    idle.as_millis()
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "download broke after {total} bytes: {}",
+                    error_chain(&e)
+                ));
+            }
             Ok(Ok(None)) => break,
             Ok(Ok(Some(chunk))) => chunk,
         };
         total += chunk.len() as u64;
         if total > desc.size {
-            return Err(format!("more bytes than the manifest's size {}: the body does not match", desc.size));
+            return Err(format!(
+                "more bytes than the manifest's size {}: the body does not match",
+                desc.size
+            ));
         }
         hasher.update(&chunk);
         if let Some(bar) = bar {
@@ -687,30 +1089,52 @@ async fn verify_stream(mut response: reqwest::Response, desc: &Descriptor, bar: 
         }
     }
     if total != desc.size {
-        return Err(format!("got {total} bytes, the manifest says {}", desc.size));
+        return Err(format!(
+            "got {total} bytes, the manifest says {}",
+            desc.size
+        ));
     }
     let digest = format!("sha256:{}", hex(&hasher.finalize()));
     if digest != desc.digest {
-        return Err(format!("digest mismatch: got {digest}, want {}", desc.digest));
+        return Err(format!(
+            "digest mismatch: got {digest}, want {}",
+            desc.digest
+        ));
     }
     let secs = started.elapsed().as_secs_f64().max(1e-6);
-    Ok(format!("{total} bytes verified sha256 ({:.1} MB/s)", total as f64 / secs / 1e6))
+    Ok(format!(
+        "{total} bytes verified sha256 ({:.1} MB/s)",
+        total as f64 / secs / 1e6
+    ))
 }
 
 /// Read at most `limit` bytes; more is an error (a hostile or broken server).
-pub async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+pub async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     loop {
         match tokio::time::timeout(Duration::from_secs(10), response.chunk()).await {
             Err(_) => return Err(format!("body stalled after {} bytes", body.len())),
-            Ok(Err(e)) => return Err(format!("body broke after {} bytes: {}", body.len(), error_chain(&e))),
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "body broke after {} bytes: {}",
+                    body.len(),
+                    error_chain(&e)
+                ));
+            }
             Ok(Ok(None)) => return Ok(body),
             Ok(Ok(Some(chunk))) => {
                 if body.len() + chunk.len() > limit {
                     // A ranged read stops at its limit; anything else larger is refused.
                     let room = limit - body.len();
                     body.extend_from_slice(&chunk[..room]);
-                    return if limit == RANGE_BYTES as usize { Ok(body) } else { Err(format!("body larger than the {limit}-byte limit")) };
+                    return if limit == RANGE_BYTES as usize {
+                        Ok(body)
+                    } else {
+                        Err(format!("body larger than the {limit}-byte limit"))
+                    };
                 }
                 body.extend_from_slice(&chunk);
             }
@@ -722,7 +1146,10 @@ pub async fn read_limited(mut response: reqwest::Response, limit: usize) -> Resu
 #[derive(Debug, PartialEq, Eq)]
 enum Challenge {
     Basic,
-    Bearer { realm: String, service: Option<String> },
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
     Unknown,
 }
 
@@ -733,7 +1160,10 @@ impl Challenge {
         match scheme.to_ascii_lowercase().as_str() {
             "basic" => Challenge::Basic,
             "bearer" => match params.get("realm") {
-                Some(realm) => Challenge::Bearer { realm: realm.clone(), service: params.get("service").cloned() },
+                Some(realm) => Challenge::Bearer {
+                    realm: realm.clone(),
+                    service: params.get("service").cloned(),
+                },
                 None => Challenge::Unknown,
             },
             _ => Challenge::Unknown,
@@ -746,8 +1176,14 @@ fn parse_params(text: &str) -> HashMap<String, String> {
     let mut out = HashMap::new();
     let mut rest = text.trim();
     while !rest.is_empty() {
-        let Some((key, after)) = rest.split_once('=') else { break };
-        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+        let Some((key, after)) = rest.split_once('=') else {
+            break;
+        };
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
         let after = after.trim_start();
         let (value, remaining) = if let Some(quoted) = after.strip_prefix('"') {
             match quoted.find('"') {
@@ -771,22 +1207,39 @@ fn redact_challenge(challenge: &str) -> String {
 }
 
 /// What a 4xx/5xx on the manifest means, with the registry's own error code as evidence.
-fn manifest_failure(status: StatusCode, headers: &HeaderMap, body: &[u8], had_auth: bool) -> (Layer, String, Vec<(Layer, String)>) {
-    let challenge = headers.get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).unwrap_or("");
+fn manifest_failure(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    had_auth: bool,
+) -> (Layer, String, Vec<(Layer, String)>) {
+    let challenge = headers
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let summary = error_summary(body);
     match status {
-        StatusCode::UNAUTHORIZED if challenge.contains("insufficient_scope") || (had_auth && summary.contains("insufficient")) => (
-            Layer::Forbidden,
-            format!("401 insufficient_scope: the identity's token does not allow pulling this repository ({summary})"),
-            vec![
-                (Layer::Forbidden, "the identity may not read this repository".into()),
-                (Layer::NotFound, "registries that hide existence answer the same for a missing repository".into()),
-            ],
-        ),
+        StatusCode::UNAUTHORIZED
+            if challenge.contains("insufficient_scope")
+                || (had_auth && summary.contains("insufficient")) =>
+        {
+            (
+                Layer::Forbidden,
+                format!(
+                    "401 insufficient_scope: the token does not allow pulling this repository ({summary}); \
+                 a registry that hides missing repositories answers the same, so an identity with wider rights tells them apart"
+                ),
+                vec![],
+            )
+        }
         StatusCode::UNAUTHORIZED => (Layer::Auth, format!("401: {summary}"), vec![]),
         StatusCode::FORBIDDEN => (Layer::Forbidden, format!("403: {summary}"), vec![]),
         StatusCode::NOT_FOUND => {
-            let what = if summary.contains("NAME_UNKNOWN") { "the repository does not exist" } else { "the tag or digest does not exist" };
+            let what = if summary.contains("NAME_UNKNOWN") {
+                "the repository does not exist"
+            } else {
+                "the tag or digest does not exist"
+            };
             (Layer::NotFound, format!("404 {what}: {summary}"), vec![])
         }
         StatusCode::TOO_MANY_REQUESTS => (Layer::RateLimit, format!("429: {summary}"), vec![]),
@@ -813,24 +1266,45 @@ fn error_summary(body: &[u8]) -> String {
     {
         return errors
             .iter()
-            .map(|e| format!("{} {}", e.get("code").and_then(|c| c.as_str()).unwrap_or(""), e.get("message").and_then(|m| m.as_str()).unwrap_or("")).trim().to_string())
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e.get("code").and_then(|c| c.as_str()).unwrap_or(""),
+                    e.get("message").and_then(|m| m.as_str()).unwrap_or("")
+                )
+                .trim()
+                .to_string()
+            })
             .collect::<Vec<_>>()
             .join("; ");
     }
     let text = String::from_utf8_lossy(body);
     let text: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
-    if text.is_empty() { "(empty body)".into() } else { text }
+    if text.is_empty() {
+        "(empty body)".into()
+    } else {
+        text
+    }
 }
 
 /// The `access` claim of a JWT, read without verifying (the registry verifies; we only report).
 fn granted_actions(token: &str, repository: &str) -> Option<Vec<String>> {
     let payload = token.split('.').nth(1)?;
-    let claims: serde_json::Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?).ok()?;
+    let claims: serde_json::Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?)
+            .ok()?;
     let access = claims.get("access")?.as_array()?;
     let mut actions = Vec::new();
     for entry in access {
         if entry.get("name").and_then(|n| n.as_str()) == Some(repository) {
-            actions.extend(entry.get("actions")?.as_array()?.iter().filter_map(|a| a.as_str()).map(String::from));
+            actions.extend(
+                entry
+                    .get("actions")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|a| a.as_str())
+                    .map(String::from),
+            );
         }
     }
     Some(actions)
@@ -850,10 +1324,15 @@ fn split_authority(authority: &str) -> (String, u16) {
     if let Some(rest) = authority.strip_prefix('[')
         && let Some((ip, port)) = rest.split_once(']')
     {
-        return (ip.to_string(), port.trim_start_matches(':').parse().unwrap_or(443));
+        return (
+            ip.to_string(),
+            port.trim_start_matches(':').parse().unwrap_or(443),
+        );
     }
     match authority.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) && !port.is_empty() => (host.to_string(), port.parse().unwrap_or(443)),
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) && !port.is_empty() => {
+            (host.to_string(), port.parse().unwrap_or(443))
+        }
         _ => (authority.to_string(), 443),
     }
 }
@@ -892,25 +1371,45 @@ mod tests {
 
     #[test]
     fn challenges_parse_with_commas_inside_quotes() {
-        let c = Challenge::parse(r#"Bearer realm="https://auth.example.test/token",service="registry.example.test",scope="repository:a/b:pull,push""#);
-        assert_eq!(c, Challenge::Bearer { realm: "https://auth.example.test/token".into(), service: Some("registry.example.test".into()) });
+        let c = Challenge::parse(
+            r#"Bearer realm="https://auth.example.test/token",service="registry.example.test",scope="repository:a/b:pull,push""#,
+        );
+        assert_eq!(
+            c,
+            Challenge::Bearer {
+                realm: "https://auth.example.test/token".into(),
+                service: Some("registry.example.test".into())
+            }
+        );
         assert_eq!(Challenge::parse(r#"Basic realm="x""#), Challenge::Basic);
         assert_eq!(Challenge::parse("Negotiate"), Challenge::Unknown);
     }
 
     #[test]
     fn authorities_and_platforms() {
-        assert_eq!(split_authority("r.example:5000"), ("r.example".into(), 5000));
+        assert_eq!(
+            split_authority("r.example:5000"),
+            ("r.example".into(), 5000)
+        );
         assert_eq!(split_authority("[::1]:5000"), ("::1".into(), 5000));
         assert_eq!(split_authority("r.example"), ("r.example".into(), 443));
-        assert_eq!(Platform::parse("linux/arm64/v8").map(|p| p.to_string()).as_deref(), Some("linux/arm64/v8"));
+        assert_eq!(
+            Platform::parse("linux/arm64/v8")
+                .map(|p| p.to_string())
+                .as_deref(),
+            Some("linux/arm64/v8")
+        );
         assert!(Platform::parse("linux").is_none());
     }
 
     #[test]
     fn token_claims_show_granted_actions() {
-        let payload = URL_SAFE_NO_PAD.encode(r#"{"access":[{"type":"repository","name":"team-b/app","actions":[]}]}"#);
-        assert_eq!(granted_actions(&format!("h.{payload}.s"), "team-b/app"), Some(vec![]));
+        let payload = URL_SAFE_NO_PAD
+            .encode(r#"{"access":[{"type":"repository","name":"team-b/app","actions":[]}]}"#);
+        assert_eq!(
+            granted_actions(&format!("h.{payload}.s"), "team-b/app"),
+            Some(vec![])
+        );
         assert_eq!(granted_actions("opaque", "x"), None);
     }
 

@@ -94,13 +94,30 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
 /// The path drawn hop by hop, then the verdict with its owner and advice.
 pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "pullpath probe {}  ({}, {} view)", report.image, report.platform, report.view);
-    let servers: Vec<String> = report.resolver.nameservers.iter().map(ToString::to_string).collect();
+    let _ = writeln!(
+        out,
+        "pullpath probe {}  ({}, {} view)",
+        report.image, report.platform, report.view
+    );
+    let servers: Vec<String> = report
+        .resolver
+        .nameservers
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let _ = writeln!(
         out,
         "resolver  {} (search: {}; ndots {})",
-        if servers.is_empty() { "none".to_string() } else { servers.join(", ") },
-        if report.resolver.search.is_empty() { "-".to_string() } else { report.resolver.search.join(" ") },
+        if servers.is_empty() {
+            "none".to_string()
+        } else {
+            servers.join(", ")
+        },
+        if report.resolver.search.is_empty() {
+            "-".to_string()
+        } else {
+            report.resolver.search.join(" ")
+        },
         report.resolver.ndots
     );
     for warning in &report.warnings {
@@ -109,11 +126,22 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     let _ = writeln!(out);
     for hop in &report.path {
         let ok = hop.steps.iter().all(|s| s.ok);
-        let mark = if ok { style.paint("32", "✓") } else { style.paint("1;31", "✗") };
+        let mark = if ok {
+            style.paint("32", "✓")
+        } else {
+            style.paint("1;31", "✗")
+        };
         let _ = writeln!(out, "{mark} {:<9}{}", hop.hop.as_str(), hop.host);
         for step in &hop.steps {
-            let mark = if step.ok { style.paint("32", "✓") } else { style.paint("1;31", "✗") };
-            let timing = step.elapsed_ms.map(|ms| format!("  ({ms} ms)")).unwrap_or_default();
+            let mark = if step.ok {
+                style.paint("32", "✓")
+            } else {
+                style.paint("1;31", "✗")
+            };
+            let timing = step
+                .elapsed_ms
+                .map(|ms| format!("  ({ms} ms)"))
+                .unwrap_or_default();
             let _ = writeln!(out, "    {mark} {:<22} {}{timing}", step.step, step.detail);
         }
     }
@@ -125,7 +153,12 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     let v = &report.verdict;
     if v.passed {
         let verified = report.blobs.iter().filter(|b| b.verified).count();
-        let _ = writeln!(out, "  {:<12}{} blobs fetched, {verified} verified in full", "blobs", report.blobs.len());
+        let _ = writeln!(
+            out,
+            "  {:<12}{} blobs fetched, {verified} verified in full",
+            "blobs",
+            report.blobs.len()
+        );
     }
     if let Some(cause) = &v.cause {
         field(&mut out, "cause", cause);
@@ -134,7 +167,11 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         field(&mut out, "owner", &style.paint("1", owner.title()));
     }
     if !v.candidates.is_empty() {
-        let items: Vec<String> = v.candidates.iter().map(|c| format!("{}: {}", c.layer, c.why)).collect();
+        let items: Vec<String> = v
+            .candidates
+            .iter()
+            .map(|c| format!("{}: {}", c.layer, c.why))
+            .collect();
         list(&mut out, "could be", &items);
     }
     list(&mut out, "look at", &report.where_to_look);

@@ -1,0 +1,260 @@
+//! `pullpath probe` in the lab, run inside the node's (or the pod's) network namespace exactly
+//! as an SRE would run it on the node, against every scenario of the catalog.
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::Value;
+use support::{LabGuard, catalog, lab, password};
+
+/// Run the probe inside a lab namespace and return its JSON report and exit status.
+fn probe(lab: &LabGuard, ns: &str, image: &str, identity: &str, extra: &[&str]) -> (Value, i32) {
+    let certs = lab.status.state.join("containerd/node/certs.d");
+    let mut cmd = Command::new("ip");
+    cmd.args([
+        "netns",
+        "exec",
+        &lab.status.namespaces[ns],
+        env!("CARGO_BIN_EXE_pullpath"),
+        "probe",
+        image,
+        "-o",
+        "json",
+    ])
+    .arg("--containerd-certs")
+    .arg(&certs)
+    .args(["--connect-timeout", "2s", "--dns-timeout", "2s"])
+    .args(extra);
+    let secret = password(identity);
+    if secret.is_some() {
+        cmd.args(["--username", identity, "--password-stdin"]);
+    }
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("probe runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        if let Some(secret) = secret {
+            stdin.write_all(secret.as_bytes()).expect("password");
+        }
+    }
+    let out = child.wait_with_output().expect("probe exits");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("probe JSON: {e}\nstderr: {stderr}"));
+    if let Some(secret) = secret {
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(secret),
+            "the password leaked into the report"
+        );
+        assert!(!stderr.contains(secret), "the password leaked into stderr");
+    }
+    (report, out.status.code().unwrap_or(-1))
+}
+
+fn check_scenario(name: &str) -> Value {
+    let scenario = catalog().remove(name).expect("scenario");
+    let lab = lab();
+    lab.switch(name);
+    let (report, status) = probe(&lab, "node", &scenario.image, &scenario.identity, &[]);
+    let v = &report["verdict"];
+    let want = &scenario.expect;
+    if want.outcome == "pulled" {
+        assert_eq!(v["passed"], true, "{name}: {report:#}");
+        assert_eq!(status, 0);
+    } else {
+        assert_eq!(v["passed"], false, "{name}: {report:#}");
+        assert_eq!(
+            v["layer"].as_str(),
+            want.layer.as_deref(),
+            "{name} layer: {v:#}"
+        );
+        assert_eq!(v["hop"].as_str(), want.hop.as_deref(), "{name} hop: {v:#}");
+        assert_eq!(
+            v["host"].as_str(),
+            want.host.as_deref(),
+            "{name} host: {v:#}"
+        );
+        if let Some(cause) = &want.cause {
+            assert_eq!(
+                v["mechanism"].as_str(),
+                Some(cause.as_str()),
+                "{name} mechanism: {v:#}"
+            );
+        }
+        assert!(
+            v["cause"].as_str().is_some_and(|c| !c.is_empty()),
+            "{name}: a verdict names its evidence"
+        );
+        assert!(v["owner"].is_string(), "{name}: a verdict names its owner");
+        assert!((10..=21).contains(&status), "{name}: exit status {status}");
+    }
+    report
+}
+
+macro_rules! scenarios {
+    ($($test:ident => $name:literal),* $(,)?) => {$(
+        #[test]
+        fn $test() {
+            check_scenario($name);
+        }
+    )*};
+}
+
+scenarios! {
+    probe_no_route => "no-route",
+    probe_no_return_route => "no-return-route",
+    probe_refused => "refused",
+    probe_dns_private_zone_missing => "dns-private-zone-missing",
+    probe_blob_host_dns_missing => "blob-host-dns-missing",
+    probe_tls_unknown_ca => "tls-unknown-ca",
+    probe_tls_wrong_name => "tls-wrong-name",
+    probe_tls_expired => "tls-expired",
+    probe_auth_no_credentials => "auth-no-credentials",
+    probe_auth_wrong_scope => "auth-wrong-scope",
+    probe_tag_missing => "tag-missing",
+    probe_auth_host_unreachable => "auth-host-unreachable",
+    probe_cached_image => "cached-image",
+}
+
+/// Healthy, with --full: every blob downloaded and its digest verified, and the registry's
+/// Authorization header never reached the blob host (nginx logs the header it got).
+#[test]
+fn probe_healthy_full_verifies_every_digest_and_keeps_credentials_home() {
+    let access_log = {
+        let lab = lab();
+        lab.status.logs.join("blob-access.log")
+    };
+    let before = std::fs::read_to_string(&access_log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let report = {
+        let scenario = catalog().remove("healthy").expect("healthy");
+        let lab = lab();
+        lab.switch("healthy");
+        let (report, status) = probe(
+            &lab,
+            "node",
+            &scenario.image,
+            &scenario.identity,
+            &["--full"],
+        );
+        assert_eq!(status, 0, "{report:#}");
+        let images: Value = serde_json::from_str(
+            &std::fs::read_to_string(&lab.status.images).expect("images.json"),
+        )
+        .expect("JSON");
+        let manifest = &images["images"]["team-a/small:v1"];
+        let blobs = report["blobs"].as_array().expect("blobs");
+        assert_eq!(blobs.len(), 4, "config and three layers: {report:#}");
+        assert!(blobs.iter().all(|b| b["verified"] == true), "{report:#}");
+        assert!(
+            blobs
+                .iter()
+                .all(|b| b["host"] == "labstore.blob.example.test"),
+            "blobs come from the blob host"
+        );
+        assert!(
+            report["path"]
+                .to_string()
+                .contains(manifest["digest"].as_str().expect("digest"))
+        );
+        report
+    };
+    let log = std::fs::read_to_string(&access_log).expect("nginx access log");
+    let new: Vec<&str> = log
+        .lines()
+        .skip(before)
+        .filter(|l| l.starts_with("10.10.1.2 "))
+        .collect();
+    assert!(
+        new.len() >= 4,
+        "the probe's blob requests are in nginx's log: {new:?}\n{report:#}"
+    );
+    for line in new {
+        assert!(
+            line.contains(r#"auth="-""#),
+            "an Authorization header reached the blob host: {line}"
+        );
+    }
+}
+
+/// The VPN-sidecar illusion: from the pod's namespace the pull path works (and the probe says
+/// it is a pod's view); from the node it fails at DNS.
+#[test]
+fn probe_dns_only_in_pod_passes_in_the_pod_and_fails_on_the_node() {
+    let report = check_scenario("dns-only-in-pod");
+    assert_eq!(report["view"], "node");
+    let lab = lab();
+    lab.switch("dns-only-in-pod");
+    let scenario = catalog().remove("dns-only-in-pod").expect("scenario");
+    let (pod, status) = probe(&lab, "pod", &scenario.image, &scenario.identity, &[]);
+    assert_eq!(status, 0, "{pod:#}");
+    assert_eq!(pod["view"], "pod");
+    assert!(pod["warnings"].to_string().contains("pod"), "{pod:#}");
+}
+
+/// An /etc/hosts entry makes the pull work and is flagged as a hand fix, with what DNS says.
+#[test]
+fn probe_hosts_file_hand_fix_passes_and_flags_the_entry() {
+    let report = check_scenario("hosts-file-hand-fix");
+    let fixes = report["hand_fixes"].as_array().expect("hand_fixes");
+    assert_eq!(fixes.len(), 1, "{report:#}");
+    let fix = fixes[0].as_str().expect("text");
+    assert!(
+        fix.contains("/etc/hosts")
+            && fix.contains("registry.example.test")
+            && fix.contains("NXDOMAIN"),
+        "{fix}"
+    );
+}
+
+/// Manifest fetched, layers not: the path shows the registry's manifest step passing and the
+/// blob host failing by name.
+#[test]
+fn probe_blob_host_unreachable_shows_manifest_ok_and_blob_host_failing() {
+    let report = check_scenario("blob-host-unreachable");
+    let path = report["path"].as_array().expect("path");
+    let manifest_ok = path.iter().any(|h| {
+        h["hop"] == "registry"
+            && h["steps"].as_array().is_some_and(|s| {
+                s.iter().any(|s| {
+                    s["step"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("manifest"))
+                        && s["ok"] == true
+                })
+            })
+    });
+    assert!(manifest_ok, "manifest step passed: {report:#}");
+    let blob_failed = path.iter().any(|h| {
+        h["hop"] == "blob"
+            && h["host"]
+                .as_str()
+                .is_some_and(|x| x.starts_with("labstore.blob.example.test"))
+            && h["steps"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["ok"] == false))
+    });
+    assert!(blob_failed, "blob host failed: {report:#}");
+}
+
+/// A dropped SYN costs one connect timeout, not one per retry or step.
+#[test]
+fn probe_timeout_verdict_within_one_connect_timeout() {
+    let report = check_scenario("timeout");
+    let elapsed = report["elapsed_ms"].as_u64().expect("elapsed");
+    // --connect-timeout 2s in `probe`; everything else in this scenario answers at once.
+    assert!(elapsed < 2_000 + 1_500, "verdict after {elapsed} ms");
+    let attempts = report["hosts"][0]["connect"]
+        .as_array()
+        .expect("connect attempts");
+    assert!(
+        attempts.iter().all(|a| a["outcome"] == "timeout"),
+        "{report:#}"
+    );
+}
