@@ -6,17 +6,21 @@ mod support;
 use std::process::Command;
 
 fn explain_json(text: &str) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_pullpath")).args(["explain", "-o", "json", text]).output().expect("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["explain", "-o", "json", text])
+        .output()
+        .expect("runs");
     serde_json::from_slice(&out.stdout).expect("JSON report")
 }
 
 #[test]
 fn explain_reports_follow_the_schema() {
-    let mut inputs: Vec<String> = std::fs::read_dir(support::repo().join("tests/fixtures/containerd"))
-        .expect("fixtures")
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).expect("fixture"))
-        .collect();
+    let mut inputs: Vec<String> =
+        std::fs::read_dir(support::repo().join("tests/fixtures/containerd"))
+            .expect("fixtures")
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).expect("fixture"))
+            .collect();
     inputs.push(r#"Back-off pulling image "nginx""#.into());
     inputs.push("hello world".into());
     inputs.push("Error response from daemon: pull access denied for x, repository does not exist or may require 'docker login'".into());
@@ -28,7 +32,10 @@ fn explain_reports_follow_the_schema() {
 #[test]
 fn the_schema_rejects_a_failed_verdict_without_its_layer() {
     let mut report = explain_json(r#"Back-off pulling image "nginx""#);
-    report["verdict"].as_object_mut().expect("verdict").remove("layer");
+    report["verdict"]
+        .as_object_mut()
+        .expect("verdict")
+        .remove("layer");
     let result = std::panic::catch_unwind(|| support::assert_valid_report(&report));
     assert!(result.is_err(), "a failed verdict must name its layer");
 }

@@ -141,9 +141,18 @@ impl LabGuard {
 
 /// Validate a report against docs/report.schema.json; panics listing every violation.
 pub fn assert_valid_report(report: &serde_json::Value) {
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("docs/report.schema.json")).expect("schema file")).expect("schema is JSON");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/report.schema.json")).expect("schema file"),
+    )
+    .expect("schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator.iter_errors(report).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "report violates docs/report.schema.json:\n{}\n{report:#}", errors.join("\n"));
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report violates docs/report.schema.json:\n{}\n{report:#}",
+        errors.join("\n")
+    );
 }
