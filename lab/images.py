@@ -64,7 +64,9 @@ class Store:
 
 def layer_tar(name: str, size: int, seed: str) -> bytes:
     """A tar holding one file of `size` bytes; the content is random but named by `seed`."""
-    payload = random.Random(f"{name}/{size}/{seed}").randbytes(size)
+    rng = random.Random(f"{name}/{size}/{seed}")
+    # randbytes is limited to 2^31 bits a call: build large payloads in slices.
+    payload = b"".join(rng.randbytes(min(16 * MIB, size - at)) for at in range(0, size, 16 * MIB))
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         info = tarfile.TarInfo(name)

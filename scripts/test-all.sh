@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl
-          curl protobuf-compiler python3 procps)
+          curl protobuf-compiler python3 procps time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,3 +23,7 @@ trap 'python3 lab/lab.py down >/dev/null' EXIT
 python3 lab/lab.py up ${PULLPATH_LAB_LARGE:+--large}
 
 cargo nextest run --no-fail-fast "$@"
+
+# The benchmarks in their short mode: they must work; their speed is not judged here.
+bash bench/pull.sh --quick
+PULLPATH_BENCH_QUICK=1 cargo bench --quiet --bench explain
