@@ -22,8 +22,8 @@ python3 lab/lab.py down >/dev/null
 trap 'python3 lab/lab.py down >/dev/null' EXIT
 python3 lab/lab.py up ${PULLPATH_LAB_LARGE:+--large}
 
-cargo nextest run --no-fail-fast "$@"
-
 # The benchmarks in their short mode: they must work; their speed is not judged here.
 bash bench/pull.sh --quick
 PULLPATH_BENCH_QUICK=1 cargo bench --quiet --bench explain
+
+cargo nextest run --no-fail-fast "$@"
