@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install pullpath and run its main job, `pullpath probe IMAGE`, from a node's network namespace
+# in the lab: once on a healthy path, once on a path whose blob host the node cannot reach.
+# Debian 12, as root. Everything stays inside the lab's namespaces.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+cargo install --quiet --path . --root "${PULLPATH_PREFIX:-/usr/local}"
+python3 lab/lab.py up >/dev/null
+
+certs=/var/lib/pullpath-lab/containerd/node/certs.d
+probe() {
+  echo alice-secret | ip netns exec pp-node pullpath probe registry.example.test/team-a/small:v1 \
+    --username alice --password-stdin --containerd-certs "$certs" "$@" || true
+}
+python3 lab/lab.py scenario healthy >/dev/null
+probe --full
+echo
+python3 lab/lab.py scenario blob-host-unreachable >/dev/null
+probe
+python3 lab/lab.py scenario healthy >/dev/null

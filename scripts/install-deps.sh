@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install what building pullpath and running its lab need (Debian 12, as root). Idempotent.
+set -euo pipefail
+
+packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl
+          curl protobuf-compiler python3 procps time)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  # Packages must not start their own services: the lab starts its servers in namespaces.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
