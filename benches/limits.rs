@@ -11,7 +11,9 @@ use sha2::{Digest, Sha256};
 fn main() {
     let quick = std::env::var_os("PULLPATH_BENCH_QUICK").is_some();
     let size: usize = if quick { 32 << 20 } else { 512 << 20 };
-    let data: Vec<u8> = (0..size).map(|i| (i as u32).wrapping_mul(2_654_435_761) as u8).collect();
+    let data: Vec<u8> = (0..size)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761) as u8)
+        .collect();
 
     let started = Instant::now();
     let digest = Sha256::digest(&data);

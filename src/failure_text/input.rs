@@ -202,6 +202,14 @@ mod tests {
     }
 
     #[test]
+    fn pod_json_yields_its_waiting_messages() {
+        let pod = r#"{"kind":"Pod","status":{"containerStatuses":[{"name":"app","state":{"waiting":{"reason":"ErrImagePull","message":"rpc error: code = Unknown desc = failed to pull and unpack image \"r/app:v1\": x509: certificate signed by unknown authority"}}}]}}"#;
+        let found = messages(pod);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].text.contains("x509"));
+    }
+
+    #[test]
     fn a_multi_line_single_error_stays_one_message() {
         let text = "Error response from daemon: unable to ping registry\nv2 ping attempt failed with error: Get https://r/v2/: EOF\n";
         assert_eq!(messages(text).len(), 1);

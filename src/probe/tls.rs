@@ -175,16 +175,26 @@ impl ServerCertVerifier for Recording {
     }
 }
 
-/// A client configuration that verifies against `trust` (used for the HTTP requests too).
+/// A client configuration that verifies against `trust` (the HTTP requests use it).
 pub fn client_config(trust: &Trust) -> Result<ClientConfig, rustls::Error> {
-    let provider = provider();
-    let verifier =
-        WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
-            .build()
-            .map_err(|e| rustls::Error::General(e.to_string()))?;
-    let mut config = ClientConfig::builder_with_provider(provider)
+    let verifier = webpki_verifier(trust)?;
+    config_with(verifier)
+}
+
+fn webpki_verifier(trust: &Trust) -> Result<Arc<WebPkiServerVerifier>, rustls::Error> {
+    WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider())
+        .build()
+        .map_err(|e| rustls::Error::General(format!("no usable trust roots: {e}")))
+}
+
+/// The one place a rustls configuration is built: ring, safe protocol versions, HTTP/1.1.
+/// (`dangerous()` is only the door to pass the verifier as a trait object; every verifier given
+/// here is webpki's, possibly wrapped to record the chain.)
+fn config_with(verifier: Arc<dyn ServerCertVerifier>) -> Result<ClientConfig, rustls::Error> {
+    let mut config = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
-        .with_webpki_verifier(verifier)
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
@@ -206,32 +216,20 @@ pub async fn handshake(
         trusted: trust.sources.clone(),
         elapsed_ms: 0,
     };
-    let provider = provider();
-    let inner =
-        match WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
-            .build()
-        {
-            Ok(v) => v,
-            Err(e) => {
-                evidence.problem = Some(format!("no usable trust roots: {e}"));
-                return evidence;
-            }
-        };
-    let recording = Arc::new(Recording {
-        inner,
-        seen: Mutex::new(Vec::new()),
+    let built = webpki_verifier(trust).and_then(|inner| {
+        let recording = Arc::new(Recording {
+            inner,
+            seen: Mutex::new(Vec::new()),
+        });
+        config_with(recording.clone()).map(|config| (recording, config))
     });
-    let config =
-        match ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
-            Ok(b) => b
-                .dangerous()
-                .with_custom_certificate_verifier(recording.clone())
-                .with_no_client_auth(),
-            Err(e) => {
-                evidence.problem = Some(e.to_string());
-                return evidence;
-            }
-        };
+    let (recording, config) = match built {
+        Ok(pair) => pair,
+        Err(e) => {
+            evidence.problem = Some(e.to_string());
+            return evidence;
+        }
+    };
     let name = match ServerName::try_from(
         server_name
             .trim_start_matches('[')
