@@ -5,7 +5,7 @@
 #   bash bench/pull.sh            # the large image (4 x 64 MiB) and the wide one (1 x 512 MiB)
 #   bash bench/pull.sh --quick    # CI: the small image, one run each; proves the bench works
 #
-# Needs root and the lab (it brings it up with the large images if they are missing).
+# Needs root and the lab (it brings it up, with the large images, if they are missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +20,7 @@ if [ "$quick" = true ]; then
   image=team-a/small:v1; wide=""
 else
   [ -f "$state/up" ] && python3 -c 'import json,sys; sys.exit(0 if "team-a/large:v1" in json.load(open(sys.argv[1]))["images"] else 1)' "$state/images.json" \
-    || lab up --large >/dev/null
+    || lab up >/dev/null
   image=team-a/large:v1; wide=team-a/wide:v1
 fi
 [ -f "$state/up" ] || lab up >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pullpath's lab: a Kubernetes node's pull path, built from real servers in network namespaces.
 
-    lab.py up [--large]        build the namespaces, PKI, servers and test images (idempotent)
+    lab.py up [--no-large]     build the namespaces, PKI, servers and test images (idempotent);
+                               --no-large skips the 256 MiB and 512 MiB benchmark images
     lab.py scenario NAME       switch to a scenario of lab/scenarios.toml (resets the baseline first)
     lab.py reset-node NAME     restart a node's containerd with an empty image store
     lab.py status              print the lab's state as JSON
@@ -622,6 +623,37 @@ def down():
     print("lab is down")
 
 
+def leftovers_of_lab() -> list:
+    """Namespaces, processes, files and mounts of the lab that still exist."""
+    found = [f"namespace {n}" for n in os.listdir("/run/netns") if n.startswith(PREFIX)] if os.path.isdir("/run/netns") else []
+    found += [f"directory /etc/netns/{n}" for n in os.listdir("/etc/netns") if n.startswith(PREFIX)] if os.path.isdir("/etc/netns") else []
+    if os.path.exists(STATE):
+        found.append(f"state directory {STATE}")
+    with open("/proc/mounts") as f:
+        found += [f"mount {line.split()[1]}" for line in f if line.split()[1].startswith(STATE)]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if STATE in cmdline and int(pid) != os.getpid():
+            found.append(f"process {pid}: {cmdline.strip()[:120]}")
+    return found
+
+
+def demo_setup_failure():
+    """Show what `up` prints when a server dies: the same code path, with a server that exits."""
+    require_up()
+    start("doomed", ns("router"), "sh", "-c", "echo 'doomed: cannot bind 10.10.9.9:443: address not available' >&2; exit 1")
+    try:
+        wait_listening("doomed", ns("router"), "10.10.9.9", 443, seconds=5)
+    except SetupFailed as e:
+        stop("doomed")
+        raise SetupFailed(f"lab setup step 'doomed server' failed: {e}") from None
+    raise SystemExit("the doomed server did not fail")
+
+
 def status() -> dict:
     out = {"up": os.path.exists(os.path.join(STATE, "up")), "state": STATE, "servers": {}, "sockets": {}}
     if os.path.isdir(PIDS):
@@ -646,7 +678,7 @@ def main(argv):
         raise SystemExit("lab.py needs root: it creates network namespaces")
     try:
         if argv[:1] == ["up"]:
-            up("--large" in argv)
+            up("--no-large" not in argv)
         elif argv[:1] == ["down"]:
             down()
         elif argv[:1] == ["scenario"] and len(argv) == 2:
@@ -655,6 +687,12 @@ def main(argv):
         elif argv[:1] == ["reset-node"] and len(argv) == 2 and argv[1] in NODES:
             require_up()
             start_containerd(argv[1], fresh=True)
+        elif argv[:1] == ["check-clean"]:
+            leftovers = leftovers_of_lab()
+            if leftovers:
+                raise SetupFailed("the lab left things behind:\n" + "\n".join(leftovers))
+        elif argv[:1] == ["demo-setup-failure"]:
+            demo_setup_failure()
         elif argv[:1] == ["status"]:
             print(json.dumps(status(), indent=2))
         else:

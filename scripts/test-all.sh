@@ -8,10 +8,17 @@ bash scripts/install-deps.sh
 
 python3 lab/lab.py down >/dev/null
 trap 'python3 lab/lab.py down >/dev/null' EXIT
-python3 lab/lab.py up ${PULLPATH_LAB_LARGE:+--large}
+python3 lab/lab.py up
 
 # The benchmarks in their short mode: they must work; their speed is not judged here.
 bash bench/pull.sh --quick
 PULLPATH_BENCH_QUICK=1 cargo bench --quiet --bench explain
 
-cargo nextest run --no-fail-fast "$@"
+status=0
+cargo nextest run --no-fail-fast "$@" || status=$?
+
+# Teardown must leave nothing behind.
+trap - EXIT
+python3 lab/lab.py down >/dev/null
+python3 lab/lab.py check-clean
+exit $status

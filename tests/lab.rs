@@ -269,3 +269,23 @@ fn lab_has_no_route_out() {
         }
     }
 }
+
+/// When a server of the lab dies during setup, the error names the step, the server, its
+/// namespace, and shows the server's own log.
+#[test]
+fn a_setup_failure_names_the_step_the_server_and_its_log() {
+    let _lab = lab();
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("lab/lab.py"))
+        .arg("demo-setup-failure")
+        .output()
+        .expect("lab.py runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("step 'doomed server' failed"), "{err}");
+    assert!(err.contains("doomed in pp-router exited"), "{err}");
+    assert!(
+        err.contains("cannot bind 10.10.9.9:443"),
+        "the server's log is shown: {err}"
+    );
+}
