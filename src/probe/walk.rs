@@ -333,10 +333,17 @@ impl Walk {
             (Some(why), _) => why,
             (None, "ip-literal") => "IP literal, no lookup".into(),
             (None, source) => {
+                let scope = |a: &std::net::IpAddr| {
+                    if super::dns::is_private(*a) {
+                        "private"
+                    } else {
+                        "public"
+                    }
+                };
                 let mut s = dns
                     .addresses
                     .iter()
-                    .map(ToString::to_string)
+                    .map(|a| format!("{a} ({})", scope(a)))
                     .collect::<Vec<_>>()
                     .join(", ");
                 if !dns.cname_chain.is_empty() {
