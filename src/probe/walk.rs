@@ -248,6 +248,21 @@ impl Walk {
         }
     }
 
+    /// Record a failed step and stop the walk there.
+    fn fail<T>(
+        &mut self,
+        hop: Hop,
+        host: &str,
+        step: &str,
+        layer: Layer,
+        detail: String,
+        elapsed: Option<Duration>,
+    ) -> Step<T> {
+        self.record(hop, host, step, false, detail.clone(), elapsed);
+        self.stop(hop, host, layer, detail, vec![]);
+        Err(())
+    }
+
     /// Record a step under `hop`/`host`, starting a new hop entry when the path moves on.
     fn record(
         &mut self,
@@ -455,15 +470,11 @@ impl Walk {
                     Layer::Refused
                 };
                 let detail = format!("request failed: {}", error_chain(&e));
-                self.record(hop, host, "http", false, detail.clone(), None);
-                self.stop(hop, host, layer, detail, vec![]);
-                Err(())
+                self.fail(hop, host, "http", layer, detail, None)
             }
             Err(_) => {
                 let detail = format!("no response headers within {} ms", timeout.as_millis());
-                self.record(hop, host, "http", false, detail.clone(), None);
-                self.stop(hop, host, Layer::Route, detail, vec![]);
-                Err(())
+                self.fail(hop, host, "http", Layer::Route, detail, None)
             }
         }
     }
@@ -536,16 +547,14 @@ impl Walk {
             (status, _) => {
                 let layer = status_layer(status);
                 let detail = format!("GET /v2/ answered {status}");
-                self.record(
+                self.fail(
                     Hop::Registry,
                     &registry,
                     "GET /v2/",
-                    false,
-                    detail.clone(),
+                    layer,
+                    detail,
                     Some(started.elapsed()),
-                );
-                self.stop(Hop::Registry, &registry, layer, detail, vec![]);
-                Err(())
+                )
             }
         }
     }
@@ -593,16 +602,14 @@ impl Walk {
                 "{status} {who}: {}",
                 error_summary(&body.unwrap_or_default())
             );
-            self.record(
+            return self.fail(
                 Hop::Auth,
                 &realm_host,
                 &step,
-                false,
-                detail.clone(),
+                layer,
+                detail,
                 Some(started.elapsed()),
             );
-            self.stop(Hop::Auth, &realm_host, layer, detail, vec![]);
-            return Err(());
         }
         let token = body
             .ok()
@@ -615,16 +622,14 @@ impl Walk {
             });
         let Some(token) = token else {
             let detail = format!("{status} {who} but no token in the answer");
-            self.record(
+            return self.fail(
                 Hop::Auth,
                 &realm_host,
                 &step,
-                false,
-                detail.clone(),
+                Layer::Other,
+                detail,
                 Some(started.elapsed()),
             );
-            self.stop(Hop::Auth, &realm_host, Layer::Other, detail, vec![]);
-            return Err(());
         };
         let granted = granted_actions(&token, &self.settings.image.repository);
         let detail = match &granted {
@@ -691,31 +696,27 @@ impl Walk {
         let body = match read_limited(response, MAX_MANIFEST).await {
             Ok(b) => b,
             Err(e) => {
-                self.record(
+                return self.fail(
                     Hop::Registry,
                     &registry,
                     &step,
-                    false,
-                    e.clone(),
+                    Layer::Other,
+                    e,
                     Some(started.elapsed()),
                 );
-                self.stop(Hop::Registry, &registry, Layer::Other, e, vec![]);
-                return Err(());
             }
         };
         let digest = format!("sha256:{}", hex(&Sha256::digest(&body)));
         if reference.starts_with("sha256:") && reference != digest {
             let detail = format!("manifest digest mismatch: asked {reference}, got {digest}");
-            self.record(
+            return self.fail(
                 Hop::Registry,
                 &registry,
                 &step,
-                false,
-                detail.clone(),
+                Layer::Other,
+                detail,
                 Some(started.elapsed()),
             );
-            self.stop(Hop::Registry, &registry, Layer::Other, detail, vec![]);
-            return Err(());
         }
         match serde_json::from_slice::<ManifestJson>(&body) {
             Ok(m) => {
@@ -751,16 +752,14 @@ impl Walk {
             }
             Err(e) => {
                 let detail = format!("the manifest is not valid JSON: {e}");
-                self.record(
+                self.fail(
                     Hop::Registry,
                     &registry,
                     &step,
-                    false,
-                    detail.clone(),
+                    Layer::Other,
+                    detail,
                     Some(started.elapsed()),
-                );
-                self.stop(Hop::Registry, &registry, Layer::Other, detail, vec![]);
-                Err(())
+                )
             }
         }
     }
@@ -799,16 +798,14 @@ impl Walk {
                 "no manifest for {wanted} in the index; it offers {}",
                 offered.join(", ")
             );
-            self.record(
+            return self.fail(
                 Hop::Registry,
                 &registry,
                 "platform",
-                false,
-                detail.clone(),
+                Layer::Platform,
+                detail,
                 None,
             );
-            self.stop(Hop::Registry, &registry, Layer::Platform, detail, vec![]);
-            return Err(());
         };
         let digest = entry.digest.clone();
         self.record(

@@ -30,6 +30,22 @@ fn field(out: &mut String, name: &str, value: &str) {
     let _ = writeln!(out, "  {name:<12}{value}");
 }
 
+/// The owner, then what else the evidence may mean and what decides.
+fn owner_and_candidates(out: &mut String, v: &Verdict, style: Style) {
+    if let Some(owner) = v.owner {
+        field(out, "owner", &style.paint("1", owner.title()));
+    }
+    let items: Vec<String> = v
+        .candidates
+        .iter()
+        .map(|c| format!("{}: {}", c.layer, c.why))
+        .collect();
+    list(out, "could be", &items);
+    if let Some(decides) = &v.decides {
+        field(out, "decides", decides);
+    }
+}
+
 fn list(out: &mut String, name: &str, items: &[String]) {
     for (i, item) in items.iter().enumerate() {
         field(out, if i == 0 { name } else { "" }, &format!("- {item}"));
@@ -53,20 +69,7 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
         field(&mut out, "image", image);
     }
     field(&mut out, "runtime", report.runtime.as_str());
-    if let Some(owner) = v.owner {
-        field(&mut out, "owner", &style.paint("1", owner.title()));
-    }
-    if !v.candidates.is_empty() {
-        let items: Vec<String> = v
-            .candidates
-            .iter()
-            .map(|c| format!("{}: {}", c.layer, c.why))
-            .collect();
-        list(&mut out, "could be", &items);
-    }
-    if let Some(decides) = &v.decides {
-        field(&mut out, "decides", decides);
-    }
+    owner_and_candidates(&mut out, v, style);
     list(&mut out, "look at", &report.where_to_look);
     list(&mut out, "won't help", &report.will_not_help);
     list(&mut out, "next", &report.next_checks);
@@ -163,17 +166,7 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     if let Some(cause) = &v.cause {
         field(&mut out, "cause", cause);
     }
-    if let Some(owner) = v.owner {
-        field(&mut out, "owner", &style.paint("1", owner.title()));
-    }
-    if !v.candidates.is_empty() {
-        let items: Vec<String> = v
-            .candidates
-            .iter()
-            .map(|c| format!("{}: {}", c.layer, c.why))
-            .collect();
-        list(&mut out, "could be", &items);
-    }
+    owner_and_candidates(&mut out, v, style);
     list(&mut out, "look at", &report.where_to_look);
     list(&mut out, "won't help", &report.will_not_help);
     out
