@@ -189,3 +189,24 @@ fn input_over_the_limit_is_refused_not_read() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("larger than 64 MiB"));
 }
+
+#[test]
+fn insufficient_scope_means_rights_except_on_docker_hub() {
+    let verdict = |text: &str| {
+        let out = pullpath(&["explain", "-o", "json", text], b"");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        report["verdict"]["layer"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let denied = "pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed";
+    let private = format!(
+        r#"Failed to pull image "registry.example.test/team-b/app:v1": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.test/team-b/app:v1": failed to resolve reference "registry.example.test/team-b/app:v1": {denied}"#
+    );
+    let hub = format!(
+        r#"Failed to pull image "ngnix:latest": rpc error: code = Unknown desc = failed to pull and unpack image "docker.io/library/ngnix:latest": failed to resolve reference "docker.io/library/ngnix:latest": {denied}"#
+    );
+    assert_eq!(verdict(&private), "forbidden");
+    assert_eq!(verdict(&hub), "notfound");
+}

@@ -369,7 +369,15 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
         || text.contains("repository does not exist or may require")
         || text.contains("denied: ")
     {
-        let scope = text.contains("insufficient_scope");
+        // Docker Hub answers insufficient_scope for a repository that does not exist, so there
+        // the scope error says nothing about rights; elsewhere it means the token lacked them.
+        let docker_hub = chain
+            .image
+            .as_deref()
+            .and_then(registry_of)
+            .is_none_or(|r| r == "docker.io")
+            && chain.requests.iter().all(|r| r.host.ends_with("docker.io"));
+        let scope = text.contains("insufficient_scope") && !docker_hub;
         return (
             if scope {
                 Layer::Forbidden
