@@ -13,6 +13,7 @@ struct Row {
     layer: String,
     hop: String,
     host: String,
+    runtime: String,
 }
 
 fn rows() -> Vec<Row> {
@@ -32,7 +33,7 @@ fn rows() -> Vec<Row> {
 fn corpus_layer_and_hop_accuracy() {
     let rows = rows();
     let mut confusion: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let (mut layer_ok, mut hop_ok, mut host_ok) = (0, 0, 0);
+    let (mut layer_ok, mut hop_ok, mut host_ok, mut runtime_ok) = (0, 0, 0, 0);
     let mut misses = Vec::new();
     for row in &rows {
         let explanation = explain(&row.text);
@@ -46,6 +47,7 @@ fn corpus_layer_and_hop_accuracy() {
         layer_ok += usize::from(layer == row.layer);
         hop_ok += usize::from(hop == row.hop);
         host_ok += usize::from(verdict.host.as_deref().unwrap_or("") == row.host);
+        runtime_ok += usize::from(verdict.runtime.as_str() == row.runtime);
         if layer != row.layer || hop != row.hop {
             misses.push(format!(
                 "#{} want {}/{} got {}/{}: {}",
@@ -64,7 +66,9 @@ fn corpus_layer_and_hop_accuracy() {
         let mark = if want == got { " " } else { "!" };
         println!("{mark} {want:>10} -> {got:<10} {count}");
     }
-    println!("layer {layer_ok}/{n}, hop {hop_ok}/{n}, host {host_ok}/{n}");
+    println!(
+        "layer {layer_ok}/{n}, hop {hop_ok}/{n}, host {host_ok}/{n}, runtime {runtime_ok}/{n}"
+    );
     for miss in &misses {
         println!("{miss}");
     }

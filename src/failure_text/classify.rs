@@ -162,14 +162,17 @@ fn runtime(text: &str) -> Runtime {
         "failed to copy:",
         "ctr: ",
     ];
-    const CRIO: [&str; 8] = [
+    const CRIO: [&str; 11] = [
         "pinging container registry",
         "error pinging docker registry",
         "Error reading manifest",
         "Error choosing image instance",
         "Error determining manifest MIME type",
         "Error writing blob",
+        "writing blob",
         "reading blob",
+        "reading manifest",
+        "initializing source docker://",
         "crio",
     ];
     const DOCKER: [&str; 5] = [
@@ -177,7 +180,7 @@ fn runtime(text: &str) -> Runtime {
         "error pulling image configuration",
         "Error while pulling image",
         "dockerd",
-        "docker:",
+        "docker: Error",
     ];
     if DOCKER.iter().any(|m| text.contains(m)) {
         Runtime::Docker
@@ -204,6 +207,8 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
         "error pulling image configuration",
         "download failed after attempts",
         "Error writing blob",
+        "writing blob",
+        "storing blob",
         "error reading blob",
         "reading blob",
         "failed to fetch blob",
