@@ -93,6 +93,7 @@ fn pathological_shapes() {
         "Get https://".repeat(20_000),
         "lookup  on :53: ".repeat(10_000),
         "msg=\"\\".repeat(10_000),
+        ", rpc error: x".repeat(5_000),
     ] {
         assert!(explain(&input).verdict().is_some());
     }

@@ -64,7 +64,7 @@ pub fn classify(chain: &Chain) -> Diagnosis {
     let request = chain.innermost_request();
     let cause_links = chain.cause_links();
     let cause_text = cause_links.join(": ");
-    let runtime = runtime(&chain.text);
+    let runtime = runtime(&chain.raw);
     let (mechanism, ambiguity) = mechanism(chain, &cause_text);
     let hop = hop(chain, request, mechanism);
     let layer = match hop {
@@ -154,12 +154,16 @@ fn registry_of(image: &str) -> Option<String> {
 }
 
 fn runtime(text: &str) -> Runtime {
-    const CONTAINERD: [&str; 6] = [
+    const CONTAINERD: [&str; 10] = [
         "failed to pull and unpack image",
         "failed to resolve reference",
+        "failed to resolve image",
+        "unexpected status from HEAD request",
         "httpReadSeeker",
         "httpReaderSeeker",
         "failed to copy:",
+        "failed to extract layer",
+        "no match for current platform",
         "ctr: ",
     ];
     const CRIO: [&str; 11] = [
@@ -175,12 +179,14 @@ fn runtime(text: &str) -> Runtime {
         "initializing source docker://",
         "crio",
     ];
-    const DOCKER: [&str; 5] = [
+    const DOCKER: [&str; 7] = [
         "Error response from daemon",
         "error pulling image configuration",
         "Error while pulling image",
         "dockerd",
         "docker: Error",
+        "Docker API",
+        "DockerApiException",
     ];
     if DOCKER.iter().any(|m| text.contains(m)) {
         Runtime::Docker
