@@ -15,8 +15,6 @@ use regex::Regex;
 pub struct Chain {
     /// The attempt's text, unescaped.
     pub text: String,
-    /// The whole message as given (log prefixes such as `dockerd[123]:` name the runtime).
-    pub raw: std::sync::Arc<str>,
     /// The links, split at `": "` outside quotes.
     pub links: Vec<String>,
     /// Requests in the order they appear (the last one is the innermost).
@@ -55,12 +53,10 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Split failure text into attempts and parse each one's chain.
 pub fn parse(text: &str) -> Vec<Chain> {
-    let unescaped = unescape(text);
-    // Shared, not copied: a message may hold thousands of attempts.
-    let raw: std::sync::Arc<str> = text.into();
-    split_attempts(&unescaped)
+    let text = unescape(text);
+    split_attempts(&text)
         .into_iter()
-        .map(|attempt| parse_attempt(attempt, raw.clone()))
+        .map(parse_attempt)
         .collect()
 }
 
@@ -120,7 +116,7 @@ fn split_attempts(text: &str) -> Vec<&str> {
     out
 }
 
-fn parse_attempt(text: &str, raw: std::sync::Arc<str>) -> Chain {
+fn parse_attempt(text: &str) -> Chain {
     let links = split_links(text);
     let mut requests = Vec::new();
     for (i, link) in links.iter().enumerate() {
@@ -162,7 +158,6 @@ fn parse_attempt(text: &str, raw: std::sync::Arc<str>) -> Chain {
         .find(|i| !i.is_empty() && !i.starts_with("sha256"));
     Chain {
         text: text.to_string(),
-        raw,
         links,
         requests,
         image,

@@ -59,12 +59,12 @@ static STORAGE_HOST: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-/// Classify one attempt.
-pub fn classify(chain: &Chain) -> Diagnosis {
+/// Classify one attempt of a message the `runtime` wrote (named once per message, from the
+/// whole text: log prefixes such as `dockerd[123]:` name it).
+pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     let request = chain.innermost_request();
     let cause_links = chain.cause_links();
     let cause_text = cause_links.join(": ");
-    let runtime = runtime(&chain.raw);
     let (mechanism, ambiguity) = mechanism(chain, &cause_text);
     let hop = hop(chain, request, mechanism);
     let layer = match hop {
@@ -153,7 +153,7 @@ fn registry_of(image: &str) -> Option<String> {
     }
 }
 
-fn runtime(text: &str) -> Runtime {
+pub fn runtime(text: &str) -> Runtime {
     const CONTAINERD: [&str; 10] = [
         "failed to pull and unpack image",
         "failed to resolve reference",

@@ -48,7 +48,11 @@ pub fn explain(input: &str) -> Explanation {
 /// One message may hold several attempts; the first with a real cause decides (a blob
 /// failure followed by a retry's 401 is a blob failure).
 pub fn diagnose_message(text: &str) -> Diagnosis {
-    let attempts: Vec<Diagnosis> = chain::parse(text).iter().map(classify::classify).collect();
+    let runtime = classify::runtime(text);
+    let attempts: Vec<Diagnosis> = chain::parse(text)
+        .iter()
+        .map(|chain| classify::classify(chain, runtime))
+        .collect();
     let pick = attempts
         .iter()
         .position(|d| d.causal && d.layer != Layer::Other)
