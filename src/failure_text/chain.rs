@@ -46,7 +46,7 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
 });
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:pull|pulling|unpack|resolve|get sandbox) image|resolve reference|pull access denied for|manifest for|Back-off pulling image|pulling image failed|in manifest list for|repositories/)\s*"?([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:pull|pulling|unpack|resolve|get sandbox) image|resolve reference|pull access denied for|manifest for|Back-off pulling image|pulling image failed|in manifest list for|repositories/|source docker://|reading manifest \S+ in)\s*"?([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
     )
     .expect("static regex")
 });

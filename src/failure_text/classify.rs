@@ -218,6 +218,10 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
         "error reading blob",
         "reading blob",
         "failed to fetch blob",
+        "failed commit on ref",
+        "unexpected commit digest",
+        "layer verification failed",
+        "short read",
     ]);
     let blob_request =
         request.is_some_and(|r| r.path.contains("/blobs/") || STORAGE_HOST.is_match(&r.host));
@@ -327,6 +331,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
             "request canceled while waiting for connection",
             "connection timed out",
             "awaiting headers",
+            "cannot assign requested address",
         ],
         cause,
     ) || (cause.contains("context deadline exceeded") && chain.innermost_request().is_some())
@@ -340,6 +345,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
             "broken pipe",
             "server closed",
             "unexpected EOF",
+            "GOAWAY",
         ],
         cause,
     ) || chain
@@ -371,13 +377,28 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
             "does not match the specified platform",
             "image with reference",
             "no manifest for platform",
+            "cannot be used on this platform",
         ],
         text,
     ) {
         return (Layer::Platform, None);
     }
+    // Unpacking on the node: the download is done; "not found" here is the node's own store.
+    if any(
+        &[
+            "failed to extract layer",
+            "failed to unpack image on snapshotter",
+            "content store",
+            "no space left on device",
+            "failed to mount",
+        ],
+        text,
+    ) {
+        return (Layer::Other, None);
+    }
     if text.contains("pull access denied")
         || text.contains("repository does not exist or may require")
+        || text.contains("access to the resource is denied")
         || text.contains("denied: ")
     {
         // Docker Hub answers insufficient_scope for a repository that does not exist, so there
@@ -501,7 +522,7 @@ fn status_code(text: &str) -> Option<u16> {
 }
 
 /// Links that only wrap the cause: the kubelet's and the runtime's outer context.
-const WRAPPERS: [&str; 12] = [
+const WRAPPERS: [&str; 14] = [
     "Failed to pull image",
     "failed to pull image",
     "rpc error",
@@ -514,6 +535,8 @@ const WRAPPERS: [&str; 12] = [
     "pulling image",
     "ErrImagePull",
     "level=",
+    "initializing source",
+    "reading manifest",
 ];
 
 /// The innermost cause in the runtime's words, with the lookup or dial that frames it.
@@ -523,7 +546,8 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
         .map(String::as_str)
         .filter(|l| !l.is_empty())
         .skip_while(|l| {
-            chain.innermost_request().is_none() && WRAPPERS.iter().any(|w| l.contains(w))
+            chain.innermost_request().is_none()
+                && (*l == "Error" || WRAPPERS.iter().any(|w| l.contains(w)))
         })
         .collect();
     let text = if framed.is_empty() {
