@@ -8,6 +8,7 @@ pub mod connect;
 pub mod creds;
 pub mod dns;
 pub mod host;
+pub mod hosts_toml;
 pub mod progress;
 pub mod resolv;
 pub mod route;
@@ -46,12 +47,20 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
     let started = Instant::now();
     let resolver = resolv::ResolverConfig::read(&config.etc);
     let registry = config.image.api_host().to_string();
-    let trust = tls::Trust::load(
-        &registry,
-        config.containerd_certs.as_deref(),
-        &config.ca_files,
-    );
+    let hosts_config = config
+        .containerd_certs
+        .as_deref()
+        .map(|dir| hosts_toml::HostsConfig::read(dir, &config.image.registry))
+        .unwrap_or_default();
+    let trust = tls::Trust::load(&hosts_config.cas, &config.ca_files);
     let mut warnings = Vec::new();
+    if !hosts_config.mirrors.is_empty() {
+        warnings.push(format!(
+            "containerd's hosts.toml for {} names mirrors it tries first ({}); this probe walks the registry itself, so a broken mirror only costs the node a fallback",
+            config.image.registry,
+            hosts_config.mirrors.join(", ")
+        ));
+    }
     if let Some(pod) = &resolver.pod_view {
         warnings.push(pod.clone());
     }

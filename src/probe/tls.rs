@@ -2,7 +2,7 @@
 //! the CA containerd's `certs.d/<registry>/hosts.toml` names, and `--ca-file`), keeping the
 //! chain the server presented so a failure can say what was wrong with it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,19 +38,16 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 impl Trust {
-    /// System store + the registry's containerd CA files + extra CA files.
-    pub fn load(registry: &str, certs_dir: Option<&Path>, extra: &[PathBuf]) -> Trust {
+    /// System store + the registry's containerd CA files (from hosts.toml) + extra CA files.
+    pub fn load(containerd_cas: &[PathBuf], extra: &[PathBuf]) -> Trust {
         let mut roots = RootCertStore::empty();
         let mut sources = Vec::new();
         let native = rustls_native_certs::load_native_certs();
         let (added, _) = roots.add_parsable_certificates(native.certs);
         sources.push(format!("system store ({added} roots)"));
-        let mut files: Vec<PathBuf> = extra.to_vec();
-        if let Some(dir) = certs_dir {
-            files.extend(containerd_cas(&dir.join(registry)));
-        }
+        let files = containerd_cas.iter().chain(extra);
         for file in files {
-            match std::fs::read(&file) {
+            match std::fs::read(file) {
                 Ok(pem) => {
                     let certs: Vec<CertificateDer<'static>> =
                         rustls::pki_types::pem::PemObject::pem_slice_iter(&pem)
@@ -67,40 +64,6 @@ impl Trust {
             sources,
         }
     }
-}
-
-/// The CA files containerd uses for a registry: `ca` in hosts.toml (top level and `[host.*]`),
-/// and `*.crt` files in the directory (the older docker-style layout).
-fn containerd_cas(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if let Ok(text) = std::fs::read_to_string(dir.join("hosts.toml"))
-        && let Ok(doc) = text.parse::<toml::Table>()
-    {
-        let mut push = |value: Option<&toml::Value>| match value {
-            Some(toml::Value::String(s)) => found.push(dir.join(s)),
-            Some(toml::Value::Array(a)) => {
-                found.extend(a.iter().filter_map(|v| v.as_str()).map(|s| dir.join(s)))
-            }
-            _ => {}
-        };
-        push(doc.get("ca"));
-        if let Some(hosts) = doc.get("host").and_then(|h| h.as_table()) {
-            for host in hosts.values() {
-                push(host.get("ca"));
-            }
-        }
-    }
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "crt") && !found.contains(&path) {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found.dedup();
-    found
 }
 
 /// One certificate as presented.
