@@ -26,8 +26,10 @@ fi
 [ -f "$state/up" ] || lab up >/dev/null
 lab scenario healthy >/dev/null
 
-cargo build --release --quiet
-bin=$PWD/target/release/pullpath
+# Quick mode proves the bench works, so it reuses the test build instead of an optimised one.
+profile=release; [ "$quick" = true ] && profile=dev
+cargo build --profile "$profile" --quiet
+bin=$PWD/target/$([ "$profile" = dev ] && echo debug || echo release)/pullpath
 registry=registry.example.test
 certs=$state/containerd/node/certs.d
 socket=$state/containerd/node/containerd.sock
@@ -84,7 +86,7 @@ python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["verdict"]
 sk=$(for _ in $(seq $runs); do run_skopeo; done | best)
 ct=$(for _ in $(seq $runs); do run_ctr; done | best)
 cu=$(for _ in $(seq $runs); do run_curl; done | best)
-limits=$(cargo bench --quiet --bench limits 2>/dev/null)
+limits=$(cargo bench --profile "$profile" --quiet --bench limits 2>/dev/null)
 sha1=$(awk '/^sha256-1-core/ {print $2}' <<<"$limits")
 shaall=$(awk '/^sha256-[0-9]+-cores/ {print $2}' <<<"$limits")
 shacores=$(awk '/^sha256-[0-9]+-cores/ {print $1}' <<<"$limits")
