@@ -61,6 +61,9 @@ RECORDS = {
     "blob": [(BLOB, "10.10.4.2")],
 }
 CNAMES = {"registry": [(REGISTRY, REGISTRY_PRIVATE)]}
+# What public DNS answers for the private name when the private zone is not linked: an address
+# (TEST-NET-3) that no lab namespace has a route to, so nothing is ever sent there.
+PUBLIC_ADDRESS = "203.0.113.10"
 
 
 class SetupFailed(Exception):
@@ -300,11 +303,14 @@ def write(path: str, text: str):
 
 
 def dnsmasq_conf(without: tuple = ()) -> str:
+    """The resolver's zone. `without` names record groups it lacks (`registry`) or answers
+    with the public address instead of the private one (`registry@public`)."""
     lines = ["local=/example.test/"]
     for group, records in RECORDS.items():
         if group in without:
             continue
-        lines += [f"host-record={name},{ip}" for name, ip in records]
+        public = f"{group}@public" in without
+        lines += [f"host-record={name},{PUBLIC_ADDRESS if public else ip}" for name, ip in records]
         lines += [f"cname={alias},{target}" for alias, target in CNAMES.get(group, [])]
     return "\n".join(lines) + "\n"
 
@@ -529,6 +535,8 @@ def apply_fault(fault: str, state: dict):
         nft_rule(args[0], f"tcp dport {args[1]} reject with tcp reset")
     elif kind == "node-dns-without":
         state["dns_without"] += tuple(args)
+    elif kind == "node-dns-public":
+        state["dns_without"] += tuple(f"{a}@public" for a in args)
     elif kind == "node-hosts-entry":
         state["hosts"] += "".join(f"{ip} {REGISTRY if a == 'registry' else name}\n"
                                   for a in args for name, ip in RECORDS[a])

@@ -212,6 +212,7 @@ scenarios! {
     containerd_refused => "refused",
     containerd_dns_private_zone_missing => "dns-private-zone-missing",
     containerd_dns_only_in_pod => "dns-only-in-pod",
+    containerd_dns_public_answer => "dns-public-answer",
     containerd_blob_host_unreachable => "blob-host-unreachable",
     containerd_blob_host_dns_missing => "blob-host-dns-missing",
     containerd_tls_unknown_ca => "tls-unknown-ca",

@@ -258,3 +258,25 @@ fn probe_timeout_verdict_within_one_connect_timeout() {
         "{report:#}"
     );
 }
+
+/// The private zone is not linked: the name resolves through its privatelink CNAME to a public
+/// address the node cannot route to. The first failing step is the route, but the evidence
+/// points at DNS, and so does the owner.
+#[test]
+fn probe_dns_public_answer_blames_the_zone_link_not_the_network() {
+    let report = check_scenario("dns-public-answer");
+    assert_eq!(report["verdict"]["owner"], "dns-team", "{report:#}");
+    let dns_step = report["path"][0]["steps"][0]["detail"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        dns_step.contains("203.0.113.10 (public)") && dns_step.contains("privatelink"),
+        "{dns_step}"
+    );
+    assert!(
+        report["where_to_look"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("private zone")),
+        "{report:#}"
+    );
+}

@@ -134,7 +134,20 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
                     })
                     .collect();
             }
-            let advice = advise(s.layer, mechanism, s.hop, &s.host);
+            let mut advice = advise(s.layer, mechanism, s.hop, &s.host);
+            if let Some(zone) = hosts
+                .iter()
+                .find(|h| h.host == s.host.split(':').next().unwrap_or(&s.host))
+                .and_then(unlinked_private_zone)
+                && matches!(
+                    mechanism.unwrap_or(s.layer),
+                    Layer::Route | Layer::Refused | Layer::Tls
+                )
+            {
+                // The connection failed because DNS sent the node to the public address.
+                advice.owner = crate::vocab::Owner::DnsTeam;
+                advice.where_to_look.insert(0, zone);
+            }
             v.owner = Some(advice.owner);
             report.where_to_look = advice.where_to_look;
             report.will_not_help = advice.will_not_help;
@@ -147,6 +160,22 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
     report.hand_fixes = hand_fixes;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report
+}
+
+/// A name that resolves through a privatelink CNAME to public addresses only: the node's
+/// resolver answers from public DNS, so the private zone is not linked to it.
+fn unlinked_private_zone(check: &host::HostCheck) -> Option<String> {
+    let dns = &check.dns;
+    let via = dns.cname_chain.iter().find(|c| c.contains("privatelink"))?;
+    let all_public =
+        !dns.addresses.is_empty() && dns.addresses.iter().all(|a| !dns::is_private(*a));
+    all_public.then(|| {
+        format!(
+            "{} resolves through {via} to public {}: the node's resolver is not linked to the private zone for {via}, so the node is sent to the public endpoint",
+            check.host,
+            dns.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 fn failed(
