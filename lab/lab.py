@@ -78,7 +78,7 @@ def addr(name: str, host: int = 2) -> str:
     return f"10.10.{HOSTS[name]}.{host}"
 
 
-def run(*cmd, check=True, input=None, quiet=False):
+def run(*cmd, check=True, input=None):
     result = subprocess.run(cmd, capture_output=True, text=True, input=input)
     if check and result.returncode != 0:
         raise SetupFailed(f"command failed: {' '.join(cmd)}\n{result.stderr.strip()}")

@@ -28,11 +28,6 @@ impl Digest {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// The 64 hex digits.
-    pub fn hex(&self) -> &str {
-        &self.0["sha256:".len()..]
-    }
 }
 
 /// Lowercase hex of a hash output, as digests spell it.

@@ -71,10 +71,6 @@ impl Layer {
             Layer::Other => "other",
         }
     }
-
-    pub fn parse(text: &str) -> Option<Layer> {
-        Layer::ALL.into_iter().find(|l| l.as_str() == text)
-    }
 }
 
 /// Which request of the pull failed.
