@@ -7,7 +7,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Why can't this Kubernetes node pull this image?
 #[derive(Debug, Parser)]
-#[command(name = "pullpath", version, about, long_about = None)]
+#[command(
+    name = "pullpath",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit status: 0 passed, 3 undecided, 10 dns, 11 route, 12 refused, 13 tls, 14 auth, \
+15 forbidden, 16 notfound, 17 platform, 18 ratelimit, 19 proxy, 20 blob, 21 other, 64 usage error, 70 internal error."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
