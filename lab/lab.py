@@ -431,7 +431,8 @@ def containerd_socket(node: str) -> str:
     return os.path.join(containerd_dir(node), "containerd.sock")
 
 
-def start_containerd(node: str, fresh: bool):
+def start_containerd(node: str, fresh: bool, mirrors: tuple = ()):
+    """Restart a node's containerd; `mirrors` go into its hosts.toml ahead of the registry."""
     base = containerd_dir(node)
     server = f"containerd-{node}"
     stop(server)
@@ -441,10 +442,15 @@ def start_containerd(node: str, fresh: bool):
     # The CA goes on the [host] entry and on `server` itself: containerd falls back to the
     # server after a 404, and without the CA there "not found" would hide behind an x509 error.
     # (containerd 1.6 rejects a hosts.toml without a [host] table.)
+    mirror_hosts = "".join(f"""[host."https://{m}"]
+  capabilities = ["pull", "resolve"]
+  ca = "{PKI}/ca.pem"
+
+""" for m in mirrors)
     write(os.path.join(certs, "hosts.toml"), f"""server = "https://{REGISTRY}"
 ca = "{PKI}/ca.pem"
 
-[host."https://{REGISTRY}"]
+{mirror_hosts}[host."https://{REGISTRY}"]
   capabilities = ["pull", "resolve"]
   ca = "{PKI}/ca.pem"
 """)
@@ -540,6 +546,8 @@ def apply_fault(fault: str, state: dict):
     elif kind == "node-hosts-entry":
         state["hosts"] += "".join(f"{ip} {REGISTRY if a == 'registry' else name}\n"
                                   for a in args for name, ip in RECORDS[a])
+    elif kind == "node-mirror":
+        state["mirrors"] += tuple(args)
     elif kind == "registry-cert":
         state["cert"] = f"registry-{args[0]}"
     else:
@@ -551,7 +559,7 @@ def switch(name: str):
     if name not in scenarios:
         raise SetupFailed(f"no scenario {name!r}; known: {', '.join(sorted(scenarios))}")
     require_up()
-    state = {"dns_without": (), "hosts": "", "cert": "registry"}
+    state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": ()}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -566,7 +574,7 @@ def switch(name: str):
         start_node_resolver(state["dns_without"])
     if current.get("cert", "registry") != state["cert"] or not alive(pid_of("registry")):
         start_registry(state["cert"])
-    start_containerd("node", fresh=True)
+    start_containerd("node", fresh=True, mirrors=state["mirrors"])
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"]}, f)
 

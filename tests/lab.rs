@@ -126,6 +126,17 @@ async fn ground_truth(name: &str) {
         }
     }
 
+    if let Some(mirror) = &scenario.mirror_fallback {
+        // containerd pulled, and its log shows it tried the mirror first and moved on.
+        let log = std::fs::read_to_string(lab.status.logs.join("containerd-node.log"))
+            .expect("containerd log");
+        let tried = format!("https://{mirror}/v2/");
+        assert!(
+            log.lines()
+                .any(|l| l.contains("trying next host") && l.contains(&tried)),
+            "containerd did not try the mirror {mirror} first"
+        );
+    }
     if scenario.pod_reaches_registry {
         pod_reaches_registry(&lab);
     }
@@ -224,6 +235,7 @@ scenarios! {
     containerd_auth_host_unreachable => "auth-host-unreachable",
     containerd_hosts_file_hand_fix => "hosts-file-hand-fix",
     containerd_cached_image => "cached-image",
+    containerd_mirror_unreachable => "mirror-unreachable",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

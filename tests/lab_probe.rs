@@ -280,3 +280,29 @@ fn probe_dns_public_answer_blames_the_zone_link_not_the_network() {
         "{report:#}"
     );
 }
+
+/// A mirror in containerd's hosts.toml is walked first, as containerd does; when it fails the
+/// probe falls back to the registry, passes, and says what the mirror costs every pull.
+#[test]
+fn probe_mirror_unreachable_falls_back_and_says_so() {
+    let report = check_scenario("mirror-unreachable");
+    let path = report["path"].as_array().expect("path");
+    assert_eq!(
+        path[0]["hop"], "mirror",
+        "the mirror is walked first: {report:#}"
+    );
+    assert!(
+        path[0]["host"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("mirror.example.test"))
+    );
+    assert!(
+        path.iter().any(|h| h["hop"] == "registry"),
+        "then the registry: {report:#}"
+    );
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("mirror mirror.example.test failed") && warnings.contains("NXDOMAIN"),
+        "{warnings}"
+    );
+}

@@ -54,12 +54,15 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
         .unwrap_or_default();
     let trust = tls::Trust::load(&hosts_config.cas, &config.ca_files);
     let mut warnings = Vec::new();
-    if !hosts_config.mirrors.is_empty() {
-        warnings.push(format!(
-            "containerd's hosts.toml for {} names mirrors it tries first ({}); this probe walks the registry itself, so a broken mirror only costs the node a fallback",
-            config.image.registry,
-            hosts_config.mirrors.join(", ")
-        ));
+    let mut mirrors = Vec::new();
+    for url in &hosts_config.mirrors {
+        match url::Url::parse(url) {
+            Ok(u) if u.scheme() == "https" && u.host_str().is_some() => mirrors.push(match u.port() {
+                Some(p) => format!("{}:{p}", u.host_str().unwrap_or_default()),
+                None => u.host_str().unwrap_or_default().to_string(),
+            }),
+            _ => warnings.push(format!("containerd's hosts.toml names the mirror {url}, which this probe does not walk (only https:// mirrors)")),
+        }
     }
     if let Some(pod) = &resolver.pod_view {
         warnings.push(pod.clone());
@@ -72,6 +75,7 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
         full: config.full,
         parallel: config.parallel,
         progress: config.progress,
+        mirrors,
     };
     let tls_config = match tls::client_config(&trust) {
         Ok(c) => c,
@@ -110,6 +114,12 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
             ),
             candidates: vec![],
         });
+    }
+    for (mirror, failure) in &walk.fallbacks {
+        warnings.push(format!(
+            "mirror {mirror} failed ({} at {}: {}); containerd falls back to the next host, so every pull pays for this failure first",
+            failure.layer, failure.host, failure.detail
+        ));
     }
     let hosts = walk.hosts();
     let hand_fixes: Vec<String> = hosts

@@ -54,6 +54,8 @@ pub struct Settings {
     pub full: bool,
     pub parallel: usize,
     pub progress: bool,
+    /// containerd's mirrors for this registry (`host[:port]`), tried in order before it.
+    pub mirrors: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,11 +150,18 @@ pub struct Walk {
     resolver: ResolverConfig,
     trust: Trust,
     tls: Arc<ClientConfig>,
+    /// The API host of the endpoint being walked: a mirror, then the registry.
     registry: String,
+    /// `registry` for the registry itself, `mirror` for a mirror.
+    api_hop: Hop,
+    /// `?ns=<registry>` on a mirror's requests, as containerd sends it.
+    namespace: String,
     checked: HashMap<String, (HostCheck, Option<Client>)>,
     pub path: Vec<HopReport>,
     pub blobs: Vec<BlobReport>,
     pub stopped: Option<Stopped>,
+    /// Mirrors that failed before the pull fell back to the next endpoint.
+    pub fallbacks: Vec<(String, Stopped)>,
 }
 
 type Step<T> = Result<T, ()>;
@@ -171,10 +180,13 @@ impl Walk {
             trust,
             tls: Arc::new(tls),
             registry,
+            api_hop: Hop::Registry,
+            namespace: String::new(),
             checked: HashMap::new(),
             path: Vec::new(),
             blobs: Vec::new(),
             stopped: None,
+            fallbacks: Vec::new(),
         }
     }
 
@@ -190,13 +202,41 @@ impl Walk {
     }
 
     /// Walk the pull. The outcome is in `self.stopped` (None: every step passed).
+    /// containerd's order: each mirror of hosts.toml, then the registry; a failing endpoint
+    /// sends the pull on to the next, and the last one's failure is the pull's.
     pub async fn run(&mut self) {
-        let _ = self.pull().await;
+        let registry = self.settings.image.api_host().to_string();
+        let mut endpoints: Vec<(String, Hop)> = self
+            .settings
+            .mirrors
+            .iter()
+            .map(|m| (m.clone(), Hop::Mirror))
+            .collect();
+        endpoints.push((registry.clone(), Hop::Registry));
+        let last = endpoints.len() - 1;
+        for (index, (endpoint, hop)) in endpoints.into_iter().enumerate() {
+            self.namespace = if hop == Hop::Mirror {
+                format!("?ns={}", self.settings.image.registry)
+            } else {
+                String::new()
+            };
+            self.registry = endpoint.clone();
+            self.api_hop = hop;
+            self.stopped = None;
+            if self.pull().await.is_ok() || index == last {
+                return;
+            }
+            if let Some(stopped) = self.stopped.take() {
+                self.fallbacks.push((endpoint, stopped));
+            }
+            // What a failed mirror fetched is not the pull's: the next endpoint starts over.
+            self.blobs.clear();
+        }
     }
 
     async fn pull(&mut self) -> Step<()> {
         let registry = self.registry.clone();
-        self.host(&registry, Hop::Registry).await?;
+        self.host(&registry, self.api_hop).await?;
         let auth = self.authenticate().await?;
         let image = self.settings.image.clone();
         let (manifest, _) = self
@@ -207,7 +247,7 @@ impl Walk {
             .await?;
         let config = manifest.config.clone().ok_or_else(|| {
             self.stop(
-                Hop::Registry,
+                self.api_hop,
                 &registry,
                 Layer::Other,
                 "the manifest has no config descriptor".into(),
@@ -482,11 +522,11 @@ impl Walk {
     /// `GET /v2/` and the challenge: returns the Authorization value for registry requests.
     async fn authenticate(&mut self) -> Step<Option<String>> {
         let registry = self.registry.clone();
-        let client = self.host(&registry, Hop::Registry).await?;
+        let client = self.host(&registry, self.api_hop).await?;
         let started = Instant::now();
         let response = self
             .send(
-                Hop::Registry,
+                self.api_hop,
                 &registry,
                 client.get(format!("https://{registry}/v2/")),
             )
@@ -501,7 +541,7 @@ impl Walk {
         match (status, challenge) {
             (s, _) if s.is_success() => {
                 self.record(
-                    Hop::Registry,
+                    self.api_hop,
                     &registry,
                     "GET /v2/",
                     true,
@@ -513,7 +553,7 @@ impl Walk {
             (StatusCode::UNAUTHORIZED, Some(challenge)) => {
                 let parsed = Challenge::parse(&challenge);
                 self.record(
-                    Hop::Registry,
+                    self.api_hop,
                     &registry,
                     "GET /v2/",
                     true,
@@ -525,7 +565,7 @@ impl Walk {
                         Some(c) => Ok(Some(c.basic())),
                         None => {
                             let detail = "the registry wants Basic credentials and none were given (--username/--docker-config)".to_string();
-                            self.stop(Hop::Registry, &registry, Layer::Auth, detail, vec![]);
+                            self.stop(self.api_hop, &registry, Layer::Auth, detail, vec![]);
                             Err(())
                         }
                     },
@@ -534,7 +574,7 @@ impl Walk {
                     }
                     Challenge::Unknown => {
                         self.stop(
-                            Hop::Registry,
+                            self.api_hop,
                             &registry,
                             Layer::Other,
                             format!("unknown challenge {challenge:?}"),
@@ -548,7 +588,7 @@ impl Walk {
                 let layer = status_layer(status);
                 let detail = format!("GET /v2/ answered {status}");
                 self.fail(
-                    Hop::Registry,
+                    self.api_hop,
                     &registry,
                     "GET /v2/",
                     layer,
@@ -662,10 +702,11 @@ impl Walk {
         auth: Option<&str>,
     ) -> Step<(ManifestJson, String)> {
         let registry = self.registry.clone();
-        let client = self.host(&registry, Hop::Registry).await?;
+        let client = self.host(&registry, self.api_hop).await?;
         let mut request = client
             .get(format!(
-                "https://{registry}/v2/{repository}/manifests/{reference}"
+                "https://{registry}/v2/{repository}/manifests/{reference}{}",
+                self.namespace
             ))
             .header(ACCEPT, MANIFEST_TYPES);
         if let Some(auth) = auth {
@@ -673,7 +714,7 @@ impl Walk {
         }
         let started = Instant::now();
         let step = format!("manifest {reference}");
-        let response = self.send(Hop::Registry, &registry, request).await?;
+        let response = self.send(self.api_hop, &registry, request).await?;
         let status = response.status();
         let headers = response.headers().clone();
         if !status.is_success() {
@@ -683,21 +724,21 @@ impl Walk {
             let (layer, detail, candidates) =
                 manifest_failure(status, &headers, &body, auth.is_some());
             self.record(
-                Hop::Registry,
+                self.api_hop,
                 &registry,
                 &step,
                 false,
                 detail.clone(),
                 Some(started.elapsed()),
             );
-            self.stop(Hop::Registry, &registry, layer, detail, candidates);
+            self.stop(self.api_hop, &registry, layer, detail, candidates);
             return Err(());
         }
         let body = match read_limited(response, MAX_MANIFEST).await {
             Ok(b) => b,
             Err(e) => {
                 return self.fail(
-                    Hop::Registry,
+                    self.api_hop,
                     &registry,
                     &step,
                     Layer::Other,
@@ -710,7 +751,7 @@ impl Walk {
         if reference.starts_with("sha256:") && reference != digest {
             let detail = format!("manifest digest mismatch: asked {reference}, got {digest}");
             return self.fail(
-                Hop::Registry,
+                self.api_hop,
                 &registry,
                 &step,
                 Layer::Other,
@@ -741,7 +782,7 @@ impl Walk {
                     "layers"
                 };
                 self.record(
-                    Hop::Registry,
+                    self.api_hop,
                     &registry,
                     &step,
                     true,
@@ -753,7 +794,7 @@ impl Walk {
             Err(e) => {
                 let detail = format!("the manifest is not valid JSON: {e}");
                 self.fail(
-                    Hop::Registry,
+                    self.api_hop,
                     &registry,
                     &step,
                     Layer::Other,
@@ -799,7 +840,7 @@ impl Walk {
                 offered.join(", ")
             );
             return self.fail(
-                Hop::Registry,
+                self.api_hop,
                 &registry,
                 "platform",
                 Layer::Platform,
@@ -809,7 +850,7 @@ impl Walk {
         };
         let digest = entry.digest.clone();
         self.record(
-            Hop::Registry,
+            self.api_hop,
             &registry,
             "platform",
             true,
@@ -829,11 +870,14 @@ impl Walk {
         auth: Option<&str>,
     ) -> Step<(reqwest::Response, String, Hop)> {
         let registry = self.registry.clone();
-        let mut url = format!("https://{registry}/v2/{repository}/blobs/{}", desc.digest);
+        let mut url = format!(
+            "https://{registry}/v2/{repository}/blobs/{}{}",
+            desc.digest, self.namespace
+        );
         let mut authority = registry.clone();
         for _ in 0..=MAX_REDIRECTS {
             let hop = if authority == registry {
-                Hop::Registry
+                self.api_hop
             } else {
                 Hop::Blob
             };

@@ -30,6 +30,9 @@ pub struct Scenario {
     pub hand_fix: Option<String>,
     #[serde(default)]
     pub cached_on: Option<String>,
+    /// A mirror that fails before the pull falls back to the registry.
+    #[serde(default)]
+    pub mirror_fallback: Option<String>,
     pub expect: Expect,
 }
 
