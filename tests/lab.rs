@@ -78,6 +78,8 @@ async fn ground_truth(name: &str) {
     let scenario = catalog().remove(name).expect("scenario in the catalog");
     let lab = lab();
     lab.switch(name);
+    let containerd_log = lab.status.logs.join("containerd-node.log");
+    let log_before = std::fs::metadata(&containerd_log).map_or(0, |m| m.len() as usize);
 
     let mut node = ImageService::connect(lab.socket("node"), PULL_DEADLINE)
         .await
