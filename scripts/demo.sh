@@ -6,12 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
-cargo install --quiet --path . --root "${PULLPATH_PREFIX:-/usr/local}"
+prefix=${PULLPATH_PREFIX:-/usr/local}
+cargo install --quiet --path . --root "$prefix"
 python3 lab/lab.py up >/dev/null
 
 certs=/var/lib/pullpath-lab/containerd/node/certs.d
 probe() {
-  echo alice-secret | ip netns exec pp-node pullpath probe registry.example.test/team-a/small:v1 \
+  echo alice-secret | ip netns exec pp-node "$prefix/bin/pullpath" probe registry.example.test/team-a/small:v1 \
     --username alice --password-stdin --containerd-certs "$certs" "$@" || true
 }
 python3 lab/lab.py scenario healthy >/dev/null
