@@ -116,6 +116,7 @@ scenarios! {
     probe_auth_no_credentials => "auth-no-credentials",
     probe_auth_wrong_scope => "auth-wrong-scope",
     probe_tag_missing => "tag-missing",
+    probe_platform_missing => "platform-missing",
     probe_auth_host_unreachable => "auth-host-unreachable",
     probe_cached_image => "cached-image",
 }
@@ -304,5 +305,70 @@ fn probe_mirror_unreachable_falls_back_and_says_so() {
     assert!(
         warnings.contains("mirror mirror.example.test failed") && warnings.contains("NXDOMAIN"),
         "{warnings}"
+    );
+}
+
+/// An index is resolved to the manifest of the platform asked for (`--platform`), and a
+/// reference by digest is fetched and checked by that digest.
+#[test]
+fn probe_selects_the_platform_from_an_index_and_pulls_by_digest() {
+    let lab = lab();
+    lab.switch("healthy");
+    let images: Value =
+        serde_json::from_str(&std::fs::read_to_string(&lab.status.images).expect("images.json"))
+            .expect("JSON");
+    let index_digest = images["images"]["team-a/multi:v1"]["digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let index_file = lab
+        .status
+        .state
+        .join("blobs")
+        .join(index_digest.replace(':', "-"));
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(index_file).expect("index blob"))
+            .expect("JSON");
+    let arm64 = index["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .find(|m| m["platform"]["architecture"] == "arm64")
+        .and_then(|m| m["digest"].as_str())
+        .expect("arm64 entry")
+        .to_string();
+
+    let (report, status) = probe(
+        &lab,
+        "node",
+        "registry.example.test/team-a/multi:v1",
+        "alice",
+        &["--platform", "linux/arm64"],
+    );
+    assert_eq!(status, 0, "{report:#}");
+    assert_eq!(report["platform"], "linux/arm64");
+    assert!(
+        report["path"]
+            .to_string()
+            .contains(&format!("linux/arm64 → {arm64}")),
+        "{report:#}"
+    );
+
+    let small = images["images"]["team-a/small:v1"]["digest"]
+        .as_str()
+        .expect("digest");
+    let (report, status) = probe(
+        &lab,
+        "node",
+        &format!("registry.example.test/team-a/small@{small}"),
+        "alice",
+        &[],
+    );
+    assert_eq!(status, 0, "{report:#}");
+    assert!(
+        report["path"]
+            .to_string()
+            .contains(&format!("manifest {small}")),
+        "{report:#}"
     );
 }
