@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::advice::advise;
 use crate::image_ref::ImageRef;
-use crate::report::{Candidate, ProbeReport, SCHEMA, Verdict};
+use crate::report::{ProbeReport, SCHEMA, Verdict};
 use crate::vocab::Layer;
 
 pub use host::Timeouts;
@@ -87,7 +87,6 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
                 crate::vocab::Hop::Unknown,
                 &registry,
                 format!("cannot configure TLS: {e}"),
-                vec![],
             );
             return report;
         }
@@ -112,7 +111,7 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
                 "the total deadline of {} s ran out",
                 config.deadline.as_secs()
             ),
-            candidates: vec![],
+            mechanism: None,
         });
     }
     for (mirror, failure) in &walk.fallbacks {
@@ -130,20 +129,9 @@ pub async fn run(config: ProbeConfig) -> ProbeReport {
     report.verdict = match &walk.stopped {
         None => Verdict::passed(),
         Some(s) => {
-            let mechanism = (s.layer == Layer::Blob)
-                .then(|| s.candidates.first().map(|c| c.0).unwrap_or(Layer::Other));
-            let mut v = failed(s.layer, s.hop, &s.host, s.detail.clone(), vec![]);
+            let mechanism = s.mechanism;
+            let mut v = failed(s.layer, s.hop, &s.host, s.detail.clone());
             v.mechanism = mechanism;
-            if s.layer != Layer::Blob && s.candidates.len() > 1 {
-                v.candidates = s
-                    .candidates
-                    .iter()
-                    .map(|(layer, why)| Candidate {
-                        layer: *layer,
-                        why: why.clone(),
-                    })
-                    .collect();
-            }
             let mut advice = advise(s.layer, mechanism, s.hop, &s.host);
             if let Some(zone) = hosts
                 .iter()
@@ -188,13 +176,7 @@ fn unlinked_private_zone(check: &host::HostCheck) -> Option<String> {
     })
 }
 
-fn failed(
-    layer: Layer,
-    hop: crate::vocab::Hop,
-    host: &str,
-    cause: String,
-    candidates: Vec<Candidate>,
-) -> Verdict {
+fn failed(layer: Layer, hop: crate::vocab::Hop, host: &str, cause: String) -> Verdict {
     Verdict {
         passed: false,
         layer: Some(layer),
@@ -204,7 +186,7 @@ fn failed(
         mechanism: None,
         owner: None,
         decided: true,
-        candidates,
+        candidates: vec![],
         decides: None,
     }
 }

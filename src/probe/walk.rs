@@ -42,8 +42,8 @@ pub struct Stopped {
     pub host: String,
     pub layer: Layer,
     pub detail: String,
-    /// When the evidence fits more than one layer.
-    pub candidates: Vec<(Layer, String)>,
+    /// On the blob hop: how it failed (dns, route, tls, a status …), the layer being `blob`.
+    pub mechanism: Option<Layer>,
 }
 
 pub struct Settings {
@@ -190,18 +190,23 @@ impl Walk {
         }
     }
 
+    /// Every host checked, in the order the path first reached it.
     pub fn hosts(&self) -> Vec<HostCheck> {
-        let mut hosts: Vec<HostCheck> = self.checked.values().map(|(h, _)| h.clone()).collect();
-        hosts.sort_by_key(|h| {
+        let mut hosts: Vec<(&String, &HostCheck)> = self
+            .checked
+            .iter()
+            .map(|(authority, (h, _))| (authority, h))
+            .collect();
+        hosts.sort_by_key(|(authority, _)| {
             self.path
                 .iter()
-                .position(|p| p.host == h.host)
+                .position(|p| &p.host == *authority)
                 .unwrap_or(usize::MAX)
         });
-        hosts
+        hosts.into_iter().map(|(_, h)| h.clone()).collect()
     }
 
-    /// Walk the pull. The outcome is in `self.stopped` (None: every step passed).
+    /// Walk the pull; the outcome is in `self.stopped` (None: every step passed). In
     /// containerd's order: each mirror of hosts.toml, then the registry; a failing endpoint
     /// sends the pull on to the next, and the last one's failure is the pull's.
     pub async fn run(&mut self) {
@@ -251,7 +256,6 @@ impl Walk {
                 &registry,
                 Layer::Other,
                 "the manifest has no config descriptor".into(),
-                vec![],
             );
         })?;
         self.blob(&image.repository, &config, "config", true, auth.as_deref())
@@ -269,23 +273,24 @@ impl Walk {
         Ok(())
     }
 
-    fn stop(
-        &mut self,
-        hop: Hop,
-        host: &str,
-        layer: Layer,
-        detail: String,
-        candidates: Vec<(Layer, String)>,
-    ) {
-        if self.stopped.is_none() {
-            self.stopped = Some(Stopped {
-                hop,
-                host: host.to_string(),
-                layer,
-                detail,
-                candidates,
-            });
+    /// Stop the walk at its first failure. Any failure on the blob hop is layer `blob`, with
+    /// the failing mechanism kept beside it (shared/DESIGN.md): that rule lives here only.
+    fn stop(&mut self, hop: Hop, host: &str, layer: Layer, detail: String) {
+        if self.stopped.is_some() {
+            return;
         }
+        let (layer, mechanism) = match (hop, layer) {
+            (Hop::Blob, Layer::Blob) => (Layer::Blob, Some(Layer::Other)),
+            (Hop::Blob, mechanism) => (Layer::Blob, Some(mechanism)),
+            (_, layer) => (layer, None),
+        };
+        self.stopped = Some(Stopped {
+            hop,
+            host: host.to_string(),
+            layer,
+            detail,
+            mechanism,
+        });
     }
 
     /// Record a failed step and stop the walk there.
@@ -299,7 +304,7 @@ impl Walk {
         elapsed: Option<Duration>,
     ) -> Step<T> {
         self.record(hop, host, step, false, detail.clone(), elapsed);
-        self.stop(hop, host, layer, detail, vec![]);
+        self.stop(hop, host, layer, detail);
         Err(())
     }
 
@@ -356,7 +361,7 @@ impl Walk {
         if let Some(f) = &check.failure {
             let (layer, detail) = (f.layer, f.detail.clone());
             self.checked.insert(authority.to_string(), (check, None));
-            self.stop(hop, authority, layer, detail, vec![]);
+            self.stop(hop, authority, layer, detail);
             return Err(());
         }
         let client = self.client(&name, &check);
@@ -373,7 +378,6 @@ impl Walk {
                     authority,
                     Layer::Other,
                     format!("cannot build an HTTP client: {e}"),
-                    vec![],
                 );
                 Err(())
             }
@@ -565,7 +569,7 @@ impl Walk {
                         Some(c) => Ok(Some(c.basic())),
                         None => {
                             let detail = "the registry wants Basic credentials and none were given (--username/--docker-config)".to_string();
-                            self.stop(self.api_hop, &registry, Layer::Auth, detail, vec![]);
+                            self.stop(self.api_hop, &registry, Layer::Auth, detail);
                             Err(())
                         }
                     },
@@ -578,7 +582,6 @@ impl Walk {
                             &registry,
                             Layer::Other,
                             format!("unknown challenge {challenge:?}"),
-                            vec![],
                         );
                         Err(())
                     }
@@ -608,7 +611,6 @@ impl Walk {
                 &registry,
                 Layer::Other,
                 format!("the registry's token realm {realm:?} is not a URL"),
-                vec![],
             );
             return Err(());
         };
@@ -721,87 +723,33 @@ impl Walk {
             let body = read_limited(response, MAX_ERROR_BODY)
                 .await
                 .unwrap_or_default();
-            let (layer, detail, candidates) =
-                manifest_failure(status, &headers, &body, auth.is_some());
-            self.record(
-                self.api_hop,
-                &registry,
-                &step,
-                false,
-                detail.clone(),
-                Some(started.elapsed()),
-            );
-            self.stop(self.api_hop, &registry, layer, detail, candidates);
-            return Err(());
+            let (layer, detail) = manifest_failure(status, &headers, &body, auth.is_some());
+            let elapsed = Some(started.elapsed());
+            return self.fail(self.api_hop, &registry, &step, layer, detail, elapsed);
         }
-        let body = match read_limited(response, MAX_MANIFEST).await {
-            Ok(b) => b,
-            Err(e) => {
-                return self.fail(
-                    self.api_hop,
-                    &registry,
-                    &step,
-                    Layer::Other,
-                    e,
-                    Some(started.elapsed()),
-                );
-            }
+        let content_type = headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("?")
+            .to_string();
+        let parsed = match read_limited(response, MAX_MANIFEST).await {
+            Ok(body) => parse_manifest(&body, reference, &content_type),
+            Err(e) => Err(e),
         };
-        let digest = format!("sha256:{}", hex(&Sha256::digest(&body)));
-        if reference.starts_with("sha256:") && reference != digest {
-            let detail = format!("manifest digest mismatch: asked {reference}, got {digest}");
-            return self.fail(
+        let elapsed = Some(started.elapsed());
+        match parsed {
+            Ok((manifest, digest, summary)) => {
+                self.record(self.api_hop, &registry, &step, true, summary, elapsed);
+                Ok((manifest, digest))
+            }
+            Err(detail) => self.fail(
                 self.api_hop,
                 &registry,
                 &step,
                 Layer::Other,
                 detail,
-                Some(started.elapsed()),
-            );
-        }
-        match serde_json::from_slice::<ManifestJson>(&body) {
-            Ok(m) => {
-                let kind = if m.manifests.is_some() {
-                    "index"
-                } else {
-                    "manifest"
-                };
-                let media = if m.media_type.is_empty() {
-                    headers
-                        .get("content-type")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("?")
-                        .to_string()
-                } else {
-                    m.media_type.clone()
-                };
-                let count = m.manifests.as_ref().map_or(m.layers.len(), Vec::len);
-                let what = if kind == "index" {
-                    "platforms"
-                } else {
-                    "layers"
-                };
-                self.record(
-                    self.api_hop,
-                    &registry,
-                    &step,
-                    true,
-                    format!("{kind} {media} {digest} ({count} {what})"),
-                    Some(started.elapsed()),
-                );
-                Ok((m, digest))
-            }
-            Err(e) => {
-                let detail = format!("the manifest is not valid JSON: {e}");
-                self.fail(
-                    self.api_hop,
-                    &registry,
-                    &step,
-                    Layer::Other,
-                    detail,
-                    Some(started.elapsed()),
-                )
-            }
+                elapsed,
+            ),
         }
     }
 
@@ -881,13 +829,7 @@ impl Walk {
             } else {
                 Hop::Blob
             };
-            let client = match self.host(&authority, hop).await {
-                Ok(c) => c,
-                Err(()) => {
-                    self.blob_failed();
-                    return Err(());
-                }
-            };
+            let client = self.host(&authority, hop).await?;
             let mut request = client.get(&url);
             // The registry's credential goes to the registry's own host and nowhere else.
             if let Some(auth) = auth
@@ -898,39 +840,22 @@ impl Walk {
             if range {
                 request = request.header(RANGE, format!("bytes=0-{}", RANGE_BYTES - 1));
             }
-            let response = match self.send(Hop::Blob, &authority, request).await {
-                Ok(r) => r,
-                Err(()) => {
-                    self.blob_failed();
-                    return Err(());
-                }
-            };
+            let response = self.send(Hop::Blob, &authority, request).await?;
             let status = response.status();
             if status.is_redirection() {
+                let step = short(&desc.digest);
                 let Some(next) = response
                     .headers()
                     .get(LOCATION)
                     .and_then(|l| l.to_str().ok())
                     .and_then(|l| Url::parse(&url).ok()?.join(l).ok())
                 else {
-                    self.stop(
-                        Hop::Blob,
-                        &authority,
-                        Layer::Blob,
-                        format!("{status} without a usable Location"),
-                        vec![],
-                    );
-                    return Err(());
+                    let detail = format!("{status} without a usable Location");
+                    return self.fail(Hop::Blob, &authority, &step, Layer::Other, detail, None);
                 };
                 if next.scheme() != "https" {
-                    self.stop(
-                        Hop::Blob,
-                        &authority,
-                        Layer::Blob,
-                        format!("redirected to non-HTTPS {}", redact_url(&next)),
-                        vec![],
-                    );
-                    return Err(());
+                    let detail = format!("redirected to non-HTTPS {}", redact_url(&next));
+                    return self.fail(Hop::Blob, &authority, &step, Layer::Other, detail, None);
                 }
                 let next_authority = authority_of(&next);
                 self.record(
@@ -950,45 +875,27 @@ impl Walk {
                     .await
                     .unwrap_or_default();
                 let detail = format!("{status}: {}", error_summary(&body));
-                self.record(
+                let step = short(&desc.digest);
+                return self.fail(
                     Hop::Blob,
                     &authority,
-                    &short(&desc.digest),
-                    false,
-                    detail.clone(),
+                    &step,
+                    status_layer(status),
+                    detail,
                     None,
                 );
-                self.stop(Hop::Blob, &authority, Layer::Blob, detail, vec![]);
-                if let Some(s) = self.stopped.as_mut() {
-                    s.candidates = vec![(
-                        status_layer(status),
-                        format!("the blob host answered {status}"),
-                    )];
-                }
-                return Err(());
             }
             return Ok((response, authority, hop));
         }
-        self.stop(
+        let detail = format!("more than {MAX_REDIRECTS} redirects (a redirect loop)");
+        self.fail(
             Hop::Blob,
             &authority,
-            Layer::Blob,
-            format!("more than {MAX_REDIRECTS} redirects (a redirect loop)"),
-            vec![],
-        );
-        Err(())
-    }
-
-    /// A host check that failed on the blob path: the verdict is `blob`, the mechanism stays.
-    fn blob_failed(&mut self) {
-        if let Some(s) = self.stopped.as_mut()
-            && s.layer != Layer::Blob
-        {
-            let mechanism = s.layer;
-            s.candidates = vec![(mechanism, "the mechanism on the blob hop".into())];
-            s.layer = Layer::Blob;
-            s.hop = Hop::Blob;
-        }
+            &short(&desc.digest),
+            Layer::Other,
+            detail,
+            None,
+        )
     }
 
     /// Fetch one blob: fully (verified) or its first bytes.
@@ -1045,13 +952,8 @@ impl Walk {
         if ok {
             Ok(())
         } else {
-            self.stop(
-                Hop::Blob,
-                authority,
-                Layer::Blob,
-                detail,
-                vec![(Layer::Other, "content did not verify".into())],
-            );
+            // Content that does not verify is the blob hop's failure, mechanism `other`.
+            self.stop(Hop::Blob, authority, Layer::Other, detail);
             Err(())
         }
     }
@@ -1094,6 +996,36 @@ impl Walk {
         }
         outcome
     }
+}
+
+/// A manifest body → the manifest, its digest (checked when it was asked for by digest) and a
+/// one-line summary for the path.
+fn parse_manifest(
+    body: &[u8],
+    reference: &str,
+    content_type: &str,
+) -> Result<(ManifestJson, String, String), String> {
+    let digest = format!("sha256:{}", hex(&Sha256::digest(body)));
+    if reference.starts_with("sha256:") && reference != digest {
+        return Err(format!(
+            "manifest digest mismatch: asked {reference}, got {digest}"
+        ));
+    }
+    let manifest: ManifestJson =
+        serde_json::from_slice(body).map_err(|e| format!("the manifest is not valid JSON: {e}"))?;
+    let media = if manifest.media_type.is_empty() {
+        content_type
+    } else {
+        &manifest.media_type
+    };
+    let summary = match &manifest.manifests {
+        Some(entries) => format!("index {media} {digest} ({} platforms)", entries.len()),
+        None => format!(
+            "manifest {media} {digest} ({} layers)",
+            manifest.layers.len()
+        ),
+    };
+    Ok((manifest, digest, summary))
 }
 
 /// Read the body, hashing as it streams; check size and digest. Memory stays flat whatever the
@@ -1260,7 +1192,7 @@ fn manifest_failure(
     headers: &HeaderMap,
     body: &[u8],
     had_auth: bool,
-) -> (Layer, String, Vec<(Layer, String)>) {
+) -> (Layer, String) {
     let challenge = headers
         .get(WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
@@ -1277,21 +1209,20 @@ fn manifest_failure(
                     "401 insufficient_scope: the token does not allow pulling this repository ({summary}); \
                  a registry that hides missing repositories answers the same, so an identity with wider rights tells them apart"
                 ),
-                vec![],
             )
         }
-        StatusCode::UNAUTHORIZED => (Layer::Auth, format!("401: {summary}"), vec![]),
-        StatusCode::FORBIDDEN => (Layer::Forbidden, format!("403: {summary}"), vec![]),
+        StatusCode::UNAUTHORIZED => (Layer::Auth, format!("401: {summary}")),
+        StatusCode::FORBIDDEN => (Layer::Forbidden, format!("403: {summary}")),
         StatusCode::NOT_FOUND => {
             let what = if summary.contains("NAME_UNKNOWN") {
                 "the repository does not exist"
             } else {
                 "the tag or digest does not exist"
             };
-            (Layer::NotFound, format!("404 {what}: {summary}"), vec![])
+            (Layer::NotFound, format!("404 {what}: {summary}"))
         }
-        StatusCode::TOO_MANY_REQUESTS => (Layer::RateLimit, format!("429: {summary}"), vec![]),
-        s => (Layer::Other, format!("{s}: {summary}"), vec![]),
+        StatusCode::TOO_MANY_REQUESTS => (Layer::RateLimit, format!("429: {summary}")),
+        s => (Layer::Other, format!("{s}: {summary}")),
     }
 }
 
