@@ -129,10 +129,17 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            // Not the user's input: pullpath itself could not run.
+            eprintln!("pullpath: cannot start the async runtime: {e}");
+            return Ok(exit::INTERNAL);
+        }
+    };
     let report = runtime.block_on(probe::run(config));
     match args.output {
         Output::Json => print!("{}", render::json::render(&report)),

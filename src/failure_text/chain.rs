@@ -203,12 +203,14 @@ impl Chain {
         }
     }
 
-    /// Whether any link starts with one of `prefixes` (case-sensitive, as Go prints them).
-    pub fn has_link(&self, prefixes: &[&str]) -> bool {
+    /// Whether a link holds one of `words` at its start or after a space (case-sensitive, as
+    /// Go prints them). No allocation: this runs for every message of a large log.
+    pub fn has_link(&self, words: &[&str]) -> bool {
         self.links.iter().any(|l| {
-            prefixes
-                .iter()
-                .any(|p| l.starts_with(p) || l.contains(&format!(" {p}")))
+            words.iter().any(|w| {
+                l.match_indices(w)
+                    .any(|(at, _)| at == 0 || l.as_bytes()[at - 1] == b' ')
+            })
         })
     }
 }
