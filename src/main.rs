@@ -15,7 +15,15 @@ use pullpath::{exit, failure_text, report};
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version print and succeed; a bad command line is a usage error (64).
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(exit::USAGE);
+        }
+    };
     let outcome = match cli.command {
         Command::Explain(args) => explain(args),
         Command::Probe(args) => probe_command(args),

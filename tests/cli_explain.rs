@@ -210,3 +210,22 @@ fn insufficient_scope_means_rights_except_on_docker_hub() {
     assert_eq!(verdict(&private), "forbidden");
     assert_eq!(verdict(&hub), "notfound");
 }
+
+#[test]
+fn bad_flags_and_references_are_usage_errors() {
+    for args in [
+        &["probe", "nginx", "--connect-timeout", "0s"][..],
+        &["probe", "Bad Image"][..],
+        &["probe", "nginx", "--platform", "linux"][..],
+        &["explain", "-f", "/nonexistent/pullpath-input"][..],
+    ] {
+        let out = pullpath(args, b"");
+        assert_eq!(
+            out.status.code(),
+            Some(64),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stderr.is_empty(), "{args:?} says why");
+    }
+}
