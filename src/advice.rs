@@ -16,6 +16,35 @@ pub struct Advice {
 const NODE_NOT_POD: &str = "a VPN sidecar, pod DNS settings or a test from inside a pod: the node pulls through its own network and resolver before any container of the pod exists";
 const CREDENTIALS_NO_ROUTE: &str = "imagePullSecrets or other credentials: no credential installs a route, changes a resolver or opens a firewall";
 
+/// What was observed beyond the layer that changes who owns a failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// DNS sent the node to a public address through a privatelink name: the words saying so.
+    /// A connection that then fails is the DNS team's, not the network's.
+    pub public_behind_private_link: Option<String>,
+}
+
+/// Advice for a failure, with what was observed about it: computed once, for both commands.
+pub fn advise_observed(
+    layer: Layer,
+    mechanism: Option<Layer>,
+    hop: Hop,
+    host: &str,
+    observed: &Observed,
+) -> Advice {
+    let mut advice = advise(layer, mechanism, hop, host);
+    if let Some(zone) = &observed.public_behind_private_link
+        && matches!(
+            mechanism.unwrap_or(layer),
+            Layer::Route | Layer::Refused | Layer::Tls
+        )
+    {
+        advice.owner = Owner::DnsTeam;
+        advice.where_to_look.insert(0, zone.clone());
+    }
+    advice
+}
+
 /// Advice for a failure at `layer` on `hop` against `host` (`mechanism` for the blob hop).
 pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> Advice {
     let host = if host.is_empty() {
@@ -164,6 +193,18 @@ mod tests {
                 "{layer}"
             );
         }
+    }
+
+    #[test]
+    fn dns_to_the_public_endpoint_makes_a_failed_connection_the_dns_teams() {
+        let observed = Observed {
+            public_behind_private_link: Some("r resolves through privatelink".into()),
+        };
+        let advice = advise_observed(Layer::Route, None, Hop::Registry, "r", &observed);
+        assert_eq!(advice.owner, Owner::DnsTeam);
+        assert!(advice.where_to_look[0].contains("privatelink"));
+        let auth = advise_observed(Layer::Auth, None, Hop::Auth, "r", &observed);
+        assert_eq!(auth.owner, Owner::Identity);
     }
 
     #[test]

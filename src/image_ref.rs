@@ -25,6 +25,12 @@ impl Digest {
         }
     }
 
+    /// The digest of sha256 output given as lowercase hex (as [`hex`] writes it).
+    pub fn from_sha256_hex(hex: &str) -> Digest {
+        debug_assert!(hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        Digest(format!("sha256:{hex}"))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

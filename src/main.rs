@@ -148,7 +148,13 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             return Ok(exit::INTERNAL);
         }
     };
-    let report = runtime.block_on(probe::run(config));
+    let report = match runtime.block_on(probe::run(config)) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("pullpath: {e}");
+            return Ok(exit::INTERNAL);
+        }
+    };
     match args.output {
         Output::Json => print!("{}", render::json::render(&report)),
         Output::Text => print!("{}", render::text::probe(&report, Style::detect())),

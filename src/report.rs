@@ -9,6 +9,9 @@ use crate::advice::{Advice, advise};
 use crate::failure_text::{Diagnosis, Explanation};
 use crate::vocab::{Hop, Layer, Owner, Runtime};
 
+mod probe;
+pub use probe::*;
+
 /// Names the report format and its version.
 pub const SCHEMA: &str = "pullpath.report/v1";
 
@@ -165,64 +168,4 @@ fn next_checks(d: &Diagnosis) -> Vec<String> {
         checks.push("pullpath probe IMAGE --docker-config SECRET.json   # with the node's pull secret: decides missing vs no rights".into());
     }
     checks
-}
-
-/// One hop of the path as walked, in order, with its steps.
-#[derive(Debug, Clone, Serialize)]
-pub struct HopReport {
-    pub hop: Hop,
-    /// `host:port`.
-    pub host: String,
-    pub steps: Vec<StepReport>,
-}
-
-/// One step: dns, route, connect, tls, `GET /v2/`, `token …`, `manifest …`, a blob.
-#[derive(Debug, Clone, Serialize)]
-pub struct StepReport {
-    pub step: String,
-    pub ok: bool,
-    pub detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub elapsed_ms: Option<u64>,
-}
-
-/// One blob fetched.
-#[derive(Debug, Clone, Serialize)]
-pub struct BlobReport {
-    /// `config` or `layer`.
-    pub kind: String,
-    pub digest: String,
-    pub size: u64,
-    /// The host that served it (after redirects).
-    pub host: String,
-    /// True when every byte was downloaded and its size and sha256 matched.
-    pub verified: bool,
-    pub detail: String,
-    pub elapsed_ms: u64,
-}
-
-/// `pullpath probe --output json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeReport {
-    pub schema: &'static str,
-    pub command: &'static str,
-    pub image: String,
-    pub platform: String,
-    pub verdict: Verdict,
-    /// `node`, or `pod` when the resolver configuration looks like a pod's.
-    pub view: &'static str,
-    pub resolver: crate::probe::resolv::ResolverConfig,
-    /// The path in the order it was walked.
-    pub path: Vec<HopReport>,
-    /// Every host checked, with its full evidence (DNS answers, routes, connects, TLS chain).
-    pub hosts: Vec<crate::probe::host::HostCheck>,
-    pub blobs: Vec<BlobReport>,
-    /// Things that work now but will not survive a node replacement.
-    pub hand_fixes: Vec<String>,
-    pub warnings: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub where_to_look: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub will_not_help: Vec<String>,
-    pub elapsed_ms: u64,
 }

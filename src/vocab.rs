@@ -55,6 +55,18 @@ impl Layer {
         Layer::Other,
     ];
 
+    /// What an HTTP error status means on any request of a pull, probe's and explain's alike.
+    pub fn from_http_status(status: u16) -> Layer {
+        match status {
+            401 => Layer::Auth,
+            403 => Layer::Forbidden,
+            404 => Layer::NotFound,
+            407 => Layer::Proxy,
+            429 => Layer::RateLimit,
+            _ => Layer::Other,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::Dns => "dns",

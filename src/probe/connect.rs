@@ -5,13 +5,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use tokio::net::TcpStream;
 
 use crate::vocab::Layer;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectOutcome {
     Connected,
     /// No answer within the timeout: a silent drop, or replies that cannot come back.
@@ -23,12 +21,11 @@ pub enum ConnectOutcome {
     Error,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Attempt {
     pub address: SocketAddr,
     pub outcome: ConnectOutcome,
     pub elapsed_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

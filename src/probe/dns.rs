@@ -9,27 +9,23 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
-use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
 use super::resolv::ResolverConfig;
 
 /// What one nameserver said about one name.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ServerAnswer {
     pub server: IpAddr,
     pub name: String,
     pub outcome: Outcome,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<IpAddr>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cname_chain: Vec<String>,
     pub elapsed_ms: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Answer,
     /// The name exists but has no address record.
@@ -42,24 +38,52 @@ pub enum Outcome {
 }
 
 /// The resolution of one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Resolution {
     pub host: String,
     /// `hosts-file`, `dns` or `ip-literal`.
     pub source: &'static str,
     pub addresses: Vec<IpAddr>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cname_chain: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<IpAddr>,
     /// Every server's answer for every name asked.
     pub servers: Vec<ServerAnswer>,
     /// Set when `/etc/hosts` decided: what the entry is, and what DNS alone would give.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub hand_fix: Option<String>,
 }
 
+/// A name that resolved through a `privatelink` CNAME to public addresses: the node's
+/// resolver answered from public DNS, so the private zone is not linked to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicBehindPrivateLink {
+    /// The privatelink name in the CNAME chain.
+    pub via: String,
+    /// The public addresses it gave.
+    pub public: Vec<IpAddr>,
+    /// True when every address is public: the node is sent to the public endpoint only.
+    pub only_public: bool,
+}
+
 impl Resolution {
+    /// The privatelink rule, in one place.
+    pub fn public_behind_private_link(&self) -> Option<PublicBehindPrivateLink> {
+        let via = self
+            .cname_chain
+            .iter()
+            .find(|c| c.contains("privatelink"))?;
+        let public: Vec<IpAddr> = self
+            .addresses
+            .iter()
+            .copied()
+            .filter(|a| !is_private(*a))
+            .collect();
+        (!public.is_empty()).then(|| PublicBehindPrivateLink {
+            via: via.clone(),
+            only_public: public.len() == self.addresses.len(),
+            public,
+        })
+    }
+
     /// Why the name did not resolve, in words, or `None` when it did.
     pub fn failure(&self) -> Option<String> {
         if !self.addresses.is_empty() {

@@ -4,8 +4,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::connect::{self, Attempt, ConnectOutcome};
 use super::dns::{self, Resolution};
 use super::resolv::ResolverConfig;
@@ -23,7 +21,7 @@ pub struct Timeouts {
 }
 
 /// The first step of a hop that failed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Failure {
     pub layer: Layer,
     pub step: &'static str,
@@ -31,7 +29,7 @@ pub struct Failure {
 }
 
 /// Everything observed about one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct HostCheck {
     pub host: String,
     pub port: u16,
@@ -39,21 +37,19 @@ pub struct HostCheck {
     pub dns: Resolution,
     pub routes: Vec<RouteLookup>,
     pub connect: Vec<Attempt>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsEvidence>,
     /// The address that worked: later HTTP requests go exactly there.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<SocketAddr>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
 }
 
+/// Check `host:port` from DNS up; `trust` is `None` for a plain-HTTP host (no handshake).
 pub async fn check(
     host: &str,
     port: u16,
     hop: Hop,
     resolver: &ResolverConfig,
-    trust: &Trust,
+    trust: Option<&Trust>,
     timeouts: Timeouts,
 ) -> HostCheck {
     let dns = dns::resolve(host, resolver, timeouts.dns).await;
@@ -120,6 +116,11 @@ pub async fn check(
         return check;
     };
     check.address = Some(address);
+    let Some(trust) = trust else {
+        // Plain HTTP: connected is all there is to check before the request.
+        drop(stream);
+        return check;
+    };
     let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
         check.failure = Some(Failure {

@@ -2,7 +2,7 @@
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::walk::Descriptor;
+use super::oci::Descriptor;
 
 pub struct Bars {
     multi: Option<MultiProgress>,
@@ -27,7 +27,7 @@ impl Bars {
         .map(|s| s.progress_chars("=> "))
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
-        bar.set_prefix(desc.digest.chars().take(19).collect::<String>());
+        bar.set_prefix(desc.digest.as_str().chars().take(19).collect::<String>());
         bar
     }
 }

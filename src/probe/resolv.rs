@@ -7,19 +7,15 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use serde::Serialize;
-
 /// The resolver configuration of this host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ResolverConfig {
     pub nameservers: Vec<IpAddr>,
     pub search: Vec<String>,
     pub ndots: u32,
     /// `/etc/hosts` entries: (address, names).
-    #[serde(skip)]
     pub hosts: Vec<(IpAddr, Vec<String>)>,
     /// Why this looks like a pod's resolver rather than a node's, if it does.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_view: Option<String>,
 }
 

@@ -8,21 +8,16 @@ use netlink_packet_route::AddressFamily;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
-use serde::Serialize;
 
 /// The kernel's route for one address.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteLookup {
     pub destination: IpAddr,
     /// `None` when the kernel has no route.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway: Option<IpAddr>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<IpAddr>,
     /// The kernel's refusal (`network is unreachable`), when there is no route.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

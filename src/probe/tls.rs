@@ -12,7 +12,6 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
-use serde::Serialize;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -21,6 +20,9 @@ use tokio_rustls::TlsConnector;
 pub struct Trust {
     pub roots: Arc<RootCertStore>,
     pub sources: Vec<String>,
+    /// hosts.toml `skip_verify = true`: any certificate is accepted (what was wrong with it is
+    /// still recorded), as the runtime accepts it.
+    pub skip_verify: bool,
 }
 
 impl std::fmt::Debug for Trust {
@@ -28,6 +30,7 @@ impl std::fmt::Debug for Trust {
         f.debug_struct("Trust")
             .field("roots", &self.roots.len())
             .field("sources", &self.sources)
+            .field("skip_verify", &self.skip_verify)
             .finish()
     }
 }
@@ -42,8 +45,7 @@ impl Trust {
     pub fn load(containerd_cas: &[PathBuf], extra: &[PathBuf]) -> Trust {
         let mut roots = RootCertStore::empty();
         let mut sources = Vec::new();
-        let native = rustls_native_certs::load_native_certs();
-        let (added, _) = roots.add_parsable_certificates(native.certs);
+        let (added, _) = roots.add_parsable_certificates(system_roots().iter().cloned());
         sources.push(format!("system store ({added} roots)"));
         let files = containerd_cas.iter().chain(extra);
         for file in files {
@@ -62,12 +64,19 @@ impl Trust {
         Trust {
             roots: Arc::new(roots),
             sources,
+            skip_verify: false,
         }
     }
 }
 
+/// The system store, read once per process (every hosts.toml host starts from it).
+fn system_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: std::sync::OnceLock<Vec<CertificateDer<'static>>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
 /// One certificate as presented.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct CertSummary {
     pub subject: String,
     pub issuer: String,
@@ -77,23 +86,38 @@ pub struct CertSummary {
 }
 
 /// The handshake's evidence.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct TlsEvidence {
     pub server_name: String,
     pub ok: bool,
     /// What was wrong, in words: unknown CA, wrong name, expired, timeout, plain HTTP.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     pub chain: Vec<CertSummary>,
     pub trusted: Vec<String>,
+    /// Set when `skip_verify` accepted a certificate that does not verify: what was wrong.
+    pub skipped: Option<String>,
     pub elapsed_ms: u64,
 }
 
-/// Records the presented chain, then lets webpki decide.
+/// Records the presented chain, then lets webpki decide — unless the trust says
+/// `skip_verify`, where webpki's objection is recorded and the certificate accepted.
 #[derive(Debug)]
 struct Recording {
     inner: Arc<WebPkiServerVerifier>,
     seen: Mutex<Vec<CertificateDer<'static>>>,
+    skip_verify: bool,
+    overruled: Mutex<Option<rustls::Error>>,
+}
+
+impl Recording {
+    fn new(inner: Arc<WebPkiServerVerifier>, skip_verify: bool) -> Recording {
+        Recording {
+            inner,
+            seen: Mutex::new(Vec::new()),
+            skip_verify,
+            overruled: Mutex::new(None),
+        }
+    }
 }
 
 impl ServerCertVerifier for Recording {
@@ -111,8 +135,18 @@ impl ServerCertVerifier for Recording {
                 .map(|c| c.clone().into_owned())
                 .collect();
         }
-        self.inner
+        match self
+            .inner
             .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
+            Err(e) if self.skip_verify => {
+                if let Ok(mut overruled) = self.overruled.lock() {
+                    *overruled = Some(e);
+                }
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -141,6 +175,9 @@ impl ServerCertVerifier for Recording {
 /// A client configuration that verifies against `trust` (the HTTP requests use it).
 pub fn client_config(trust: &Trust) -> Result<ClientConfig, rustls::Error> {
     let verifier = webpki_verifier(trust)?;
+    if trust.skip_verify {
+        return config_with(Arc::new(Recording::new(verifier, true)));
+    }
     config_with(verifier)
 }
 
@@ -177,13 +214,11 @@ pub async fn handshake(
         problem: None,
         chain: vec![],
         trusted: trust.sources.clone(),
+        skipped: None,
         elapsed_ms: 0,
     };
     let built = webpki_verifier(trust).and_then(|inner| {
-        let recording = Arc::new(Recording {
-            inner,
-            seen: Mutex::new(Vec::new()),
-        });
+        let recording = Arc::new(Recording::new(inner, trust.skip_verify));
         config_with(recording.clone()).map(|config| (recording, config))
     });
     let (recording, config) = match built {
@@ -220,7 +255,16 @@ pub async fn handshake(
                 timeout.as_millis()
             ))
         }
-        Ok(Ok(_)) => evidence.ok = true,
+        Ok(Ok(_)) => {
+            evidence.ok = true;
+            let overruled = recording.overruled.lock().ok().and_then(|mut o| o.take());
+            evidence.skipped = overruled.map(|e| {
+                format!(
+                    "skip_verify accepted it: {}",
+                    describe_rustls(Some(&e), &e.to_string(), &evidence.chain, server_name)
+                )
+            });
+        }
         Ok(Err(e)) => evidence.problem = Some(describe(&e, &evidence.chain, server_name)),
     }
     evidence
@@ -231,6 +275,15 @@ fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) ->
     let rustls_error = error
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>());
+    describe_rustls(rustls_error, &error.to_string(), chain, server_name)
+}
+
+fn describe_rustls(
+    rustls_error: Option<&rustls::Error>,
+    error: &str,
+    chain: &[CertSummary],
+    server_name: &str,
+) -> String {
     let leaf = chain.first();
     match rustls_error {
         Some(rustls::Error::InvalidCertificate(cert)) => match cert {

@@ -1,622 +1,589 @@
-//! The pull, walked in the runtime's order: `/v2/` and its challenge, the token from the realm
-//! host, the manifest (and the platform's manifest from an index), the config blob, then every
-//! layer — following redirects by hand, checking each new host from DNS up, and sending the
-//! registry's Authorization header to the registry's own host only.
+//! The pull in containerd's order, with containerd's fallback rules (read from
+//! `remotes/docker/resolver.go` and `fetcher.go`, identical in 1.6, 1.7 and 2.x):
+//!
+//! - **resolve** (the tag's manifest) asks, in `hosts.toml` order, every host that may `pull`
+//!   and `resolve` (only `pull` for a digest). A 404 moves on silently; any other failure is
+//!   remembered and moves on too; the pull fails with the *first* non-404 failure, or
+//!   "not found" when every host said 404.
+//! - **fetch** (a manifest by digest, the config, every layer) asks *every* host in order for
+//!   each blob and moves on after any failure to open it, failing with the first failure.
+//!   Once a host's answer is being read, a broken or wrong body fails the pull: there is no
+//!   fallback after the bytes started.
+//!
+//! Every host is checked once from DNS up per trust ([`Network::check_host`]); a failed check is
+//! cached as its [`Stop`], so a second endpoint reaching the same broken host fails with the
+//! same evidence. The Authorization header obtained for a host goes to that host only. Each
+//! step is bounded by its timeout, the whole walk by the deadline. Protocol decisions are the
+//! pure functions of `oci`, `registry` and `redirect`; this file only sequences them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, LOCATION, RANGE, WWW_AUTHENTICATE};
-use reqwest::{Client, StatusCode};
-use rustls::ClientConfig;
-use serde::Deserialize;
-use sha2::{Digest as _, Sha256};
 use url::Url;
 
+use super::authority::Authority;
 use super::creds::Credentials;
-use super::host::{self, HostCheck, Timeouts};
-use super::resolv::ResolverConfig;
-use super::tls::Trust;
-use crate::image_ref::{ImageRef, hex};
-use crate::report::{BlobReport, HopReport, StepReport};
+use super::host::{HostCheck, Timeouts};
+use super::hosts_toml::Endpoint;
+use super::net::{Body, Network, Request, Response, Target, TrustId};
+use super::oci::{self, BlobCheck, Descriptor, MANIFEST_TYPES, Manifest, Platform, ReadManifest};
+use super::path::{Path, PathHop};
+use super::redirect::{self, MAX_REDIRECTS, Next};
+use super::registry::{self, Challenge, MAX_ERROR_BODY, MAX_MANIFEST, MAX_TOKEN, Ping};
+use super::stop::Stop;
+use crate::image_ref::{Digest, ImageRef};
 use crate::vocab::{Hop, Layer};
 
-/// Limits on what a registry may send us.
-pub const MAX_MANIFEST: usize = 4 * 1024 * 1024;
-pub const MAX_TOKEN: usize = 1024 * 1024;
-pub const MAX_CONFIG: usize = 16 * 1024 * 1024;
-pub const MAX_ERROR_BODY: usize = 64 * 1024;
-pub const MAX_REDIRECTS: usize = 5;
 /// How much of each layer a quick probe reads.
-pub const RANGE_BYTES: u64 = 1024;
+pub const RANGE_BYTES: usize = 1024;
 
-const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
-
-/// The first failure, which decides the verdict.
+/// What the walk is asked to do.
 #[derive(Debug, Clone)]
-pub struct Stopped {
-    pub hop: Hop,
-    pub host: String,
-    pub layer: Layer,
-    pub detail: String,
-    /// On the blob hop: how it failed (dns, route, tls, a status …), the layer being `blob`.
-    pub mechanism: Option<Layer>,
-}
-
 pub struct Settings {
     pub image: ImageRef,
     pub platform: Platform,
     pub credentials: Option<Credentials>,
     pub timeouts: Timeouts,
+    pub deadline: Duration,
     pub full: bool,
     pub parallel: usize,
     pub progress: bool,
-    /// containerd's mirrors for this registry (`host[:port]`), tried in order before it.
-    pub mirrors: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Platform {
-    pub os: String,
-    pub architecture: String,
-    pub variant: Option<String>,
+/// A `hosts.toml` host and the trust it is spoken to with.
+#[derive(Debug, Clone)]
+pub struct WalkEndpoint {
+    pub config: Endpoint,
+    pub trust: TrustId,
 }
 
-impl Platform {
-    /// This machine's platform, in OCI words.
-    pub fn host() -> Platform {
-        let architecture = match std::env::consts::ARCH {
-            "x86_64" => "amd64",
-            "aarch64" => "arm64",
-            "x86" => "386",
-            "powerpc64" => "ppc64le",
-            other => other,
-        };
-        Platform {
-            os: "linux".into(),
-            architecture: architecture.into(),
-            variant: None,
+impl WalkEndpoint {
+    fn hop(&self) -> Hop {
+        if self.config.is_registry {
+            Hop::Registry
+        } else {
+            Hop::Mirror
         }
     }
-
-    /// `os/arch[/variant]`.
-    pub fn parse(text: &str) -> Option<Platform> {
-        let mut parts = text.split('/');
-        let os = parts.next().filter(|s| !s.is_empty())?;
-        let architecture = parts.next().filter(|s| !s.is_empty())?;
-        let variant = parts.next().map(String::from);
-        parts.next().is_none().then(|| Platform {
-            os: os.into(),
-            architecture: architecture.into(),
-            variant,
-        })
-    }
-
-    fn matches(&self, p: &PlatformJson) -> bool {
-        p.os == self.os
-            && p.architecture == self.architecture
-            && (self.variant.is_none() || p.variant == self.variant)
-    }
 }
 
-impl std::fmt::Display for Platform {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.os, self.architecture)?;
-        if let Some(v) = &self.variant {
-            write!(f, "/{v}")?;
+/// `config` or `layer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlobKind {
+    Config,
+    Layer,
+}
+
+impl BlobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlobKind::Config => "config",
+            BlobKind::Layer => "layer",
         }
-        Ok(())
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct Descriptor {
-    #[serde(rename = "mediaType", default)]
-    pub media_type: String,
-    pub digest: String,
+/// One blob fetched.
+#[derive(Debug, Clone)]
+pub struct Blob {
+    pub kind: BlobKind,
+    pub digest: Digest,
     pub size: u64,
-    #[serde(default)]
-    pub platform: Option<PlatformJson>,
+    /// The host that served it, after redirects.
+    pub served_by: Authority,
+    /// Every byte read and its size and digest matched.
+    pub verified: bool,
+    pub detail: String,
+    pub elapsed: Duration,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct PlatformJson {
-    #[serde(default)]
-    pub os: String,
-    #[serde(default)]
-    pub architecture: String,
-    #[serde(default)]
-    pub variant: Option<String>,
+/// A host the pull moved past, as containerd does, and why.
+#[derive(Debug, Clone)]
+pub struct Fallback {
+    pub endpoint: Authority,
+    pub hop: Hop,
+    /// `resolve v1`, `fetch sha256:…`.
+    pub what: String,
+    pub stop: Stop,
 }
 
-#[derive(Debug, Deserialize)]
-struct ManifestJson {
-    #[serde(rename = "mediaType", default)]
-    media_type: String,
-    #[serde(default)]
-    manifests: Option<Vec<Descriptor>>,
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
+/// Everything a walk observed.
+#[derive(Debug)]
+pub struct Outcome {
+    /// `Err`: where and why the pull stops (the runtime's verdict).
+    pub result: Result<(), Stop>,
+    pub path: Vec<PathHop>,
+    /// Every host checked, in the order first reached.
+    pub hosts: Vec<HostCheck>,
+    pub blobs: Vec<Blob>,
+    pub fallbacks: Vec<Fallback>,
+    /// What works but deserves a word (a clear-text redirect …).
+    pub warnings: Vec<String>,
 }
 
-/// The state of one walk.
-pub struct Walk {
+/// What a resolve attempt on one host came to.
+enum Miss {
+    /// 404: containerd moves on without remembering it.
+    NotFound(Stop),
+    /// Anything else: remembered, and the pull moves on.
+    Failed(Stop),
+}
+
+/// What a fetch asks every host for.
+#[derive(Clone, Copy)]
+enum Fetch<'a> {
+    Manifest(&'a Digest),
+    Blob { desc: &'a Descriptor, range: bool },
+}
+
+pub struct Walk<N: Network> {
     settings: Settings,
-    resolver: ResolverConfig,
-    trust: Trust,
-    tls: Arc<ClientConfig>,
-    /// The API host of the endpoint being walked: a mirror, then the registry.
-    registry: String,
-    /// `registry` for the registry itself, `mirror` for a mirror.
-    api_hop: Hop,
-    /// `?ns=<registry>` on a mirror's requests, as containerd sends it.
-    namespace: String,
-    checked: HashMap<String, (HostCheck, Option<Client>)>,
-    pub path: Vec<HopReport>,
-    pub blobs: Vec<BlobReport>,
-    pub stopped: Option<Stopped>,
-    /// Mirrors that failed before the pull fell back to the next endpoint.
-    pub fallbacks: Vec<(String, Stopped)>,
+    endpoints: Vec<WalkEndpoint>,
+    net: Arc<N>,
+    checked: HashMap<Target, Result<(), Stop>>,
+    hosts: Vec<HostCheck>,
+    /// The `/v2/` handshake per endpoint (host, trust and path).
+    authorized: HashMap<(Target, String), Result<(), Stop>>,
+    /// Authorization values, each for the one host it was obtained for.
+    authorizations: HashMap<Authority, String>,
+    path: Path,
+    blobs: Vec<Blob>,
+    fallbacks: Vec<Fallback>,
+    warnings: Vec<String>,
 }
 
-type Step<T> = Result<T, ()>;
-
-impl Walk {
-    pub fn new(
-        settings: Settings,
-        resolver: ResolverConfig,
-        trust: Trust,
-        tls: ClientConfig,
-    ) -> Walk {
-        let registry = settings.image.api_host().to_string();
+impl<N: Network> Walk<N> {
+    /// `endpoints` in containerd's order; never empty (hosts.toml always ends with the registry).
+    pub fn new(settings: Settings, endpoints: Vec<WalkEndpoint>, net: Arc<N>) -> Walk<N> {
         Walk {
             settings,
-            resolver,
-            trust,
-            tls: Arc::new(tls),
-            registry,
-            api_hop: Hop::Registry,
-            namespace: String::new(),
+            endpoints,
+            net,
             checked: HashMap::new(),
-            path: Vec::new(),
+            hosts: Vec::new(),
+            authorized: HashMap::new(),
+            authorizations: HashMap::new(),
+            path: Path::default(),
             blobs: Vec::new(),
-            stopped: None,
             fallbacks: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
-    /// Every host checked, in the order the path first reached it.
-    pub fn hosts(&self) -> Vec<HostCheck> {
-        let mut hosts: Vec<(&String, &HostCheck)> = self
-            .checked
-            .iter()
-            .map(|(authority, (h, _))| (authority, h))
-            .collect();
-        hosts.sort_by_key(|(authority, _)| {
-            self.path
-                .iter()
-                .position(|p| &p.host == *authority)
-                .unwrap_or(usize::MAX)
-        });
-        hosts.into_iter().map(|(_, h)| h.clone()).collect()
-    }
-
-    /// Walk the pull; the outcome is in `self.stopped` (None: every step passed). In
-    /// containerd's order: each mirror of hosts.toml, then the registry; a failing endpoint
-    /// sends the pull on to the next, and the last one's failure is the pull's.
-    pub async fn run(&mut self) {
-        let registry = self.settings.image.api_host().to_string();
-        let mut endpoints: Vec<(String, Hop)> = self
-            .settings
-            .mirrors
-            .iter()
-            .map(|m| (m.clone(), Hop::Mirror))
-            .collect();
-        endpoints.push((registry.clone(), Hop::Registry));
-        let last = endpoints.len() - 1;
-        for (index, (endpoint, hop)) in endpoints.into_iter().enumerate() {
-            self.namespace = if hop == Hop::Mirror {
-                format!("?ns={}", self.settings.image.registry)
-            } else {
-                String::new()
-            };
-            self.registry = endpoint.clone();
-            self.api_hop = hop;
-            self.stopped = None;
-            if self.pull().await.is_ok() || index == last {
-                return;
-            }
-            if let Some(stopped) = self.stopped.take() {
-                self.fallbacks.push((endpoint, stopped));
-            }
-            // What a failed mirror fetched is not the pull's: the next endpoint starts over.
-            self.blobs.clear();
+    pub async fn run(mut self) -> Outcome {
+        let deadline = self.settings.deadline;
+        let result = match tokio::time::timeout(deadline, self.pull()).await {
+            Ok(result) => result,
+            Err(_) => Err(self.deadline_passed(deadline)),
+        };
+        Outcome {
+            result,
+            path: self.path.hops,
+            hosts: self.hosts,
+            blobs: self.blobs,
+            fallbacks: self.fallbacks,
+            warnings: self.warnings,
         }
     }
 
-    async fn pull(&mut self) -> Step<()> {
-        let registry = self.registry.clone();
-        self.host(&registry, self.api_hop).await?;
-        let auth = self.authenticate().await?;
-        let image = self.settings.image.clone();
-        let (manifest, _) = self
-            .manifest(&image.repository, image.reference(), auth.as_deref())
-            .await?;
-        let manifest = self
-            .select_platform(manifest, &image.repository, auth.as_deref())
-            .await?;
-        let config = manifest.config.clone().ok_or_else(|| {
-            self.stop(
-                self.api_hop,
-                &registry,
+    /// The deadline stops the walk wherever the path is.
+    fn deadline_passed(&mut self, deadline: Duration) -> Stop {
+        let (hop, authority) = match self.path.last() {
+            Some((hop, authority)) => (hop, authority.clone()),
+            None => (Hop::Registry, self.registry()),
+        };
+        let detail = format!("the total deadline of {} s ran out", deadline.as_secs_f64());
+        self.path
+            .record(hop, &authority, "deadline", false, detail.clone(), None);
+        Stop::new(hop, &authority, Layer::Other, "deadline", detail)
+    }
+
+    /// The registry's own host: the last endpoint marked so (hosts.toml's `server`).
+    fn registry(&self) -> Authority {
+        self.endpoints
+            .iter()
+            .rev()
+            .find(|e| e.config.is_registry)
+            .or(self.endpoints.last())
+            .map(|e| e.config.authority.clone())
+            .or_else(|| Authority::parse(&self.settings.image.registry, 443))
+            .unwrap_or(Authority {
+                host: self.settings.image.registry.clone(),
+                port: 443,
+            })
+    }
+
+    async fn pull(&mut self) -> Result<(), Stop> {
+        let (served_by, top) = self.resolve().await?;
+        let image = match top.manifest {
+            Manifest::Index(entries) => {
+                let endpoint = &self.endpoints[served_by];
+                let (hop, authority) = (endpoint.hop(), endpoint.config.authority.clone());
+                let wanted = self.settings.platform.clone();
+                let child = match oci::select_platform(&entries, &wanted) {
+                    Ok(child) => child.clone(),
+                    Err(detail) => {
+                        self.path
+                            .record(hop, &authority, "platform", false, detail.clone(), None);
+                        return Err(Stop::new(
+                            hop,
+                            &authority,
+                            Layer::Platform,
+                            "platform",
+                            detail,
+                        ));
+                    }
+                };
+                let chosen = format!("{wanted} → {}", child.digest);
+                self.path
+                    .record(hop, &authority, "platform", true, chosen, None);
+                self.fetch_manifest(&child.digest).await?.manifest
+            }
+            image => image,
+        };
+        let Manifest::Image { config, layers } = image else {
+            let at = self.endpoints[served_by].config.authority.clone();
+            let hop = self.endpoints[served_by].hop();
+            return Err(Stop::new(
+                hop,
+                &at,
                 Layer::Other,
-                "the manifest has no config descriptor".into(),
-            );
-        })?;
-        self.blob(&image.repository, &config, "config", true, auth.as_deref())
-            .await?;
-        let full = self.settings.full;
-        if full {
-            self.download_layers(&image.repository, &manifest.layers, auth.as_deref())
-                .await?;
-        } else {
-            for layer in &manifest.layers {
-                self.blob(&image.repository, layer, "layer", false, auth.as_deref())
-                    .await?;
-            }
+                "platform",
+                "the platform's entry is itself an index",
+            ));
+        };
+        self.blob(BlobKind::Config, &config, true).await?;
+        if self.settings.full {
+            return self.download_layers(&layers).await;
+        }
+        for layer in &layers {
+            self.blob(BlobKind::Layer, layer, false).await?;
         }
         Ok(())
     }
 
-    /// Stop the walk at its first failure. Any failure on the blob hop is layer `blob`, with
-    /// the failing mechanism kept beside it (shared/DESIGN.md): that rule lives here only.
-    fn stop(&mut self, hop: Hop, host: &str, layer: Layer, detail: String) {
-        if self.stopped.is_some() {
-            return;
-        }
-        let (layer, mechanism) = match (hop, layer) {
-            (Hop::Blob, Layer::Blob) => (Layer::Blob, Some(Layer::Other)),
-            (Hop::Blob, mechanism) => (Layer::Blob, Some(mechanism)),
-            (_, layer) => (layer, None),
-        };
-        self.stopped = Some(Stopped {
-            hop,
-            host: host.to_string(),
-            layer,
-            detail,
-            mechanism,
-        });
-    }
-
-    /// Record a failed step and stop the walk there.
-    fn fail<T>(
-        &mut self,
-        hop: Hop,
-        host: &str,
-        step: &str,
-        layer: Layer,
-        detail: String,
-        elapsed: Option<Duration>,
-    ) -> Step<T> {
-        self.record(hop, host, step, false, detail.clone(), elapsed);
-        self.stop(hop, host, layer, detail);
-        Err(())
-    }
-
-    /// Record a step under `hop`/`host`, starting a new hop entry when the path moves on.
-    fn record(
-        &mut self,
-        hop: Hop,
-        host: &str,
-        step: &str,
-        ok: bool,
-        detail: String,
-        elapsed: Option<Duration>,
-    ) {
-        let same = self
-            .path
-            .last()
-            .is_some_and(|h| h.hop == hop && h.host == host);
-        if !same {
-            self.path.push(HopReport {
-                hop,
-                host: host.to_string(),
-                steps: vec![],
-            });
-        }
-        if let Some(last) = self.path.last_mut() {
-            last.steps.push(StepReport {
-                step: step.to_string(),
-                ok,
-                detail,
-                elapsed_ms: elapsed.map(|d| d.as_millis() as u64),
-            });
-        }
-    }
-
-    /// Check a host from DNS up once; return an HTTP client pinned to the address that worked.
-    async fn host(&mut self, authority: &str, hop: Hop) -> Step<Client> {
-        if let Some((check, client)) = self.checked.get(authority) {
-            return match (client, &check.failure) {
-                (Some(c), None) => Ok(c.clone()),
-                _ => Err(()),
-            };
-        }
-        let (name, port) = split_authority(authority);
-        let check = host::check(
-            &name,
-            port,
-            hop,
-            &self.resolver,
-            &self.trust,
-            self.settings.timeouts,
-        )
-        .await;
-        self.record_host(authority, &check);
-        if let Some(f) = &check.failure {
-            let (layer, detail) = (f.layer, f.detail.clone());
-            self.checked.insert(authority.to_string(), (check, None));
-            self.stop(hop, authority, layer, detail);
-            return Err(());
-        }
-        let client = self.client(&name, &check);
-        match client {
-            Ok(client) => {
-                self.checked
-                    .insert(authority.to_string(), (check, Some(client.clone())));
-                Ok(client)
-            }
-            Err(e) => {
-                self.checked.insert(authority.to_string(), (check, None));
-                self.stop(
-                    hop,
-                    authority,
-                    Layer::Other,
-                    format!("cannot build an HTTP client: {e}"),
-                );
-                Err(())
-            }
-        }
-    }
-
-    fn record_host(&mut self, authority: &str, check: &HostCheck) {
-        let (hop, host) = (check.hop, authority.to_string());
-        let dns = &check.dns;
-        let dns_ok = !dns.addresses.is_empty();
-        let dns_detail = match (dns.failure(), dns.source) {
-            (Some(why), _) => why,
-            (None, "ip-literal") => "IP literal, no lookup".into(),
-            (None, source) => {
-                let scope = |a: &std::net::IpAddr| {
-                    if super::dns::is_private(*a) {
-                        "private"
-                    } else {
-                        "public"
-                    }
-                };
-                let mut s = dns
-                    .addresses
-                    .iter()
-                    .map(|a| format!("{a} ({})", scope(a)))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                if !dns.cname_chain.is_empty() {
-                    s.push_str(&format!(" via CNAME {}", dns.cname_chain.join(" → ")));
-                }
-                match (source, dns.answered_by) {
-                    ("hosts-file", _) => s.push_str(" from /etc/hosts (hand fix)"),
-                    (_, Some(server)) => s.push_str(&format!(" (answered by {server})")),
-                    _ => {}
-                }
-                let public: Vec<String> = dns
-                    .addresses
-                    .iter()
-                    .filter(|a| !super::dns::is_private(**a))
-                    .map(ToString::to_string)
-                    .collect();
-                if !public.is_empty() && dns.cname_chain.iter().any(|c| c.contains("privatelink")) {
-                    s.push_str(&format!("; public address {} behind a privatelink name: the private zone may not be linked", public.join(", ")));
-                }
-                s
-            }
-        };
-        self.record(hop, &host, "dns", dns_ok, dns_detail, None);
-        if !dns_ok {
-            return;
-        }
-        if check.routes.is_empty() {
-            return;
-        }
-        let route_ok = check.routes.iter().any(|r| r.has_route());
-        let detail = check
-            .routes
-            .iter()
-            .map(|r| r.describe())
-            .collect::<Vec<_>>()
-            .join("; ");
-        self.record(hop, &host, "route", route_ok, detail, None);
-        if !route_ok || check.connect.is_empty() {
-            return;
-        }
-        let connected = check.address.is_some();
-        let detail = match (&check.address, &check.failure) {
-            (Some(a), _) => {
-                let ms = check
-                    .connect
-                    .iter()
-                    .find(|c| c.address == *a)
-                    .map_or(0, |c| c.elapsed_ms);
-                format!("{a} in {ms} ms")
-            }
-            (None, Some(f)) => f.detail.clone(),
-            (None, None) => String::new(),
-        };
-        self.record(hop, &host, "connect", connected, detail, None);
-        if let Some(tls) = &check.tls {
-            let detail = match (&tls.problem, tls.chain.first()) {
-                (Some(p), _) => p.clone(),
-                (None, Some(leaf)) => format!(
-                    "{} issued by {}, valid until {}",
-                    leaf.names.join(", "),
-                    leaf.issuer,
-                    leaf.not_after
-                ),
-                (None, None) => "handshake complete".into(),
-            };
-            self.record(
-                hop,
-                &host,
-                "tls",
-                tls.ok,
-                detail,
-                Some(Duration::from_millis(tls.elapsed_ms)),
+    /// The image's manifest, from the first host that has it.
+    async fn resolve(&mut self) -> Result<(usize, ReadManifest), Stop> {
+        let asked = self.settings.image.digest.clone();
+        let reference = self.settings.image.reference().to_string();
+        let candidates: Vec<usize> = (0..self.endpoints.len())
+            .filter(|&i| {
+                let caps = self.endpoints[i].config.capabilities;
+                caps.pull && (asked.is_some() || caps.resolve)
+            })
+            .collect();
+        let step = format!("manifest {reference}");
+        let mut first_failure = None;
+        let mut not_found = None;
+        for i in candidates {
+            let (hop, endpoint) = (
+                self.endpoints[i].hop(),
+                self.endpoints[i].config.authority.clone(),
             );
-        }
-    }
-
-    fn client(&self, name: &str, check: &HostCheck) -> reqwest::Result<Client> {
-        let mut builder = Client::builder()
-            .tls_backend_preconfigured((*self.tls).clone())
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .http1_only()
-            .connect_timeout(self.settings.timeouts.connect)
-            .pool_max_idle_per_host(16)
-            .user_agent(concat!("pullpath/", env!("CARGO_PKG_VERSION")));
-        if let Some(address) = check.address
-            && name.parse::<std::net::IpAddr>().is_err()
-        {
-            // Requests go exactly to the address this check proved, not a fresh lookup's.
-            builder = builder.resolve(name, address);
-        }
-        builder.build()
-    }
-
-    /// Send with the HTTP timeout; a transport failure stops the walk on `hop`.
-    async fn send(
-        &mut self,
-        hop: Hop,
-        host: &str,
-        request: reqwest::RequestBuilder,
-    ) -> Step<reqwest::Response> {
-        let timeout = self.settings.timeouts.http;
-        match tokio::time::timeout(timeout, request.send()).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(e)) => {
-                let layer = if e.is_timeout() {
-                    Layer::Route
-                } else {
-                    Layer::Refused
-                };
-                let detail = format!("request failed: {}", error_chain(&e));
-                self.fail(hop, host, "http", layer, detail, None)
-            }
-            Err(_) => {
-                let detail = format!("no response headers within {} ms", timeout.as_millis());
-                self.fail(hop, host, "http", Layer::Route, detail, None)
-            }
-        }
-    }
-
-    /// `GET /v2/` and the challenge: returns the Authorization value for registry requests.
-    async fn authenticate(&mut self) -> Step<Option<String>> {
-        let registry = self.registry.clone();
-        let client = self.host(&registry, self.api_hop).await?;
-        let started = Instant::now();
-        let response = self
-            .send(
-                self.api_hop,
-                &registry,
-                client.get(format!("https://{registry}/v2/")),
-            )
-            .await?;
-        let status = response.status();
-        let challenge = response
-            .headers()
-            .get(WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(String::from);
-        let _ = read_limited(response, MAX_ERROR_BODY).await;
-        match (status, challenge) {
-            (s, _) if s.is_success() => {
-                self.record(
-                    self.api_hop,
-                    &registry,
-                    "GET /v2/",
-                    true,
-                    format!("{s}: no authentication required"),
-                    Some(started.elapsed()),
-                );
-                Ok(None)
-            }
-            (StatusCode::UNAUTHORIZED, Some(challenge)) => {
-                let parsed = Challenge::parse(&challenge);
-                self.record(
-                    self.api_hop,
-                    &registry,
-                    "GET /v2/",
-                    true,
-                    format!("401 challenge: {}", redact_challenge(&challenge)),
-                    Some(started.elapsed()),
-                );
-                match parsed {
-                    Challenge::Basic => match self.settings.credentials.clone() {
-                        Some(c) => Ok(Some(c.basic())),
-                        None => {
-                            let detail = "the registry wants Basic credentials and none were given (--username/--docker-config)".to_string();
-                            self.stop(self.api_hop, &registry, Layer::Auth, detail);
-                            Err(())
-                        }
-                    },
-                    Challenge::Bearer { realm, service } => {
-                        self.token(&realm, service.as_deref()).await.map(Some)
-                    }
-                    Challenge::Unknown => {
-                        self.stop(
-                            self.api_hop,
-                            &registry,
-                            Layer::Other,
-                            format!("unknown challenge {challenge:?}"),
-                        );
-                        Err(())
-                    }
+            match self.manifest_on(i, &reference).await {
+                Ok((response, at)) => {
+                    // The host answered: what it sent decides, with no fallback after it.
+                    let read = self
+                        .read_manifest(response, hop, &at, &step, asked.as_ref())
+                        .await?;
+                    return Ok((i, read));
+                }
+                Err(Miss::NotFound(stop)) => {
+                    self.fell_back(&endpoint, hop, &step, &stop);
+                    not_found = Some(stop);
+                }
+                Err(Miss::Failed(stop)) => {
+                    self.fell_back(&endpoint, hop, &step, &stop);
+                    first_failure.get_or_insert(stop);
                 }
             }
-            (status, _) => {
-                let layer = status_layer(status);
-                let detail = format!("GET /v2/ answered {status}");
-                self.fail(
-                    self.api_hop,
-                    &registry,
-                    "GET /v2/",
-                    layer,
-                    detail,
-                    Some(started.elapsed()),
-                )
-            }
         }
-    }
-
-    /// Fetch a token from the realm (itself a hop checked from DNS up).
-    async fn token(&mut self, realm: &str, service: Option<&str>) -> Step<String> {
-        let registry = self.registry.clone();
-        let Ok(mut url) = Url::parse(realm) else {
-            self.stop(
-                Hop::Auth,
+        Err(first_failure.or(not_found).unwrap_or_else(|| {
+            let registry = self.registry();
+            Stop::new(
+                Hop::Registry,
                 &registry,
                 Layer::Other,
-                format!("the registry's token realm {realm:?} is not a URL"),
-            );
-            return Err(());
+                "hosts.toml",
+                "no host in hosts.toml may resolve this image (capabilities pull and resolve)",
+            )
+        }))
+    }
+
+    /// `GET …/manifests/<reference>` on one host, up to its answer's status.
+    async fn manifest_on(
+        &mut self,
+        i: usize,
+        reference: &str,
+    ) -> Result<(Response<N::Body>, Authority), Miss> {
+        self.authorize(i).await.map_err(Miss::Failed)?;
+        let hop = self.endpoints[i].hop();
+        let url = self
+            .api_url(i, "manifests", reference)
+            .map_err(Miss::Failed)?;
+        let step = format!("manifest {reference}");
+        let accept = [("Accept".to_string(), MANIFEST_TYPES.to_string())];
+        let (response, at) = self
+            .get_authorized(i, hop, url, &accept, &step)
+            .await
+            .map_err(Miss::Failed)?;
+        if (200..300).contains(&response.status) {
+            return Ok((response, at));
+        }
+        let stop = self.manifest_refused(response, hop, &at, &step).await;
+        if stop.layer == Layer::NotFound {
+            Err(Miss::NotFound(stop))
+        } else {
+            Err(Miss::Failed(stop))
+        }
+    }
+
+    async fn manifest_refused(
+        &mut self,
+        response: Response<N::Body>,
+        hop: Hop,
+        at: &Authority,
+        step: &str,
+    ) -> Stop {
+        let status = response.status;
+        let challenge = response.header("www-authenticate").map(String::from);
+        let body = self
+            .read_limited(response.body, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
+        let had_auth = self.authorizations.contains_key(at);
+        let (layer, detail) =
+            registry::interpret_manifest_failure(status, challenge.as_deref(), &body, had_auth);
+        self.path.record(hop, at, step, false, detail.clone(), None);
+        Stop::new(hop, at, layer, step, detail)
+    }
+
+    async fn read_manifest(
+        &mut self,
+        response: Response<N::Body>,
+        hop: Hop,
+        at: &Authority,
+        step: &str,
+        asked: Option<&Digest>,
+    ) -> Result<ReadManifest, Stop> {
+        let content_type = response.header("content-type").unwrap_or("?").to_string();
+        let read = self
+            .read_limited(response.body, MAX_MANIFEST)
+            .await
+            .and_then(|body| oci::interpret_manifest(&body, asked, &content_type));
+        match read {
+            Ok(read) => {
+                self.path
+                    .record(hop, at, step, true, read.summary.clone(), None);
+                Ok(read)
+            }
+            Err(detail) => {
+                self.path.record(hop, at, step, false, detail.clone(), None);
+                Err(Stop::new(hop, at, Layer::Other, step, detail))
+            }
+        }
+    }
+
+    /// A child manifest by digest, from the first host that opens it.
+    async fn fetch_manifest(&mut self, digest: &Digest) -> Result<ReadManifest, Stop> {
+        let (i, response, at) = self.open_anywhere(Fetch::Manifest(digest)).await?;
+        let hop = self.endpoints[i].hop();
+        let step = format!("manifest {}", short(digest));
+        self.read_manifest(response, hop, &at, &step, Some(digest))
+            .await
+    }
+
+    /// Open a manifest or blob on every host in order, as containerd's fetcher does.
+    async fn open_anywhere(
+        &mut self,
+        fetch: Fetch<'_>,
+    ) -> Result<(usize, Response<N::Body>, Authority), Stop> {
+        let mut first = None;
+        for i in 0..self.endpoints.len() {
+            match self.open_on(i, fetch).await {
+                Ok((response, at)) => return Ok((i, response, at)),
+                Err(stop) => {
+                    let (hop, endpoint) = (
+                        self.endpoints[i].hop(),
+                        self.endpoints[i].config.authority.clone(),
+                    );
+                    let what = match fetch {
+                        Fetch::Manifest(d) => format!("fetch {}", short(d)),
+                        Fetch::Blob { desc, .. } => format!("fetch {}", short(&desc.digest)),
+                    };
+                    self.fell_back(&endpoint, hop, &what, &stop);
+                    first.get_or_insert(stop);
+                }
+            }
+        }
+        Err(first.unwrap_or_else(|| {
+            let registry = self.registry();
+            Stop::new(
+                Hop::Registry,
+                &registry,
+                Layer::Other,
+                "hosts.toml",
+                "no host to fetch from",
+            )
+        }))
+    }
+
+    async fn open_on(
+        &mut self,
+        i: usize,
+        fetch: Fetch<'_>,
+    ) -> Result<(Response<N::Body>, Authority), Stop> {
+        self.authorize(i).await?;
+        let (hop, url, step, mut headers) = match fetch {
+            Fetch::Manifest(digest) => (
+                self.endpoints[i].hop(),
+                self.api_url(i, "manifests", digest.as_str())?,
+                format!("manifest {}", short(digest)),
+                vec![("Accept".to_string(), MANIFEST_TYPES.to_string())],
+            ),
+            Fetch::Blob { desc, .. } => (
+                Hop::Blob,
+                self.api_url(i, "blobs", desc.digest.as_str())?,
+                short(&desc.digest),
+                vec![],
+            ),
         };
-        let realm_host = authority_of(&url);
-        let client = self.host(&realm_host, Hop::Auth).await?;
-        let scope = format!("repository:{}:pull", self.settings.image.repository);
+        if let Fetch::Blob { range: true, .. } = fetch {
+            headers.push(("Range".into(), format!("bytes=0-{}", RANGE_BYTES - 1)));
+        }
+        let (response, at) = self.get_authorized(i, hop, url, &headers, &step).await?;
+        if (200..300).contains(&response.status) {
+            return Ok((response, at));
+        }
+        if let Fetch::Manifest(_) = fetch {
+            return Err(self.manifest_refused(response, hop, &at, &step).await);
+        }
+        let status = response.status;
+        let body = self
+            .read_limited(response.body, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
+        let detail = format!("{status}: {}", registry::error_summary(&body));
+        self.path
+            .record(hop, &at, &step, false, detail.clone(), None);
+        Err(Stop::new(
+            hop,
+            &at,
+            Layer::from_http_status(status),
+            step,
+            detail,
+        ))
+    }
+
+    /// The `/v2/` handshake with an endpoint, once: its challenge answered, the Authorization
+    /// for its host obtained.
+    async fn authorize(&mut self, i: usize) -> Result<(), Stop> {
+        let endpoint = &self.endpoints[i];
+        let target = Target {
+            authority: endpoint.config.authority.clone(),
+            scheme: endpoint.config.scheme,
+            trust: endpoint.trust,
+        };
+        let key = (target, endpoint.config.path.clone());
+        if let Some(done) = self.authorized.get(&key) {
+            return done.clone();
+        }
+        let result = self.ping(i).await;
+        self.authorized.insert(key, result.clone());
+        result
+    }
+
+    async fn ping(&mut self, i: usize) -> Result<(), Stop> {
+        let hop = self.endpoints[i].hop();
+        let url = self.base_url(i, "/")?;
+        let step = "GET /v2/";
+        let started = Instant::now();
+        let (response, at) = self.get(i, hop, url, &[], step, None).await?;
+        let status = response.status;
+        let challenge = response.header("www-authenticate").map(String::from);
+        let body = self
+            .read_limited(response.body, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
+        let elapsed = Some(started.elapsed());
+        match registry::interpret_ping(status, challenge.as_deref(), &body) {
+            Ping::Open => {
+                let detail = format!("{status}: no authentication required");
+                self.path.record(hop, &at, step, true, detail, elapsed);
+                Ok(())
+            }
+            Ping::Failed(layer, detail) => {
+                self.path
+                    .record(hop, &at, step, false, detail.clone(), elapsed);
+                Err(Stop::new(hop, &at, layer, step, detail))
+            }
+            Ping::Challenge(challenge_kind) => {
+                let shown = registry::shorten(challenge.as_deref().unwrap_or(""), 300);
+                self.path.record(
+                    hop,
+                    &at,
+                    step,
+                    true,
+                    format!("401 challenge: {shown}"),
+                    elapsed,
+                );
+                self.answer(i, hop, &at, challenge_kind, step).await
+            }
+        }
+    }
+
+    /// Answer a host's challenge: Basic with the credentials, or a token from the realm.
+    async fn answer(
+        &mut self,
+        i: usize,
+        hop: Hop,
+        owner: &Authority,
+        challenge: Challenge,
+        step: &str,
+    ) -> Result<(), Stop> {
+        match challenge {
+            Challenge::Basic => match &self.settings.credentials {
+                Some(c) => {
+                    self.authorizations.insert(owner.clone(), c.basic());
+                    Ok(())
+                }
+                None => Err(Stop::new(
+                    hop,
+                    owner,
+                    Layer::Auth,
+                    step,
+                    "the registry wants Basic credentials and the node sent none (--username/--docker-config)",
+                )),
+            },
+            Challenge::Bearer { realm, service } => {
+                self.token(i, owner, &realm, service.as_deref()).await
+            }
+            Challenge::Unknown(text) => Err(Stop::new(
+                hop,
+                owner,
+                Layer::Other,
+                step,
+                format!("a challenge containerd does not answer: {text:?}"),
+            )),
+        }
+    }
+
+    /// A bearer token for `owner` from the realm (itself a host checked from DNS up).
+    async fn token(
+        &mut self,
+        i: usize,
+        owner: &Authority,
+        realm: &str,
+        service: Option<&str>,
+    ) -> Result<(), Stop> {
+        let repository = self.settings.image.repository.clone();
+        let scope = format!("repository:{repository}:pull");
+        let step = format!("token {scope}");
+        let Ok(mut url) = Url::parse(realm) else {
+            let detail = format!("the token realm {realm:?} is not a URL");
+            return Err(Stop::new(Hop::Auth, owner, Layer::Other, step, detail));
+        };
         {
             let mut query = url.query_pairs_mut();
             if let Some(service) = service {
@@ -624,463 +591,405 @@ impl Walk {
             }
             query.append_pair("scope", &scope);
         }
-        let mut request = client.get(url.clone());
-        let who = match &self.settings.credentials {
-            Some(c) => {
-                // The realm is where credentials are meant to go: the registry's challenge sent us.
-                request = request.header(AUTHORIZATION, c.basic());
-                format!("as {}", c.username)
+        // The realm is where the challenge says credentials go; to its own host only.
+        let (credential, who) = match (&self.settings.credentials, Authority::of(&url)) {
+            (Some(c), Some(realm_host)) => {
+                (Some((realm_host, c.basic())), format!("as {}", c.username))
             }
-            None => "anonymously".to_string(),
+            _ => (None, "anonymously".to_string()),
         };
         let started = Instant::now();
-        let response = self.send(Hop::Auth, &realm_host, request).await?;
-        let status = response.status();
-        let body = read_limited(response, MAX_TOKEN).await;
-        let step = format!("token {scope}");
-        if !status.is_success() {
-            let layer = status_layer(status);
-            let detail = format!(
-                "{status} {who}: {}",
-                error_summary(&body.unwrap_or_default())
-            );
-            return self.fail(
-                Hop::Auth,
-                &realm_host,
-                &step,
-                layer,
-                detail,
-                Some(started.elapsed()),
-            );
-        }
-        let token = body
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| {
-                v.get("token")
-                    .or(v.get("access_token"))
-                    .and_then(|t| t.as_str())
-                    .map(String::from)
-            });
-        let Some(token) = token else {
-            let detail = format!("{status} {who} but no token in the answer");
-            return self.fail(
-                Hop::Auth,
-                &realm_host,
-                &step,
-                Layer::Other,
-                detail,
-                Some(started.elapsed()),
-            );
-        };
-        let granted = granted_actions(&token, &self.settings.image.repository);
-        let detail = match &granted {
-            Some(actions) if actions.is_empty() => format!(
-                "{status} {who}: token grants nothing on {}",
-                self.settings.image.repository
-            ),
-            Some(actions) => format!(
-                "{status} {who}: token grants {} on {}",
-                actions.join(","),
-                self.settings.image.repository
-            ),
-            None => format!("{status} {who}: opaque token"),
-        };
-        self.record(
-            Hop::Auth,
-            &realm_host,
-            &step,
-            true,
-            detail,
-            Some(started.elapsed()),
-        );
-        Ok(format!("Bearer {token}"))
-    }
-
-    async fn manifest(
-        &mut self,
-        repository: &str,
-        reference: &str,
-        auth: Option<&str>,
-    ) -> Step<(ManifestJson, String)> {
-        let registry = self.registry.clone();
-        let client = self.host(&registry, self.api_hop).await?;
-        let mut request = client
-            .get(format!(
-                "https://{registry}/v2/{repository}/manifests/{reference}{}",
-                self.namespace
-            ))
-            .header(ACCEPT, MANIFEST_TYPES);
-        if let Some(auth) = auth {
-            request = request.header(AUTHORIZATION, auth);
-        }
-        let started = Instant::now();
-        let step = format!("manifest {reference}");
-        let response = self.send(self.api_hop, &registry, request).await?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        if !status.is_success() {
-            let body = read_limited(response, MAX_ERROR_BODY)
-                .await
-                .unwrap_or_default();
-            let (layer, detail) = manifest_failure(status, &headers, &body, auth.is_some());
-            let elapsed = Some(started.elapsed());
-            return self.fail(self.api_hop, &registry, &step, layer, detail, elapsed);
-        }
-        let content_type = headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("?")
-            .to_string();
-        let parsed = match read_limited(response, MAX_MANIFEST).await {
-            Ok(body) => parse_manifest(&body, reference, &content_type),
-            Err(e) => Err(e),
-        };
+        let (response, at) = self.get(i, Hop::Auth, url, &[], &step, credential).await?;
+        let status = response.status;
+        let body = self.read_limited(response.body, MAX_TOKEN).await;
         let elapsed = Some(started.elapsed());
-        match parsed {
-            Ok((manifest, digest, summary)) => {
-                self.record(self.api_hop, &registry, &step, true, summary, elapsed);
-                Ok((manifest, digest))
-            }
-            Err(detail) => self.fail(
-                self.api_hop,
-                &registry,
-                &step,
-                Layer::Other,
-                detail,
-                elapsed,
-            ),
-        }
-    }
-
-    async fn select_platform(
-        &mut self,
-        manifest: ManifestJson,
-        repository: &str,
-        auth: Option<&str>,
-    ) -> Step<ManifestJson> {
-        let Some(entries) = &manifest.manifests else {
-            return Ok(manifest);
-        };
-        let registry = self.registry.clone();
-        let wanted = self.settings.platform.clone();
-        let Some(entry) = entries
-            .iter()
-            .find(|d| d.platform.as_ref().is_some_and(|p| wanted.matches(p)))
-        else {
-            let offered: Vec<String> = entries
-                .iter()
-                .filter_map(|d| d.platform.as_ref())
-                .map(|p| {
-                    format!(
-                        "{}/{}{}",
-                        p.os,
-                        p.architecture,
-                        p.variant
-                            .as_ref()
-                            .map(|v| format!("/{v}"))
-                            .unwrap_or_default()
-                    )
-                })
-                .collect();
-            let detail = format!(
-                "no manifest for {wanted} in the index; it offers {}",
-                offered.join(", ")
-            );
-            return self.fail(
-                self.api_hop,
-                &registry,
-                "platform",
-                Layer::Platform,
-                detail,
-                None,
-            );
-        };
-        let digest = entry.digest.clone();
-        self.record(
-            self.api_hop,
-            &registry,
-            "platform",
-            true,
-            format!("{wanted} → {digest}"),
-            None,
-        );
-        let (child, _) = self.manifest(repository, &digest, auth).await?;
-        Ok(child)
-    }
-
-    /// GET a blob through its redirects; returns the final response and the host that served it.
-    async fn open_blob(
-        &mut self,
-        repository: &str,
-        desc: &Descriptor,
-        range: bool,
-        auth: Option<&str>,
-    ) -> Step<(reqwest::Response, String, Hop)> {
-        let registry = self.registry.clone();
-        let mut url = format!(
-            "https://{registry}/v2/{repository}/blobs/{}{}",
-            desc.digest, self.namespace
-        );
-        let mut authority = registry.clone();
-        for _ in 0..=MAX_REDIRECTS {
-            let hop = if authority == registry {
-                self.api_hop
-            } else {
-                Hop::Blob
-            };
-            let client = self.host(&authority, hop).await?;
-            let mut request = client.get(&url);
-            // The registry's credential goes to the registry's own host and nowhere else.
-            if let Some(auth) = auth
-                && authority == registry
-            {
-                request = request.header(AUTHORIZATION, auth);
-            }
-            if range {
-                request = request.header(RANGE, format!("bytes=0-{}", RANGE_BYTES - 1));
-            }
-            let response = self.send(Hop::Blob, &authority, request).await?;
-            let status = response.status();
-            if status.is_redirection() {
-                let step = short(&desc.digest);
-                let Some(next) = response
-                    .headers()
-                    .get(LOCATION)
-                    .and_then(|l| l.to_str().ok())
-                    .and_then(|l| Url::parse(&url).ok()?.join(l).ok())
-                else {
-                    let detail = format!("{status} without a usable Location");
-                    return self.fail(Hop::Blob, &authority, &step, Layer::Other, detail, None);
+        let answer = body
+            .map_err(|e| (Layer::Other, e))
+            .and_then(|body| registry::interpret_token(status, &body, &repository));
+        match answer {
+            Ok(token) => {
+                let detail = match &token.granted {
+                    Some(actions) if actions.is_empty() => {
+                        format!("{status} {who}: token grants nothing on {repository}")
+                    }
+                    Some(actions) => format!(
+                        "{status} {who}: token grants {} on {repository}",
+                        actions.join(",")
+                    ),
+                    None => format!("{status} {who}: opaque token"),
                 };
-                if next.scheme() != "https" {
-                    let detail = format!("redirected to non-HTTPS {}", redact_url(&next));
-                    return self.fail(Hop::Blob, &authority, &step, Layer::Other, detail, None);
-                }
-                let next_authority = authority_of(&next);
-                self.record(
-                    Hop::Blob,
-                    &authority,
-                    &short(&desc.digest),
-                    true,
-                    format!("{status} → {}", redact_url(&next)),
-                    None,
-                );
-                url = next.to_string();
-                authority = next_authority;
-                continue;
+                self.path
+                    .record(Hop::Auth, &at, &step, true, detail, elapsed);
+                self.authorizations
+                    .insert(owner.clone(), format!("Bearer {}", token.value));
+                Ok(())
             }
-            if !status.is_success() {
-                let body = read_limited(response, MAX_ERROR_BODY)
-                    .await
-                    .unwrap_or_default();
-                let detail = format!("{status}: {}", error_summary(&body));
-                let step = short(&desc.digest);
-                return self.fail(
-                    Hop::Blob,
-                    &authority,
-                    &step,
-                    status_layer(status),
-                    detail,
-                    None,
-                );
+            Err((layer, detail)) => {
+                let detail = format!("{detail} ({who})");
+                self.path
+                    .record(Hop::Auth, &at, &step, false, detail.clone(), elapsed);
+                Err(Stop::new(Hop::Auth, &at, layer, step, detail))
             }
-            return Ok((response, authority, hop));
         }
-        let detail = format!("more than {MAX_REDIRECTS} redirects (a redirect loop)");
-        self.fail(
-            Hop::Blob,
-            &authority,
-            &short(&desc.digest),
-            Layer::Other,
-            detail,
-            None,
-        )
     }
 
-    /// Fetch one blob: fully (verified) or its first bytes.
-    async fn blob(
+    /// [`Walk::get`], answering a challenge from a host the request was redirected to, as
+    /// containerd's authorizer does for any host it meets.
+    async fn get_authorized(
         &mut self,
-        repository: &str,
-        desc: &Descriptor,
-        kind: &str,
-        full: bool,
-        auth: Option<&str>,
-    ) -> Step<()> {
-        let started = Instant::now();
-        let (response, authority, _) = self.open_blob(repository, desc, !full, auth).await?;
-        let status = response.status();
-        let result = if full {
-            verify_stream(response, desc, None, self.settings.timeouts.http).await
-        } else {
-            read_limited(response, RANGE_BYTES as usize)
-                .await
-                .map(|b| format!("{status}: read the first {} bytes", b.len()))
+        i: usize,
+        hop: Hop,
+        url: Url,
+        headers: &[(String, String)],
+        step: &str,
+    ) -> Result<(Response<N::Body>, Authority), Stop> {
+        let (response, at) = self.get(i, hop, url.clone(), headers, step, None).await?;
+        if response.status != 401 || self.authorizations.contains_key(&at) {
+            return Ok((response, at));
+        }
+        let Some(challenge) = response.header("www-authenticate").map(Challenge::parse) else {
+            return Ok((response, at));
         };
-        self.finish_blob(kind, desc, &authority, result, started.elapsed())
+        if !matches!(challenge, Challenge::Bearer { .. } | Challenge::Basic) {
+            return Ok((response, at));
+        }
+        self.answer(i, hop, &at, challenge, step).await?;
+        self.get(i, hop, url, headers, step, None).await
+    }
+
+    /// One GET through its redirects: every host it reaches checked from DNS up, each redirect
+    /// in the path, Authorization only to the host it belongs to. Returns the final answer and
+    /// the host that gave it.
+    async fn get(
+        &mut self,
+        i: usize,
+        hop: Hop,
+        mut url: Url,
+        headers: &[(String, String)],
+        step: &str,
+        credential: Option<(Authority, String)>,
+    ) -> Result<(Response<N::Body>, Authority), Stop> {
+        let trust = self.endpoints[i].trust;
+        let mut at = self.endpoints[i].config.authority.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            let Some(target) = Target::of(&url, trust) else {
+                let detail = format!("{} is not an http(s) URL", redirect::redact_url(&url));
+                return Err(Stop::new(hop, &at, Layer::Other, step, detail));
+            };
+            at = target.authority.clone();
+            self.check_host(&target, hop).await?;
+            let mut request = Request {
+                url: url.clone(),
+                headers: self.endpoints[i].config.headers.clone(),
+            };
+            request.headers.extend(headers.iter().cloned());
+            let owned = credential
+                .iter()
+                .map(|(owner, value)| (owner, value))
+                .chain(self.authorizations.iter());
+            if let Some((_, value)) = owned
+                .into_iter()
+                .find(|(owner, _)| redirect::carries_authorization(owner, &at))
+            {
+                request
+                    .headers
+                    .push(("Authorization".into(), value.clone()));
+            }
+            let started = Instant::now();
+            let timeout = self.settings.timeouts.http;
+            let response = match tokio::time::timeout(timeout, self.net.send(&target, request))
+                .await
+            {
+                Ok(Ok(response)) => response,
+                Ok(Err(transport)) => {
+                    let layer = if transport.timed_out {
+                        Layer::Route
+                    } else {
+                        Layer::Refused
+                    };
+                    self.path
+                        .record(hop, &at, step, false, transport.detail.clone(), None);
+                    return Err(Stop::new(hop, &at, layer, step, transport.detail));
+                }
+                Err(_) => {
+                    let detail = format!("no response headers within {} ms", timeout.as_millis());
+                    self.path
+                        .record(hop, &at, step, false, detail.clone(), None);
+                    return Err(Stop::new(hop, &at, Layer::Route, step, detail));
+                }
+            };
+            match redirect::interpret_redirect(&url, response.status, response.header("location")) {
+                Ok(Next::Final) => return Ok((response, at)),
+                Ok(Next::Follow(next)) => {
+                    let detail = format!("{} → {}", response.status, redirect::redact_url(&next));
+                    self.path
+                        .record(hop, &at, step, true, detail, Some(started.elapsed()));
+                    if redirect::is_downgrade(&url, &next) {
+                        self.warnings.push(format!(
+                            "{at} redirects {step} to clear-text {}: the runtime follows it, and the signed URL and the data travel unencrypted",
+                            redirect::redact_url(&next)
+                        ));
+                    }
+                    url = next;
+                }
+                Err(detail) => {
+                    self.path
+                        .record(hop, &at, step, false, detail.clone(), None);
+                    return Err(Stop::new(hop, &at, Layer::Other, step, detail));
+                }
+            }
+        }
+        let detail = format!(
+            "stopped after {MAX_REDIRECTS} redirects, as containerd does (a redirect loop?)"
+        );
+        self.path
+            .record(hop, &at, step, false, detail.clone(), None);
+        Err(Stop::new(hop, &at, Layer::Other, step, detail))
+    }
+
+    /// A host checked from DNS up, once per trust; a failure is cached with its evidence.
+    async fn check_host(&mut self, target: &Target, hop: Hop) -> Result<(), Stop> {
+        let at = &target.authority;
+        if let Some(done) = self.checked.get(target) {
+            return match done {
+                Ok(()) => Ok(()),
+                Err(earlier) => {
+                    let earlier = earlier.clone();
+                    let detail = format!("failed before at {}: {}", earlier.step, earlier.detail);
+                    self.path.record(hop, at, "host", false, detail, None);
+                    let layer = earlier.mechanism_or_layer();
+                    Err(Stop::new(hop, at, layer, earlier.step, earlier.detail))
+                }
+            };
+        }
+        let check = self.net.check_host(target, hop).await;
+        self.path.record_host(at, &check);
+        let result = match &check.failure {
+            None => Ok(()),
+            Some(f) => Err(Stop::new(hop, at, f.layer, f.step, f.detail.clone())),
+        };
+        self.hosts.push(check);
+        self.checked.insert(target.clone(), result.clone());
+        result
+    }
+
+    /// Fetch one blob on the first host that opens it: fully (verified) or its first bytes.
+    async fn blob(&mut self, kind: BlobKind, desc: &Descriptor, full: bool) -> Result<(), Stop> {
+        let started = Instant::now();
+        let (_, response, at) = self
+            .open_anywhere(Fetch::Blob { desc, range: !full })
+            .await?;
+        let idle = self.settings.timeouts.http;
+        let result = if full {
+            verify(response.body, desc, None, idle).await
+        } else {
+            let status = response.status;
+            read_prefix(response.body, RANGE_BYTES, idle)
+                .await
+                .map(|bytes| format!("{status}: read the first {bytes} bytes"))
+        };
+        self.finish_blob(kind, desc, &at, full, result, started.elapsed())
     }
 
     fn finish_blob(
         &mut self,
-        kind: &str,
+        kind: BlobKind,
         desc: &Descriptor,
-        authority: &str,
+        at: &Authority,
+        full: bool,
         result: Result<String, String>,
         elapsed: Duration,
-    ) -> Step<()> {
+    ) -> Result<(), Stop> {
         let ok = result.is_ok();
         let detail = match &result {
             Ok(d) | Err(d) => d.clone(),
         };
-        self.record(
-            Hop::Blob,
-            authority,
-            &format!("{kind} {}", short(&desc.digest)),
-            ok,
-            detail.clone(),
-            Some(elapsed),
-        );
-        self.blobs.push(BlobReport {
-            kind: kind.to_string(),
+        let step = format!("{} {}", kind.as_str(), short(&desc.digest));
+        self.path
+            .record(Hop::Blob, at, &step, ok, detail.clone(), Some(elapsed));
+        self.blobs.push(Blob {
+            kind,
             digest: desc.digest.clone(),
             size: desc.size,
-            host: authority.to_string(),
-            verified: ok && (kind == "config" || self.settings.full),
+            served_by: at.clone(),
+            verified: ok && full,
             detail: detail.clone(),
-            elapsed_ms: elapsed.as_millis() as u64,
+            elapsed,
         });
         if ok {
             Ok(())
         } else {
-            // Content that does not verify is the blob hop's failure, mechanism `other`.
-            self.stop(Hop::Blob, authority, Layer::Other, detail);
-            Err(())
+            // Content that does not arrive whole and verified is the blob hop's failure.
+            Err(Stop::new(Hop::Blob, at, Layer::Blob, step, detail))
         }
     }
 
-    /// `--full`: open every layer (redirects and host checks in order), then download and
+    /// `--full`: open every layer in order (host checks and redirects), then download and
     /// verify them in parallel, each hashed on its own task.
-    async fn download_layers(
-        &mut self,
-        repository: &str,
-        layers: &[Descriptor],
-        auth: Option<&str>,
-    ) -> Step<()> {
+    async fn download_layers(&mut self, layers: &[Descriptor]) -> Result<(), Stop> {
         let progress = super::progress::Bars::new(self.settings.progress);
         let mut set = tokio::task::JoinSet::new();
         let semaphore = Arc::new(tokio::sync::Semaphore::new(self.settings.parallel.max(1)));
+        let idle = self.settings.timeouts.http;
+        let mut opened = Ok(());
         for (index, desc) in layers.iter().enumerate() {
-            let permit = semaphore.clone().acquire_owned().await.map_err(|_| ())?;
+            // The semaphore is never closed, so acquiring only waits.
+            let Ok(permit) = semaphore.clone().acquire_owned().await else {
+                break;
+            };
             let started = Instant::now();
-            let (response, authority, _) = self.open_blob(repository, desc, false, auth).await?;
+            let (_, response, at) =
+                match self.open_anywhere(Fetch::Blob { desc, range: false }).await {
+                    Ok(opened) => opened,
+                    Err(stop) => {
+                        opened = Err(stop);
+                        break;
+                    }
+                };
             let bar = progress.bar(desc);
             let desc = desc.clone();
-            let idle = self.settings.timeouts.http;
             set.spawn(async move {
-                let result = verify_stream(response, &desc, Some(&bar), idle).await;
+                let result = verify(response.body, &desc, Some(&bar), idle).await;
                 bar.finish_and_clear();
                 drop(permit);
-                (index, desc, authority, result, started.elapsed())
+                (index, desc, at, result, started.elapsed())
             });
         }
         let mut done: Vec<_> = set.join_all().await;
         done.sort_by_key(|(index, ..)| *index);
         let mut outcome = Ok(());
-        for (_, desc, authority, result, elapsed) in done {
-            if self
-                .finish_blob("layer", &desc, &authority, result, elapsed)
-                .is_err()
+        for (_, desc, at, result, elapsed) in done {
+            if let Err(stop) = self.finish_blob(BlobKind::Layer, &desc, &at, true, result, elapsed)
             {
-                outcome = Err(());
+                outcome = outcome.and(Err(stop));
             }
         }
-        outcome
+        outcome.and(opened)
+    }
+
+    fn fell_back(&mut self, endpoint: &Authority, hop: Hop, what: &str, stop: &Stop) {
+        self.fallbacks.push(Fallback {
+            endpoint: endpoint.clone(),
+            hop,
+            what: what.to_string(),
+            stop: stop.clone(),
+        });
+    }
+
+    /// `scheme://host/v2/<repository>/<kind>/<reference>`, with `?ns=` for a mirror as
+    /// containerd adds it (`dockerBase.request`, `addNamespace`).
+    fn api_url(&self, i: usize, kind: &str, reference: &str) -> Result<Url, Stop> {
+        let repository = &self.settings.image.repository;
+        self.base_url(i, &format!("/{repository}/{kind}/{reference}"))
+    }
+
+    fn base_url(&self, i: usize, rest: &str) -> Result<Url, Stop> {
+        let endpoint = &self.endpoints[i].config;
+        let scheme = endpoint.scheme;
+        let text = format!(
+            "{}://{}{}{rest}",
+            scheme.as_str(),
+            endpoint.authority.for_url(scheme),
+            endpoint.path
+        );
+        let mut url = Url::parse(&text).map_err(|e| {
+            let hop = self.endpoints[i].hop();
+            let detail =
+                format!("hosts.toml gives this host a path that makes no URL ({text}): {e}");
+            Stop::new(hop, &endpoint.authority, Layer::Other, "hosts.toml", detail)
+        })?;
+        let registry = &self.settings.image.registry;
+        if rest != "/" && Authority::parse(registry, 443).as_ref() != Some(&endpoint.authority) {
+            url.query_pairs_mut().append_pair("ns", registry);
+        }
+        Ok(url)
+    }
+
+    async fn read_limited(&self, body: N::Body, limit: usize) -> Result<Vec<u8>, String> {
+        read_limited(body, limit, self.settings.timeouts.http).await
     }
 }
 
-/// A manifest body → the manifest, its digest (checked when it was asked for by digest) and a
-/// one-line summary for the path.
-fn parse_manifest(
-    body: &[u8],
-    reference: &str,
-    content_type: &str,
-) -> Result<(ManifestJson, String, String), String> {
-    let digest = format!("sha256:{}", hex(&Sha256::digest(body)));
-    if reference.starts_with("sha256:") && reference != digest {
-        return Err(format!(
-            "manifest digest mismatch: asked {reference}, got {digest}"
-        ));
+/// Read a whole body of at most `limit` bytes, each chunk within `idle`.
+pub async fn read_limited<B: Body>(
+    mut body: B,
+    limit: usize,
+    idle: Duration,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        match tokio::time::timeout(idle, body.chunk()).await {
+            Err(_) => {
+                return Err(format!(
+                    "the body stalled: no data for {} ms after {} bytes",
+                    idle.as_millis(),
+                    out.len()
+                ));
+            }
+            Ok(Err(e)) => return Err(format!("the body broke after {} bytes: {e}", out.len())),
+            Ok(Ok(None)) => return Ok(out),
+            Ok(Ok(Some(chunk))) => {
+                if out.len() + chunk.len() > limit {
+                    return Err(format!("the body is larger than the {limit}-byte limit"));
+                }
+                out.extend_from_slice(&chunk);
+            }
+        }
     }
-    let manifest: ManifestJson =
-        serde_json::from_slice(body).map_err(|e| format!("the manifest is not valid JSON: {e}"))?;
-    let media = if manifest.media_type.is_empty() {
-        content_type
-    } else {
-        &manifest.media_type
-    };
-    let summary = match &manifest.manifests {
-        Some(entries) => format!("index {media} {digest} ({} platforms)", entries.len()),
-        None => format!(
-            "manifest {media} {digest} ({} layers)",
-            manifest.layers.len()
-        ),
-    };
-    Ok((manifest, digest, summary))
 }
 
-/// Read the body, hashing as it streams; check size and digest. Memory stays flat whatever the
-/// layer's size.
-async fn verify_stream(
-    mut response: reqwest::Response,
+/// Read the first `limit` bytes of a body (or all of a shorter one), each chunk within `idle`.
+async fn read_prefix<B: Body>(mut body: B, limit: usize, idle: Duration) -> Result<usize, String> {
+    let mut seen = 0;
+    while seen < limit {
+        match tokio::time::timeout(idle, body.chunk()).await {
+            Err(_) => {
+                return Err(format!(
+                    "stalled: no data for {} ms after {seen} bytes",
+                    idle.as_millis()
+                ));
+            }
+            Ok(Err(e)) => return Err(format!("the download broke after {seen} bytes: {e}")),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(chunk))) => seen += chunk.len(),
+        }
+    }
+    Ok(seen.min(limit))
+}
+
+/// Download a blob, checking size and digest as it streams, each chunk within `idle`.
+async fn verify<B: Body>(
+    mut body: B,
     desc: &Descriptor,
     bar: Option<&indicatif::ProgressBar>,
     idle: Duration,
 ) -> Result<String, String> {
     let started = Instant::now();
-    let mut hasher = Sha256::new();
-    let mut total: u64 = 0;
+    let mut check = BlobCheck::new(desc);
     loop {
-        let chunk = match tokio::time::timeout(idle, response.chunk()).await {
+        let chunk = match tokio::time::timeout(idle, body.chunk()).await {
             Err(_) => {
                 return Err(format!(
-                    "stalled: no data for {} ms after {total} bytes",
-                    idle.as_millis()
+                    "stalled: no data for {} ms after {} bytes",
+                    idle.as_millis(),
+                    check.seen()
                 ));
             }
             Ok(Err(e)) => {
                 return Err(format!(
-                    "download broke after {total} bytes: {}",
-                    error_chain(&e)
+                    "the download broke after {} bytes: {e}",
+                    check.seen()
                 ));
             }
             Ok(Ok(None)) => break,
             Ok(Ok(Some(chunk))) => chunk,
         };
-        total += chunk.len() as u64;
-        if total > desc.size {
-            return Err(format!(
-                "more bytes than the manifest's size {}: the body does not match",
-                desc.size
-            ));
-        }
-        hasher.update(&chunk);
+        check.feed(&chunk)?;
         if let Some(bar) = bar {
             bar.inc(chunk.len() as u64);
         }
     }
-    if total != desc.size {
-        return Err(format!(
-            "got {total} bytes, the manifest says {}",
-            desc.size
-        ));
-    }
-    let digest = format!("sha256:{}", hex(&hasher.finalize()));
-    if digest != desc.digest {
-        return Err(format!(
-            "digest mismatch: got {digest}, want {}",
-            desc.digest
-        ));
-    }
+    let total = check.finish()?;
     let secs = started.elapsed().as_secs_f64().max(1e-6);
     Ok(format!(
         "{total} bytes verified sha256 ({:.1} MB/s)",
@@ -1088,313 +997,9 @@ async fn verify_stream(
     ))
 }
 
-/// Read at most `limit` bytes; more is an error (a hostile or broken server).
-pub async fn read_limited(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), response.chunk()).await {
-            Err(_) => return Err(format!("body stalled after {} bytes", body.len())),
-            Ok(Err(e)) => {
-                return Err(format!(
-                    "body broke after {} bytes: {}",
-                    body.len(),
-                    error_chain(&e)
-                ));
-            }
-            Ok(Ok(None)) => return Ok(body),
-            Ok(Ok(Some(chunk))) => {
-                if body.len() + chunk.len() > limit {
-                    // A ranged read stops at its limit; anything else larger is refused.
-                    let room = limit - body.len();
-                    body.extend_from_slice(&chunk[..room]);
-                    return if limit == RANGE_BYTES as usize {
-                        Ok(body)
-                    } else {
-                        Err(format!("body larger than the {limit}-byte limit"))
-                    };
-                }
-                body.extend_from_slice(&chunk);
-            }
-        }
-    }
-}
-
-/// The registry's challenge.
-#[derive(Debug, PartialEq, Eq)]
-enum Challenge {
-    Basic,
-    Bearer {
-        realm: String,
-        service: Option<String>,
-    },
-    Unknown,
-}
-
-impl Challenge {
-    fn parse(header: &str) -> Challenge {
-        let (scheme, params) = header.trim().split_once(' ').unwrap_or((header.trim(), ""));
-        let params = parse_params(params);
-        match scheme.to_ascii_lowercase().as_str() {
-            "basic" => Challenge::Basic,
-            "bearer" => match params.get("realm") {
-                Some(realm) => Challenge::Bearer {
-                    realm: realm.clone(),
-                    service: params.get("service").cloned(),
-                },
-                None => Challenge::Unknown,
-            },
-            _ => Challenge::Unknown,
-        }
-    }
-}
-
-/// `realm="https://a/token",service="x",scope="repository:a:pull,push"` → map (commas in quotes kept).
-fn parse_params(text: &str) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        let Some((key, after)) = rest.split_once('=') else {
-            break;
-        };
-        let key = key
-            .trim()
-            .trim_start_matches(',')
-            .trim()
-            .to_ascii_lowercase();
-        let after = after.trim_start();
-        let (value, remaining) = if let Some(quoted) = after.strip_prefix('"') {
-            match quoted.find('"') {
-                Some(end) => (quoted[..end].to_string(), &quoted[end + 1..]),
-                None => (quoted.to_string(), ""),
-            }
-        } else {
-            match after.find(',') {
-                Some(end) => (after[..end].trim().to_string(), &after[end..]),
-                None => (after.trim().to_string(), ""),
-            }
-        };
-        out.insert(key, value);
-        rest = remaining.trim_start().trim_start_matches(',').trim_start();
-    }
-    out
-}
-
-fn redact_challenge(challenge: &str) -> String {
-    challenge.chars().take(300).collect()
-}
-
-/// What a 4xx/5xx on the manifest means, with the registry's own error code as evidence.
-fn manifest_failure(
-    status: StatusCode,
-    headers: &HeaderMap,
-    body: &[u8],
-    had_auth: bool,
-) -> (Layer, String) {
-    let challenge = headers
-        .get(WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let summary = error_summary(body);
-    match status {
-        StatusCode::UNAUTHORIZED
-            if challenge.contains("insufficient_scope")
-                || (had_auth && summary.contains("insufficient")) =>
-        {
-            (
-                Layer::Forbidden,
-                format!(
-                    "401 insufficient_scope: the token does not allow pulling this repository ({summary}); \
-                 a registry that hides missing repositories answers the same, so an identity with wider rights tells them apart"
-                ),
-            )
-        }
-        StatusCode::UNAUTHORIZED => (Layer::Auth, format!("401: {summary}")),
-        StatusCode::FORBIDDEN => (Layer::Forbidden, format!("403: {summary}")),
-        StatusCode::NOT_FOUND => {
-            let what = if summary.contains("NAME_UNKNOWN") {
-                "the repository does not exist"
-            } else {
-                "the tag or digest does not exist"
-            };
-            (Layer::NotFound, format!("404 {what}: {summary}"))
-        }
-        StatusCode::TOO_MANY_REQUESTS => (Layer::RateLimit, format!("429: {summary}")),
-        s => (Layer::Other, format!("{s}: {summary}")),
-    }
-}
-
-fn status_layer(status: StatusCode) -> Layer {
-    match status.as_u16() {
-        401 => Layer::Auth,
-        403 => Layer::Forbidden,
-        404 => Layer::NotFound,
-        407 => Layer::Proxy,
-        429 => Layer::RateLimit,
-        _ => Layer::Other,
-    }
-}
-
-/// The registry's error envelope (`{"errors":[{"code","message"}]}`) in one line, or the start
-/// of whatever else the body was.
-fn error_summary(body: &[u8]) -> String {
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body)
-        && let Some(errors) = value.get("errors").and_then(|e| e.as_array())
-    {
-        return errors
-            .iter()
-            .map(|e| {
-                format!(
-                    "{} {}",
-                    e.get("code").and_then(|c| c.as_str()).unwrap_or(""),
-                    e.get("message").and_then(|m| m.as_str()).unwrap_or("")
-                )
-                .trim()
-                .to_string()
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-    }
-    let text = String::from_utf8_lossy(body);
-    let text: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
-    if text.is_empty() {
-        "(empty body)".into()
-    } else {
-        text
-    }
-}
-
-/// The `access` claim of a JWT, read without verifying (the registry verifies; we only report).
-fn granted_actions(token: &str, repository: &str) -> Option<Vec<String>> {
-    let payload = token.split('.').nth(1)?;
-    let claims: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?)
-            .ok()?;
-    let access = claims.get("access")?.as_array()?;
-    let mut actions = Vec::new();
-    for entry in access {
-        if entry.get("name").and_then(|n| n.as_str()) == Some(repository) {
-            actions.extend(
-                entry
-                    .get("actions")?
-                    .as_array()?
-                    .iter()
-                    .filter_map(|a| a.as_str())
-                    .map(String::from),
-            );
-        }
-    }
-    Some(actions)
-}
-
-/// `host[:port]` of a URL (the port only when it is not 443).
-fn authority_of(url: &Url) -> String {
-    let host = url.host_str().unwrap_or("");
-    match url.port() {
-        Some(p) if p != 443 => format!("{host}:{p}"),
-        _ => host.to_string(),
-    }
-}
-
-/// `host:port` → (host, port), IPv6 brackets kept off the name.
-fn split_authority(authority: &str) -> (String, u16) {
-    if let Some(rest) = authority.strip_prefix('[')
-        && let Some((ip, port)) = rest.split_once(']')
-    {
-        return (
-            ip.to_string(),
-            port.trim_start_matches(':').parse().unwrap_or(443),
-        );
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) && !port.is_empty() => {
-            (host.to_string(), port.parse().unwrap_or(443))
-        }
-        _ => (authority.to_string(), 443),
-    }
-}
-
-/// A URL without its query: signed URLs carry credentials there.
-fn redact_url(url: &Url) -> String {
-    let mut shown = url.clone();
-    if shown.query().is_some() {
-        shown.set_query(Some("…"));
-    }
-    shown.to_string()
-}
-
-fn short(digest: &str) -> String {
-    digest.chars().take(19).collect()
-}
-
-/// An error with its sources, as one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
+fn short(digest: &Digest) -> String {
+    digest.as_str().chars().take(19).collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn challenges_parse_with_commas_inside_quotes() {
-        let c = Challenge::parse(
-            r#"Bearer realm="https://auth.example.test/token",service="registry.example.test",scope="repository:a/b:pull,push""#,
-        );
-        assert_eq!(
-            c,
-            Challenge::Bearer {
-                realm: "https://auth.example.test/token".into(),
-                service: Some("registry.example.test".into())
-            }
-        );
-        assert_eq!(Challenge::parse(r#"Basic realm="x""#), Challenge::Basic);
-        assert_eq!(Challenge::parse("Negotiate"), Challenge::Unknown);
-    }
-
-    #[test]
-    fn authorities_and_platforms() {
-        assert_eq!(
-            split_authority("r.example:5000"),
-            ("r.example".into(), 5000)
-        );
-        assert_eq!(split_authority("[::1]:5000"), ("::1".into(), 5000));
-        assert_eq!(split_authority("r.example"), ("r.example".into(), 443));
-        assert_eq!(
-            Platform::parse("linux/arm64/v8")
-                .map(|p| p.to_string())
-                .as_deref(),
-            Some("linux/arm64/v8")
-        );
-        assert!(Platform::parse("linux").is_none());
-    }
-
-    #[test]
-    fn token_claims_show_granted_actions() {
-        let payload = URL_SAFE_NO_PAD
-            .encode(r#"{"access":[{"type":"repository","name":"team-b/app","actions":[]}]}"#);
-        assert_eq!(
-            granted_actions(&format!("h.{payload}.s"), "team-b/app"),
-            Some(vec![])
-        );
-        assert_eq!(granted_actions("opaque", "x"), None);
-    }
-
-    #[test]
-    fn signed_url_queries_are_not_shown() {
-        let url = Url::parse("https://store.example/blob?sig=SECRET&se=1").expect("url");
-        assert!(!redact_url(&url).contains("SECRET"));
-    }
-}
+mod tests;

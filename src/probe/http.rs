@@ -1,0 +1,153 @@
+//! The real network behind [`super::net::Network`]: each host checked from DNS up
+//! ([`super::host::check`]), then spoken to over HTTP/1.1 by a client pinned to the very
+//! address the check proved, with the TLS trust of the `hosts.toml` host it belongs to. No
+//! proxy and no automatic redirects: the walk decides both.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use reqwest::Client;
+use rustls::ClientConfig;
+
+use super::authority::Scheme;
+use super::host::{self, HostCheck, Timeouts};
+use super::net::{Body, Network, Request, Response, Target, Transport};
+use super::resolv::ResolverConfig;
+use super::tls::Trust;
+use crate::vocab::Hop;
+
+pub struct LiveNetwork {
+    resolver: ResolverConfig,
+    /// Indexed by [`TrustId`].
+    trusts: Vec<(Trust, Arc<ClientConfig>)>,
+    timeouts: Timeouts,
+    clients: Mutex<HashMap<Target, Client>>,
+}
+
+impl LiveNetwork {
+    /// `trusts[i]` is [`TrustId`]`(i)`, with the rustls configuration built from it.
+    pub fn new(
+        resolver: ResolverConfig,
+        trusts: Vec<(Trust, Arc<ClientConfig>)>,
+        timeouts: Timeouts,
+    ) -> LiveNetwork {
+        LiveNetwork {
+            resolver,
+            trusts,
+            timeouts,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self, target: &Target, check: &HostCheck) -> reqwest::Result<Client> {
+        let mut builder = Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .http1_only()
+            .connect_timeout(self.timeouts.connect)
+            .pool_max_idle_per_host(16)
+            .user_agent(concat!("pullpath/", env!("CARGO_PKG_VERSION")));
+        if let Some((_, config)) = self.trusts.get(target.trust.0) {
+            builder = builder.tls_backend_preconfigured((**config).clone());
+        }
+        if let Some(address) = check.address
+            && target.authority.host.parse::<std::net::IpAddr>().is_err()
+        {
+            // Requests go exactly to the address this check proved, not a fresh lookup's.
+            builder = builder.resolve(&target.authority.host, address);
+        }
+        builder.build()
+    }
+}
+
+impl Network for LiveNetwork {
+    type Body = LiveBody;
+
+    async fn check_host(&self, target: &Target, hop: Hop) -> HostCheck {
+        let trust = match target.scheme {
+            Scheme::Https => self.trusts.get(target.trust.0).map(|(t, _)| t),
+            Scheme::Http => None,
+        };
+        let mut check = host::check(
+            &target.authority.host,
+            target.authority.port,
+            hop,
+            &self.resolver,
+            trust,
+            self.timeouts,
+        )
+        .await;
+        if check.failure.is_none() {
+            match self.client(target, &check) {
+                Ok(client) => {
+                    if let Ok(mut clients) = self.clients.lock() {
+                        clients.insert(target.clone(), client);
+                    }
+                }
+                Err(e) => {
+                    check.failure = Some(host::Failure {
+                        layer: crate::vocab::Layer::Other,
+                        step: "http",
+                        detail: format!("cannot build an HTTP client: {}", error_chain(&e)),
+                    })
+                }
+            }
+        }
+        check
+    }
+
+    async fn send(
+        &self,
+        target: &Target,
+        request: Request,
+    ) -> Result<Response<LiveBody>, Transport> {
+        let client = self
+            .clients
+            .lock()
+            .ok()
+            .and_then(|clients| clients.get(target).cloned())
+            .ok_or_else(|| Transport {
+                timed_out: false,
+                detail: format!("{} was not checked before this request", target.authority),
+            })?;
+        let mut builder = client.get(request.url.clone());
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        match builder.send().await {
+            Ok(response) => Ok(Response {
+                status: response.status().as_u16(),
+                headers: response.headers().clone(),
+                body: LiveBody(response),
+            }),
+            Err(e) => Err(Transport {
+                timed_out: e.is_timeout(),
+                detail: format!("request failed: {}", error_chain(&e)),
+            }),
+        }
+    }
+}
+
+pub struct LiveBody(reqwest::Response);
+
+impl Body for LiveBody {
+    async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+        self.0.chunk().await.map_err(|e| error_chain(&e))
+    }
+}
+
+/// An error with its sources, as one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,102 @@
+//! The walk's seam to the network, at the level the walk reasons about: "check this host from
+//! DNS up" and "send this request to a host that passed". [`super::http::LiveNetwork`] is the
+//! real one (DNS, route, TCP, TLS, HTTP/1.1); the walk's tests script one in memory, so every
+//! decision the walk makes — fallback, caching, credential scoping, redirects, limits,
+//! deadlines — is tested without a socket, and the lab proves the real thing.
+//!
+//! Time limits are not the network's business: the walk bounds every send and every body
+//! chunk itself, so one rule holds for both networks.
+
+use std::future::Future;
+
+use bytes::Bytes;
+use reqwest::header::HeaderMap;
+use url::Url;
+
+use super::authority::{Authority, Scheme};
+use super::host::HostCheck;
+use crate::vocab::Hop;
+
+/// Which trust (CA set and `skip_verify`) a host is checked and spoken to with: containerd
+/// gives each `hosts.toml` host its own TLS configuration, and every host reached through it
+/// (token realm, redirect targets) uses that configuration too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TrustId(pub usize);
+
+/// One host as the walk addresses it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    pub authority: Authority,
+    pub scheme: Scheme,
+    pub trust: TrustId,
+}
+
+impl Target {
+    pub fn of(url: &Url, trust: TrustId) -> Option<Target> {
+        Some(Target {
+            authority: Authority::of(url)?,
+            scheme: Scheme::of(url)?,
+            trust,
+        })
+    }
+}
+
+/// A GET to send.
+#[derive(Clone)]
+pub struct Request {
+    pub url: Url,
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values may be credentials: only their names are shown.
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        write!(
+            f,
+            "GET {} headers {names:?}",
+            super::redirect::redact_url(&self.url)
+        )
+    }
+}
+
+/// An answer: status and headers, the body still to be read.
+pub struct Response<B> {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: B,
+}
+
+impl<B> Response<B> {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// A response body, read chunk by chunk (`None` at its end).
+pub trait Body: Send + 'static {
+    fn chunk(&mut self) -> impl Future<Output = Result<Option<Bytes>, String>> + Send;
+}
+
+/// Why a request got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transport {
+    /// The connection timed out (as opposed to being refused, reset or broken).
+    pub timed_out: bool,
+    pub detail: String,
+}
+
+pub trait Network: Send + Sync + 'static {
+    type Body: Body;
+
+    /// Resolve, route, connect and (for `https`) handshake with `target`, recording everything.
+    /// Requests to it are sent only after its check passed.
+    fn check_host(&self, target: &Target, hop: Hop) -> impl Future<Output = HostCheck> + Send;
+
+    /// Send one GET to a host whose check passed; redirects are the walk's to follow.
+    fn send(
+        &self,
+        target: &Target,
+        request: Request,
+    ) -> impl Future<Output = Result<Response<Self::Body>, Transport>> + Send;
+}

@@ -1,0 +1,348 @@
+//! The registry API's answers, read as pure functions of status, headers and bytes: the `/v2/`
+//! ping and its challenge, the token realm's answer, a failed manifest or blob request.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use crate::vocab::Layer;
+
+/// Limits on what a registry may send.
+pub const MAX_MANIFEST: usize = 4 * 1024 * 1024;
+pub const MAX_TOKEN: usize = 1024 * 1024;
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The registry's challenge (`WWW-Authenticate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Challenge {
+    Basic,
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
+    Unknown(String),
+}
+
+impl Challenge {
+    pub fn parse(header: &str) -> Challenge {
+        let (scheme, params) = header.trim().split_once(' ').unwrap_or((header.trim(), ""));
+        let params = parse_params(params);
+        match scheme.to_ascii_lowercase().as_str() {
+            "basic" => Challenge::Basic,
+            "bearer" => match params.get("realm") {
+                Some(realm) => Challenge::Bearer {
+                    realm: realm.clone(),
+                    service: params.get("service").cloned(),
+                },
+                None => Challenge::Unknown(shorten(header, 300)),
+            },
+            _ => Challenge::Unknown(shorten(header, 300)),
+        }
+    }
+}
+
+/// What `GET /v2/` said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ping {
+    /// 2xx: no authentication.
+    Open,
+    /// 401 with a challenge to answer.
+    Challenge(Challenge),
+    /// Anything else: the layer it means and the evidence.
+    Failed(Layer, String),
+}
+
+pub fn interpret_ping(status: u16, www_authenticate: Option<&str>, body: &[u8]) -> Ping {
+    match (status, www_authenticate) {
+        (200..=299, _) => Ping::Open,
+        (401, Some(challenge)) => Ping::Challenge(Challenge::parse(challenge)),
+        (401, None) => Ping::Failed(
+            Layer::Auth,
+            format!(
+                "401 without a WWW-Authenticate challenge: {}",
+                error_summary(body)
+            ),
+        ),
+        (status, _) => Ping::Failed(
+            Layer::from_http_status(status),
+            format!("GET /v2/ answered {status}: {}", error_summary(body)),
+        ),
+    }
+}
+
+/// A bearer token and what it grants (when it is a JWT with an `access` claim).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token {
+    pub value: String,
+    /// `None` for an opaque token.
+    pub granted: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Token {{ value: <redacted>, granted: {:?} }}",
+            self.granted
+        )
+    }
+}
+
+/// The token realm's answer: a token, or the layer and evidence of its refusal.
+pub fn interpret_token(
+    status: u16,
+    body: &[u8],
+    repository: &str,
+) -> Result<Token, (Layer, String)> {
+    if !(200..=299).contains(&status) {
+        return Err((
+            Layer::from_http_status(status),
+            format!("{status}: {}", error_summary(body)),
+        ));
+    }
+    let value = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("token")
+                .or(v.get("access_token"))
+                .and_then(|t| t.as_str())
+                .filter(|t| !t.is_empty())
+                .map(String::from)
+        })
+        .ok_or_else(|| (Layer::Other, format!("{status} but no token in the answer")))?;
+    let granted = granted_actions(&value, repository);
+    Ok(Token { value, granted })
+}
+
+/// What a failed manifest request means, with the registry's own error code as evidence.
+/// `challenge` is the answer's `WWW-Authenticate`; `had_auth` whether a credential was sent.
+pub fn interpret_manifest_failure(
+    status: u16,
+    challenge: Option<&str>,
+    body: &[u8],
+    had_auth: bool,
+) -> (Layer, String) {
+    let summary = error_summary(body);
+    let challenge = challenge.unwrap_or("");
+    match status {
+        401 if challenge.contains("insufficient_scope")
+            || (had_auth && summary.contains("insufficient")) =>
+        {
+            (
+                Layer::Forbidden,
+                format!(
+                    "401 insufficient_scope: the token does not allow pulling this repository ({summary}); \
+                     a registry that hides missing repositories answers the same, so an identity with wider rights tells them apart"
+                ),
+            )
+        }
+        404 => {
+            let what = if summary.contains("NAME_UNKNOWN") {
+                "the repository does not exist"
+            } else {
+                "the tag or digest does not exist"
+            };
+            (Layer::NotFound, format!("404 {what}: {summary}"))
+        }
+        status => (
+            Layer::from_http_status(status),
+            format!("{status}: {summary}"),
+        ),
+    }
+}
+
+/// The registry's error envelope (`{"errors":[{"code","message"}]}`) in one line, or the start
+/// of whatever else the body was.
+pub fn error_summary(body: &[u8]) -> String {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body)
+        && let Some(errors) = value.get("errors").and_then(|e| e.as_array())
+    {
+        return errors
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e.get("code").and_then(|c| c.as_str()).unwrap_or(""),
+                    e.get("message").and_then(|m| m.as_str()).unwrap_or("")
+                )
+                .trim()
+                .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+    }
+    let text = String::from_utf8_lossy(body);
+    let text: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
+    if text.is_empty() {
+        "(empty body)".into()
+    } else {
+        text
+    }
+}
+
+/// The `access` claim of a JWT, read without verifying (the registry verifies; we only report).
+pub fn granted_actions(token: &str, repository: &str) -> Option<Vec<String>> {
+    let payload = token.split('.').nth(1)?;
+    let claims: serde_json::Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?)
+            .ok()?;
+    let access = claims.get("access")?.as_array()?;
+    let mut actions = Vec::new();
+    for entry in access {
+        if entry.get("name").and_then(|n| n.as_str()) == Some(repository) {
+            actions.extend(
+                entry
+                    .get("actions")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|a| a.as_str())
+                    .map(String::from),
+            );
+        }
+    }
+    Some(actions)
+}
+
+/// `realm="https://a/token",service="x",scope="repository:a:pull,push"` → map (commas in quotes kept).
+fn parse_params(text: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some((key, after)) = rest.split_once('=') else {
+            break;
+        };
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
+        let after = after.trim_start();
+        let (value, remaining) = if let Some(quoted) = after.strip_prefix('"') {
+            match quoted.find('"') {
+                Some(end) => (quoted[..end].to_string(), &quoted[end + 1..]),
+                None => (quoted.to_string(), ""),
+            }
+        } else {
+            match after.find(',') {
+                Some(end) => (after[..end].trim().to_string(), &after[end..]),
+                None => (after.trim().to_string(), ""),
+            }
+        };
+        out.insert(key, value);
+        rest = remaining.trim_start().trim_start_matches(',').trim_start();
+    }
+    out
+}
+
+/// At most `limit` characters of `text`.
+pub fn shorten(text: &str, limit: usize) -> String {
+    text.chars().take(limit).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_parse_with_commas_inside_quotes() {
+        let c = Challenge::parse(
+            r#"Bearer realm="https://auth.example.test/token",service="registry.example.test",scope="repository:a/b:pull,push""#,
+        );
+        assert_eq!(
+            c,
+            Challenge::Bearer {
+                realm: "https://auth.example.test/token".into(),
+                service: Some("registry.example.test".into())
+            }
+        );
+        assert_eq!(Challenge::parse(r#"Basic realm="x""#), Challenge::Basic);
+        assert!(matches!(
+            Challenge::parse("Negotiate"),
+            Challenge::Unknown(_)
+        ));
+        assert!(matches!(
+            Challenge::parse("Bearer service=x"),
+            Challenge::Unknown(_)
+        ));
+    }
+
+    #[test]
+    fn pings() {
+        assert_eq!(interpret_ping(200, None, b""), Ping::Open);
+        assert_eq!(
+            interpret_ping(401, Some("Basic realm=x"), b""),
+            Ping::Challenge(Challenge::Basic)
+        );
+        assert!(matches!(
+            interpret_ping(401, None, b""),
+            Ping::Failed(Layer::Auth, _)
+        ));
+        assert!(matches!(
+            interpret_ping(403, None, b"blocked by policy"),
+            Ping::Failed(Layer::Forbidden, d) if d.contains("blocked by policy")
+        ));
+        assert!(matches!(
+            interpret_ping(502, None, b""),
+            Ping::Failed(Layer::Other, _)
+        ));
+    }
+
+    #[test]
+    fn tokens_and_their_grants() {
+        let payload = URL_SAFE_NO_PAD
+            .encode(r#"{"access":[{"type":"repository","name":"team-b/app","actions":[]}]}"#);
+        let jwt = format!("h.{payload}.s");
+        let body = format!(r#"{{"token":"{jwt}"}}"#);
+        let token = interpret_token(200, body.as_bytes(), "team-b/app").expect("token");
+        assert_eq!(token.granted, Some(vec![]));
+        assert!(
+            !format!("{token:?}").contains(&jwt),
+            "Debug redacts the token"
+        );
+        let opaque = interpret_token(200, br#"{"access_token":"abc"}"#, "x").expect("token");
+        assert_eq!(opaque.granted, None);
+        assert_eq!(
+            interpret_token(200, b"{}", "x").map_err(|(l, _)| l),
+            Err(Layer::Other)
+        );
+        let refused = interpret_token(
+            401,
+            br#"{"errors":[{"code":"UNAUTHORIZED","message":"bad"}]}"#,
+            "x",
+        );
+        assert_eq!(
+            refused,
+            Err((Layer::Auth, "401: UNAUTHORIZED bad".to_string()))
+        );
+    }
+
+    #[test]
+    fn manifest_failures() {
+        let (layer, detail) = interpret_manifest_failure(
+            401,
+            Some(r#"Bearer realm="r",error="insufficient_scope""#),
+            b"",
+            true,
+        );
+        assert_eq!(layer, Layer::Forbidden);
+        assert!(detail.contains("insufficient_scope"));
+        let body = br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known"}]}"#;
+        let (layer, detail) = interpret_manifest_failure(404, None, body, true);
+        assert_eq!(layer, Layer::NotFound);
+        assert!(detail.contains("repository does not exist"));
+        assert_eq!(
+            interpret_manifest_failure(401, None, b"", false).0,
+            Layer::Auth
+        );
+        assert_eq!(
+            interpret_manifest_failure(429, None, b"", false).0,
+            Layer::RateLimit
+        );
+        assert_eq!(
+            interpret_manifest_failure(500, None, b"", false).0,
+            Layer::Other
+        );
+        assert_eq!(error_summary(b"\x00\x01"), "(empty body)");
+    }
+}

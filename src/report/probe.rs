@@ -1,0 +1,477 @@
+//! `pullpath probe --output json`: the wire types, built from the walk's [`Outcome`] and the
+//! host checks with `From`. The engine's types do not serialize; renaming an engine field
+//! cannot change this format (docs/report-schema.md).
+
+use std::net::{IpAddr, SocketAddr};
+
+use serde::Serialize;
+
+use super::{SCHEMA, Verdict};
+use crate::advice::{Advice, Observed, advise_observed};
+use crate::probe::host::HostCheck;
+use crate::probe::path::PathHop;
+use crate::probe::resolv::ResolverConfig;
+use crate::probe::stop::Stop;
+use crate::probe::walk::{Blob, Fallback, Outcome};
+use crate::probe::{connect, dns, route, tls};
+use crate::vocab::{Hop, Layer};
+
+/// `pullpath probe --output json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    pub schema: &'static str,
+    pub command: &'static str,
+    pub image: String,
+    pub platform: String,
+    pub verdict: Verdict,
+    /// `node`, or `pod` when the resolver configuration looks like a pod's.
+    pub view: &'static str,
+    pub resolver: ResolverReport,
+    /// The path in the order it was walked.
+    pub path: Vec<HopReport>,
+    /// Every host checked, with its full evidence (DNS answers, routes, connects, TLS chain).
+    pub hosts: Vec<HostReport>,
+    pub blobs: Vec<BlobReport>,
+    /// Hosts the pull moved past, as the runtime does, and why.
+    pub fallbacks: Vec<FallbackReport>,
+    /// Things that work now but will not survive a node replacement.
+    pub hand_fixes: Vec<String>,
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub where_to_look: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub will_not_help: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+/// What the probe was asked, for the report's header.
+#[derive(Debug, Clone)]
+pub struct ProbeContext {
+    pub image: String,
+    pub platform: String,
+    pub resolver: ResolverConfig,
+    pub warnings: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+impl ProbeReport {
+    /// The report of a walk.
+    pub fn new(context: ProbeContext, outcome: &Outcome) -> ProbeReport {
+        let hosts: Vec<HostReport> = outcome.hosts.iter().map(HostReport::from).collect();
+        let hand_fixes = outcome
+            .hosts
+            .iter()
+            .filter_map(|h| h.dns.hand_fix.clone())
+            .collect();
+        let (verdict, advice) = match &outcome.result {
+            Ok(()) => (Verdict::passed(), None),
+            Err(stop) => {
+                let advice = advise_stop(stop, &outcome.hosts);
+                (Verdict::stopped(stop, advice.owner), Some(advice))
+            }
+        };
+        let mut warnings = context.warnings;
+        warnings.extend(outcome.warnings.iter().cloned());
+        if outcome.result.is_ok() {
+            warnings.extend(outcome.fallbacks.iter().map(|f| {
+                format!(
+                    "{} {} failed ({} at {}: {}); containerd moves on to the next host, so every pull pays for this failure first",
+                    f.hop, f.endpoint, f.stop.layer, f.stop.authority, f.stop.detail
+                )
+            }));
+        }
+        let (where_to_look, will_not_help) =
+            advice.map_or((vec![], vec![]), |a| (a.where_to_look, a.will_not_help));
+        ProbeReport {
+            schema: SCHEMA,
+            command: "probe",
+            image: context.image,
+            platform: context.platform,
+            verdict,
+            view: if context.resolver.pod_view.is_some() {
+                "pod"
+            } else {
+                "node"
+            },
+            resolver: ResolverReport::from(&context.resolver),
+            path: outcome.path.iter().map(HopReport::from).collect(),
+            hosts,
+            blobs: outcome.blobs.iter().map(BlobReport::from).collect(),
+            fallbacks: outcome.fallbacks.iter().map(FallbackReport::from).collect(),
+            hand_fixes,
+            warnings,
+            where_to_look,
+            will_not_help,
+            elapsed_ms: context.elapsed_ms,
+        }
+    }
+}
+
+/// Advice for where the walk stopped, with what DNS showed about the failing host.
+fn advise_stop(stop: &Stop, hosts: &[HostCheck]) -> Advice {
+    let public_behind_private_link = hosts
+        .iter()
+        .find(|h| h.host == stop.authority.host)
+        .and_then(|h| {
+            let public = h.dns.public_behind_private_link()?;
+            public.only_public.then(|| {
+                let list: Vec<String> = public.public.iter().map(ToString::to_string).collect();
+                format!(
+                    "{} resolves through {} to public {}: the node's resolver is not linked to the private zone for {}, so the node is sent to the public endpoint",
+                    h.host,
+                    public.via,
+                    list.join(", "),
+                    public.via
+                )
+            })
+        });
+    let observed = Observed {
+        public_behind_private_link,
+    };
+    advise_observed(
+        stop.layer,
+        stop.mechanism,
+        stop.hop,
+        &stop.authority.to_string(),
+        &observed,
+    )
+}
+
+impl Verdict {
+    /// A probe that stopped at `stop`.
+    pub fn stopped(stop: &Stop, owner: crate::vocab::Owner) -> Verdict {
+        Verdict {
+            passed: false,
+            layer: Some(stop.layer),
+            hop: Some(stop.hop),
+            host: Some(stop.authority.to_string()),
+            cause: Some(stop.detail.clone()),
+            mechanism: stop.mechanism,
+            owner: Some(owner),
+            decided: true,
+            candidates: vec![],
+            decides: None,
+        }
+    }
+}
+
+/// One hop of the path as walked, in order, with its steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct HopReport {
+    pub hop: Hop,
+    /// `host[:port]`.
+    pub host: String,
+    pub steps: Vec<StepReport>,
+}
+
+/// One step: dns, route, connect, tls, `GET /v2/`, `token …`, `manifest …`, a redirect, a blob.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub step: String,
+    pub ok: bool,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+}
+
+impl From<&PathHop> for HopReport {
+    fn from(h: &PathHop) -> HopReport {
+        HopReport {
+            hop: h.hop,
+            host: h.authority.to_string(),
+            steps: h
+                .steps
+                .iter()
+                .map(|s| StepReport {
+                    step: s.step.clone(),
+                    ok: s.ok,
+                    detail: s.detail.clone(),
+                    elapsed_ms: s.elapsed.map(|d| d.as_millis() as u64),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One blob fetched.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlobReport {
+    /// `config` or `layer`.
+    pub kind: &'static str,
+    pub digest: String,
+    pub size: u64,
+    /// The host that served it (after redirects).
+    pub host: String,
+    /// True when every byte was downloaded and its size and sha256 matched.
+    pub verified: bool,
+    pub detail: String,
+    pub elapsed_ms: u64,
+}
+
+impl From<&Blob> for BlobReport {
+    fn from(b: &Blob) -> BlobReport {
+        BlobReport {
+            kind: b.kind.as_str(),
+            digest: b.digest.to_string(),
+            size: b.size,
+            host: b.served_by.to_string(),
+            verified: b.verified,
+            detail: b.detail.clone(),
+            elapsed_ms: b.elapsed.as_millis() as u64,
+        }
+    }
+}
+
+/// A host the pull moved past.
+#[derive(Debug, Clone, Serialize)]
+pub struct FallbackReport {
+    /// The hosts.toml host that failed.
+    pub endpoint: String,
+    pub hop: Hop,
+    /// `manifest v1`, `fetch sha256:…`.
+    pub what: String,
+    pub layer: Layer,
+    /// The host where it failed (the endpoint, its token realm or a redirect target).
+    pub host: String,
+    pub cause: String,
+}
+
+impl From<&Fallback> for FallbackReport {
+    fn from(f: &Fallback) -> FallbackReport {
+        FallbackReport {
+            endpoint: f.endpoint.to_string(),
+            hop: f.hop,
+            what: f.what.clone(),
+            layer: f.stop.layer,
+            host: f.stop.authority.to_string(),
+            cause: f.stop.detail.clone(),
+        }
+    }
+}
+
+/// The resolver configuration read.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolverReport {
+    pub nameservers: Vec<IpAddr>,
+    pub search: Vec<String>,
+    pub ndots: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_view: Option<String>,
+}
+
+impl From<&ResolverConfig> for ResolverReport {
+    fn from(r: &ResolverConfig) -> ResolverReport {
+        ResolverReport {
+            nameservers: r.nameservers.clone(),
+            search: r.search.clone(),
+            ndots: r.ndots,
+            pod_view: r.pod_view.clone(),
+        }
+    }
+}
+
+/// One host checked from DNS up.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub host: String,
+    pub port: u16,
+    pub hop: Hop,
+    pub dns: DnsReport,
+    pub routes: Vec<RouteReport>,
+    pub connect: Vec<ConnectReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsReport>,
+    /// The address that worked: later requests went exactly there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<SocketAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DnsReport {
+    pub host: String,
+    /// `hosts-file`, `dns` or `ip-literal`.
+    pub source: &'static str,
+    pub addresses: Vec<IpAddr>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cname_chain: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<IpAddr>,
+    pub servers: Vec<ServerAnswerReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hand_fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerAnswerReport {
+    pub server: IpAddr,
+    pub name: String,
+    /// `answer`, `nodata`, `nxdomain`, `servfail`, `refused`, `timeout`, `error`.
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<IpAddr>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cname_chain: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteReport {
+    pub destination: IpAddr,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectReport {
+    pub address: SocketAddr,
+    /// `connected`, `timeout`, `refused`, `unreachable`, `error`.
+    pub outcome: &'static str,
+    pub elapsed_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsReport {
+    pub server_name: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub chain: Vec<CertReport>,
+    /// Where the trusted roots came from.
+    pub trusted: Vec<String>,
+    /// `skip_verify` accepted a certificate that does not verify: what was wrong with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CertReport {
+    pub subject: String,
+    pub issuer: String,
+    pub names: Vec<String>,
+    pub not_before: String,
+    pub not_after: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureReport {
+    pub layer: Layer,
+    pub step: &'static str,
+    pub detail: String,
+}
+
+impl From<&HostCheck> for HostReport {
+    fn from(h: &HostCheck) -> HostReport {
+        HostReport {
+            host: h.host.clone(),
+            port: h.port,
+            hop: h.hop,
+            dns: DnsReport::from(&h.dns),
+            routes: h.routes.iter().map(RouteReport::from).collect(),
+            connect: h.connect.iter().map(ConnectReport::from).collect(),
+            tls: h.tls.as_ref().map(TlsReport::from),
+            address: h.address,
+            failure: h.failure.as_ref().map(|f| FailureReport {
+                layer: f.layer,
+                step: f.step,
+                detail: f.detail.clone(),
+            }),
+        }
+    }
+}
+
+impl From<&dns::Resolution> for DnsReport {
+    fn from(r: &dns::Resolution) -> DnsReport {
+        DnsReport {
+            host: r.host.clone(),
+            source: r.source,
+            addresses: r.addresses.clone(),
+            cname_chain: r.cname_chain.clone(),
+            answered_by: r.answered_by,
+            servers: r
+                .servers
+                .iter()
+                .map(|a| ServerAnswerReport {
+                    server: a.server,
+                    name: a.name.clone(),
+                    outcome: match a.outcome {
+                        dns::Outcome::Answer => "answer",
+                        dns::Outcome::NoData => "nodata",
+                        dns::Outcome::NxDomain => "nxdomain",
+                        dns::Outcome::ServFail => "servfail",
+                        dns::Outcome::Refused => "refused",
+                        dns::Outcome::Timeout => "timeout",
+                        dns::Outcome::Error => "error",
+                    },
+                    addresses: a.addresses.clone(),
+                    cname_chain: a.cname_chain.clone(),
+                    elapsed_ms: a.elapsed_ms,
+                })
+                .collect(),
+            hand_fix: r.hand_fix.clone(),
+        }
+    }
+}
+
+impl From<&route::RouteLookup> for RouteReport {
+    fn from(r: &route::RouteLookup) -> RouteReport {
+        RouteReport {
+            destination: r.destination,
+            interface: r.interface.clone(),
+            gateway: r.gateway,
+            source: r.source,
+            error: r.error.clone(),
+        }
+    }
+}
+
+impl From<&connect::Attempt> for ConnectReport {
+    fn from(a: &connect::Attempt) -> ConnectReport {
+        ConnectReport {
+            address: a.address,
+            outcome: match a.outcome {
+                connect::ConnectOutcome::Connected => "connected",
+                connect::ConnectOutcome::Timeout => "timeout",
+                connect::ConnectOutcome::Refused => "refused",
+                connect::ConnectOutcome::Unreachable => "unreachable",
+                connect::ConnectOutcome::Error => "error",
+            },
+            elapsed_ms: a.elapsed_ms,
+            error: a.error.clone(),
+        }
+    }
+}
+
+impl From<&tls::TlsEvidence> for TlsReport {
+    fn from(t: &tls::TlsEvidence) -> TlsReport {
+        TlsReport {
+            server_name: t.server_name.clone(),
+            ok: t.ok,
+            problem: t.problem.clone(),
+            chain: t
+                .chain
+                .iter()
+                .map(|c| CertReport {
+                    subject: c.subject.clone(),
+                    issuer: c.issuer.clone(),
+                    names: c.names.clone(),
+                    not_before: c.not_before.clone(),
+                    not_after: c.not_after.clone(),
+                })
+                .collect(),
+            trusted: t.trusted.clone(),
+            skipped: t.skipped.clone(),
+            elapsed_ms: t.elapsed_ms,
+        }
+    }
+}
