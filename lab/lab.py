@@ -18,6 +18,8 @@ is linked to the root namespace, so nothing can leave the lab):
     pp-blob      10.10.4.2  nginx on 443 serving the registry's storage
     pp-dns       10.10.5.2  dnsmasq, the node resolver; 10.10.5.3 dnsmasq, the cluster resolver
     pp-pod       10.10.6.2  a pod: cluster resolver, its own routes
+    pp-mirror    10.10.8.2  a second Distribution as a hosts.toml mirror (cache.example.test),
+                            anonymous, on the registry's storage or a copy of it
     pp-router    10.10.N.1  routes between the subnets above, nothing else
 """
 
@@ -46,6 +48,7 @@ HOSTS = {
     "dns": 5,
     "pod": 6,
     "oldnode": 7,
+    "mirror": 8,
 }
 NODES = {"node": "pp-node", "old-node": "pp-oldnode"}
 NODE_RESOLVER = "10.10.5.2"
@@ -54,11 +57,16 @@ REGISTRY = "registry.example.test"
 REGISTRY_PRIVATE = "registry.privatelink.example.test"
 AUTH = "auth.example.test"
 BLOB = "labstore.blob.example.test"
+CACHE = "cache.example.test"
+# Another name for the blob host, which its certificate does not cover.
+CACHESTORE = "cachestore.blob.example.test"
 # Names every resolver of the lab knows in the baseline: name -> address (CNAMEs below).
 RECORDS = {
     "registry": [(REGISTRY_PRIVATE, "10.10.2.2")],
     "auth": [(AUTH, "10.10.3.2")],
     "blob": [(BLOB, "10.10.4.2")],
+    "mirror": [(CACHE, "10.10.8.2")],
+    "cachestore": [(CACHESTORE, "10.10.4.2")],
 }
 CNAMES = {"registry": [(REGISTRY, REGISTRY_PRIVATE)]}
 # What public DNS answers for the private name when the private zone is not linked: an address
@@ -283,6 +291,7 @@ def build_pki():
     make_cert("registry-unknown-ca", "rogue-ca", [REGISTRY, REGISTRY_PRIVATE])
     make_cert("auth", "ca", [AUTH])
     make_cert("blob", "ca", [BLOB])
+    make_cert("cache", "ca", [CACHE])
     signer = os.path.join(PKI, "token-signer.pem")
     if not os.path.exists(signer):
         # Self-signed and without extended key usage: the registry verifies the token's x5c
@@ -387,6 +396,68 @@ def start_auth():
     wait_listening("auth", ns("auth"), addr("auth"), 443)
 
 
+def mirror_layer(state_dir: str, image: str = "team-a/small:v1", index: int = -1) -> str:
+    """The path under a storage root of one layer's data file of a pushed image."""
+    with open(os.path.join(STATE, "images.json")) as f:
+        digest = json.load(f)["images"][image]["digest"]
+
+    def blob(d: str) -> str:
+        hexd = d.split(":", 1)[1]
+        return os.path.join(state_dir, "docker/registry/v2/blobs/sha256", hexd[:2], hexd, "data")
+
+    with open(blob(digest)) as f:
+        manifest = json.load(f)
+    return blob(manifest["layers"][index]["digest"])
+
+
+def mirror_storage(damage: str) -> str:
+    """The mirror's storage: the registry's own, or a hard-linked copy with one layer of
+    team-a/small missing or corrupted (same size, other bytes)."""
+    data = os.path.join(STATE, "registry-data")
+    if damage == "":
+        return data
+    copy = os.path.join(STATE, "mirror-data")
+    shutil.rmtree(copy, ignore_errors=True)
+    run("cp", "-al", data, copy)
+    layer = mirror_layer(copy)
+    size = os.path.getsize(layer)
+    os.remove(layer)  # a hard link: the registry's own file stays intact
+    if damage == "corrupt":
+        with open(layer, "wb") as f:
+            f.write(bytes((i * 7 + 3) % 251 for i in range(size)))
+    return copy
+
+
+def start_mirror(redirect: str = "labstore", damage: str = ""):
+    """cache.example.test: Distribution without auth, its blobs redirected to `redirect`
+    (`labstore`, `cachestore`, or `none` to serve them itself)."""
+    conf = os.path.join(STATE, "mirror.yml")
+    base = {"labstore": BLOB, "cachestore": CACHESTORE}.get(redirect)
+    middleware = f"""middleware:
+  storage:
+    - name: redirect
+      options:
+        baseurl: https://{base}
+""" if base else ""
+    write(conf, f"""version: 0.1
+log:
+  level: info
+  formatter: text
+storage:
+  filesystem:
+    rootdirectory: {mirror_storage(damage)}
+  cache:
+    blobdescriptor: inmemory
+http:
+  addr: {addr('mirror')}:443
+  tls:
+    certificate: {PKI}/cache.pem
+    key: {PKI}/cache.key
+{middleware}""")
+    start("mirror", ns("mirror"), "docker-registry", "serve", conf)
+    wait_listening("mirror", ns("mirror"), addr("mirror"), 443)
+
+
 def start_blob():
     data = os.path.join(STATE, "registry-data")
     conf = os.path.join(STATE, "nginx", "nginx.conf")
@@ -432,7 +503,8 @@ def containerd_socket(node: str) -> str:
 
 
 def start_containerd(node: str, fresh: bool, mirrors: tuple = ()):
-    """Restart a node's containerd; `mirrors` go into its hosts.toml ahead of the registry."""
+    """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
+    ahead of the registry."""
     base = containerd_dir(node)
     server = f"containerd-{node}"
     stop(server)
@@ -443,10 +515,10 @@ def start_containerd(node: str, fresh: bool, mirrors: tuple = ()):
     # server after a 404, and without the CA there "not found" would hide behind an x509 error.
     # (containerd 1.6 rejects a hosts.toml without a [host] table.)
     mirror_hosts = "".join(f"""[host."https://{m}"]
-  capabilities = ["pull", "resolve"]
+  capabilities = [{", ".join(f'"{c}"' for c in caps.split(","))}]
   ca = "{PKI}/ca.pem"
 
-""" for m in mirrors)
+""" for m, caps in mirrors)
     write(os.path.join(certs, "hosts.toml"), f"""server = "https://{REGISTRY}"
 ca = "{PKI}/ca.pem"
 
@@ -547,7 +619,13 @@ def apply_fault(fault: str, state: dict):
         state["hosts"] += "".join(f"{ip} {REGISTRY if a == 'registry' else name}\n"
                                   for a in args for name, ip in RECORDS[a])
     elif kind == "node-mirror":
-        state["mirrors"] += tuple(args)
+        state["mirrors"] += tuple((a, "pull,resolve") for a in args)
+    elif kind == "cache-mirror":
+        state["mirrors"] += ((CACHE, args[0] if args else "pull,resolve"),)
+    elif kind == "cache-redirect":
+        state["mirror_redirect"] = args[0]
+    elif kind == "cache-blob":
+        state["mirror_damage"] = args[0]
     elif kind == "registry-cert":
         state["cert"] = f"registry-{args[0]}"
     else:
@@ -559,7 +637,8 @@ def switch(name: str):
     if name not in scenarios:
         raise SetupFailed(f"no scenario {name!r}; known: {', '.join(sorted(scenarios))}")
     require_up()
-    state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": ()}
+    state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
+             "mirror_redirect": "labstore", "mirror_damage": ""}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -574,9 +653,13 @@ def switch(name: str):
         start_node_resolver(state["dns_without"])
     if current.get("cert", "registry") != state["cert"] or not alive(pid_of("registry")):
         start_registry(state["cert"])
+    mirror = [state["mirror_redirect"], state["mirror_damage"]]
+    if current.get("mirror") != mirror or not alive(pid_of("mirror")):
+        start_mirror(*mirror)
     start_containerd("node", fresh=True, mirrors=state["mirrors"])
     with open(current_path, "w") as f:
-        json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"]}, f)
+        json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
+                   "mirror": mirror}, f)
 
 
 def require_up():
@@ -601,6 +684,7 @@ def up(large: bool):
         ("registry (Distribution)", start_registry),
         ("blob host (nginx)", start_blob),
         ("test images", lambda: push_images(large)),
+        ("mirror (Distribution)", start_mirror),
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),
@@ -611,7 +695,8 @@ def up(large: bool):
         except SetupFailed as e:
             raise SetupFailed(f"lab setup step '{title}' failed: {e}") from None
     with open(os.path.join(STATE, "scenario.json"), "w") as f:
-        json.dump({"name": "healthy", "dns_without": [], "cert": "registry"}, f)
+        json.dump({"name": "healthy", "dns_without": [], "cert": "registry",
+                   "mirror": ["labstore", ""]}, f)
     open(os.path.join(STATE, "up"), "w").close()
     print(f"lab is up (state in {STATE})")
 

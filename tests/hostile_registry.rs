@@ -33,6 +33,7 @@ const CONFIG: &str = "sha256:222222222222222222222222222222222222222222222222222
 struct Server {
     port: u16,
     ca: PathBuf,
+    certs: PathBuf,
     _dir: TempDir,
 }
 
@@ -81,6 +82,14 @@ async fn serve(mode: Misbehaviour) -> Server {
         .await
         .expect("listen on loopback");
     let port = listener.local_addr().expect("address").port();
+    // containerd speaks plain HTTP to a localhost registry unless hosts.toml says https.
+    let hosts_dir = dir.join(format!("certs.d/127.0.0.1_{port}_"));
+    std::fs::create_dir_all(&hosts_dir).expect("certs.d");
+    std::fs::write(
+        hosts_dir.join("hosts.toml"),
+        format!("server = \"https://127.0.0.1:{port}\"\n\n[host.\"https://127.0.0.1:{port}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"),
+    )
+    .expect("hosts.toml");
     let acceptor = TlsAcceptor::from(config);
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
@@ -106,6 +115,7 @@ async fn serve(mode: Misbehaviour) -> Server {
     Server {
         port,
         ca,
+        certs: dir.join("certs.d"),
         _dir: TempDir(dir),
     }
 }
@@ -182,6 +192,8 @@ fn probe(server: &Server, extra: &[&str]) -> (Value, Option<i32>) {
             "--ca-file",
         ])
         .arg(&server.ca)
+        .arg("--containerd-certs")
+        .arg(&server.certs)
         .args(extra)
         .output()
         .expect("probe runs");

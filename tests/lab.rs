@@ -80,6 +80,8 @@ async fn ground_truth(name: &str) {
     lab.switch(name);
     let containerd_log = lab.status.logs.join("containerd-node.log");
     let log_before = std::fs::metadata(&containerd_log).map_or(0, |m| m.len() as usize);
+    let mirror_log = lab.status.logs.join("mirror.log");
+    let mirror_before = std::fs::metadata(&mirror_log).map_or(0, |m| m.len() as usize);
 
     let mut node = ImageService::connect(lab.socket("node"), PULL_DEADLINE)
         .await
@@ -138,6 +140,25 @@ async fn ground_truth(name: &str) {
                 .any(|l| l.contains("trying next host") && l.contains(&tried)),
             "containerd did not try the mirror {mirror} first"
         );
+    }
+    if !scenario.mirror_log_has.is_empty() || !scenario.mirror_log_lacks.is_empty() {
+        // What containerd asked the mirror, from the mirror's own request log.
+        let log = std::fs::read(&mirror_log).expect("mirror log");
+        let log = String::from_utf8_lossy(&log[mirror_before.min(log.len())..]);
+        let requests: Vec<&str> = log.lines().filter(|l| l.contains("10.10.1.2")).collect();
+        for fragment in &scenario.mirror_log_has {
+            assert!(
+                requests.iter().any(|l| l.contains(fragment.as_str())),
+                "scenario {name}: containerd did not ask the mirror for {fragment:?}:\n{}",
+                requests.join("\n")
+            );
+        }
+        for fragment in &scenario.mirror_log_lacks {
+            assert!(
+                !requests.iter().any(|l| l.contains(fragment.as_str())),
+                "scenario {name}: containerd asked the mirror for {fragment:?}"
+            );
+        }
     }
     if scenario.pod_reaches_registry {
         pod_reaches_registry(&lab);
@@ -239,6 +260,11 @@ scenarios! {
     containerd_hosts_file_hand_fix => "hosts-file-hand-fix",
     containerd_cached_image => "cached-image",
     containerd_mirror_unreachable => "mirror-unreachable",
+    containerd_mirror_blob_host_fails => "mirror-blob-host-fails",
+    containerd_mirror_shared_blob_host_down => "mirror-shared-blob-host-down",
+    containerd_mirror_pull_only => "mirror-pull-only",
+    containerd_mirror_blob_missing => "mirror-blob-missing",
+    containerd_layer_corrupt => "layer-corrupt",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

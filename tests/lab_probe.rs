@@ -45,6 +45,7 @@ fn probe(lab: &LabGuard, ns: &str, image: &str, identity: &str, extra: &[&str]) 
     let stderr = String::from_utf8_lossy(&out.stderr);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("probe JSON: {e}\nstderr: {stderr}"));
+    support::assert_valid_report(&report);
     if let Some(secret) = secret {
         assert!(
             !String::from_utf8_lossy(&out.stdout).contains(secret),
@@ -59,7 +60,8 @@ fn check_scenario(name: &str) -> Value {
     let scenario = catalog().remove(name).expect("scenario");
     let lab = lab();
     lab.switch(name);
-    let (report, status) = probe(&lab, "node", &scenario.image, &scenario.identity, &[]);
+    let extra: Vec<&str> = scenario.probe_args.iter().map(String::as_str).collect();
+    let (report, status) = probe(&lab, "node", &scenario.image, &scenario.identity, &extra);
     let v = &report["verdict"];
     let want = &scenario.expect;
     if want.outcome == "pulled" {
@@ -91,8 +93,35 @@ fn check_scenario(name: &str) -> Value {
         );
         assert!(v["owner"].is_string(), "{name}: a verdict names its owner");
         assert!((10..=21).contains(&status), "{name}: exit status {status}");
+        agrees_with_explain(name, v);
     }
     report
+}
+
+/// `explain` on containerd's own text of the scenario names the layer, hop and owner the probe
+/// named in the lab (the owner unless the probe saw more than the text can say).
+fn agrees_with_explain(name: &str, probe: &Value) {
+    let fixture = support::repo().join(format!("tests/fixtures/containerd/{name}.txt"));
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["explain", "-o", "json", "-f"])
+        .arg(&fixture)
+        .output()
+        .expect("explain runs");
+    let explained: Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+    let e = &explained["verdict"];
+    for field in ["layer", "hop", "mechanism"] {
+        assert_eq!(
+            e[field], probe[field],
+            "{name}: explain and probe disagree on {field}\nexplain {e:#}\nprobe {probe:#}"
+        );
+    }
+    // Only the probe sees DNS send the node to a public address behind a privatelink name.
+    if name != "dns-public-answer" {
+        assert_eq!(
+            e["owner"], probe["owner"],
+            "{name}: owner\nexplain {e:#}\nprobe {probe:#}"
+        );
+    }
 }
 
 macro_rules! scenarios {
@@ -119,6 +148,34 @@ scenarios! {
     probe_platform_missing => "platform-missing",
     probe_auth_host_unreachable => "auth-host-unreachable",
     probe_cached_image => "cached-image",
+    probe_mirror_blob_host_fails => "mirror-blob-host-fails",
+    probe_mirror_shared_blob_host_down => "mirror-shared-blob-host-down",
+    probe_mirror_blob_missing => "mirror-blob-missing",
+    probe_layer_corrupt => "layer-corrupt",
+}
+
+/// A mirror with only the `pull` capability is never asked for the tag's manifest; its blobs
+/// are fetched from it first, as containerd does.
+#[test]
+fn probe_mirror_pull_only_resolves_at_the_registry_and_fetches_from_the_mirror() {
+    let report = check_scenario("mirror-pull-only");
+    let path = report["path"].as_array().expect("path");
+    let asked_mirror_for_manifest = path.iter().any(|h| {
+        h["host"] == "cache.example.test"
+            && h["steps"].as_array().is_some_and(|s| {
+                s.iter().any(|s| {
+                    s["step"]
+                        .as_str()
+                        .is_some_and(|s| s.starts_with("manifest"))
+                })
+            })
+    });
+    assert!(!asked_mirror_for_manifest, "{report:#}");
+    assert!(
+        path.iter()
+            .any(|h| h["host"] == "cache.example.test" && h["hop"] == "blob"),
+        "the blobs are asked of the mirror first: {report:#}"
+    );
 }
 
 /// Healthy, with --full: every blob downloaded and its digest verified, and the registry's

@@ -78,10 +78,17 @@ impl HostsConfig {
                 .find(|p| p.is_dir())
         });
         let Some(dir) = dir else {
+            let endpoint = default_endpoint(registry, vec![]);
+            let notes = (endpoint.scheme == Scheme::Http)
+                .then(|| format!(
+                    "no hosts.toml for {registry}: containerd 1.6 and 1.7 speak plain HTTP to a localhost registry (2.x tries TLS without verification first)"
+                ))
+                .into_iter()
+                .collect();
             return HostsConfig {
                 dir: None,
-                endpoints: vec![default_endpoint(registry, vec![])],
-                notes: vec![],
+                endpoints: vec![endpoint],
+                notes,
             };
         };
         let text = std::fs::read_to_string(dir.join("hosts.toml")).unwrap_or_default();

@@ -73,12 +73,7 @@ impl ProbeReport {
         let mut warnings = context.warnings;
         warnings.extend(outcome.warnings.iter().cloned());
         if outcome.result.is_ok() {
-            warnings.extend(outcome.fallbacks.iter().map(|f| {
-                format!(
-                    "{} {} failed ({} at {}: {}); containerd moves on to the next host, so every pull pays for this failure first",
-                    f.hop, f.endpoint, f.stop.layer, f.stop.authority, f.stop.detail
-                )
-            }));
+            warnings.extend(fallback_warnings(&outcome.fallbacks));
         }
         let (where_to_look, will_not_help) =
             advice.map_or((vec![], vec![]), |a| (a.where_to_look, a.will_not_help));
@@ -105,6 +100,31 @@ impl ProbeReport {
             elapsed_ms: context.elapsed_ms,
         }
     }
+}
+
+/// One warning per distinct failure the pull moved past, with how many requests met it.
+fn fallback_warnings(fallbacks: &[Fallback]) -> Vec<String> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for f in fallbacks {
+        let words = format!(
+            "{} {} failed ({} at {}: {})",
+            f.hop, f.endpoint, f.stop.layer, f.stop.authority, f.stop.detail
+        );
+        match seen.iter_mut().find(|(w, _)| *w == words) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((words, 1)),
+        }
+    }
+    seen.into_iter()
+        .map(|(words, count)| {
+            let times = if count > 1 {
+                format!(" for {count} requests")
+            } else {
+                String::new()
+            };
+            format!("{words}{times}; containerd moves on to the next host, so every pull pays for this failure first")
+        })
+        .collect()
 }
 
 /// Advice for where the walk stopped, with what DNS showed about the failing host.

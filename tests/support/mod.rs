@@ -33,6 +33,15 @@ pub struct Scenario {
     /// A mirror that fails before the pull falls back to the registry.
     #[serde(default)]
     pub mirror_fallback: Option<String>,
+    /// Fragments the mirror's (cache.example.test) request log must show during the pull.
+    #[serde(default)]
+    pub mirror_log_has: Vec<String>,
+    /// Fragments it must not show: requests containerd does not send to that mirror.
+    #[serde(default)]
+    pub mirror_log_lacks: Vec<String>,
+    /// Extra `pullpath probe` flags the scenario needs (e.g. `--full` to verify layer bytes).
+    #[serde(default)]
+    pub probe_args: Vec<String>,
     pub expect: Expect,
 }
 
