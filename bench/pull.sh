@@ -4,6 +4,7 @@
 #
 #   bash bench/pull.sh            # the large image (4 x 64 MiB) and the wide one (1 x 512 MiB)
 #   bash bench/pull.sh --quick    # CI: the small image, one run each; proves the bench works
+#   PULLPATH_BIN=/path/to/pullpath bash bench/pull.sh   # measure another build the same way
 #
 # Needs root and the lab (it brings it up, with the large images, if they are missing).
 set -euo pipefail
@@ -28,8 +29,12 @@ lab scenario healthy >/dev/null
 
 # Quick mode proves the bench works, so it reuses the test build instead of an optimised one.
 profile=release; [ "$quick" = true ] && profile=dev
-cargo build --profile "$profile" --quiet
-bin=$PWD/target/$([ "$profile" = dev ] && echo debug || echo release)/pullpath
+if [ -n "${PULLPATH_BIN:-}" ]; then
+  bin=$PULLPATH_BIN   # another build of pullpath, e.g. an earlier commit's, measured in the same run
+else
+  cargo build --profile "$profile" --quiet
+  bin=$PWD/target/$([ "$profile" = dev ] && echo debug || echo release)/pullpath
+fi
 registry=registry.example.test
 certs=$state/containerd/node/certs.d
 socket=$state/containerd/node/containerd.sock

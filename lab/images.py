@@ -9,6 +9,9 @@ Images (repository:tag):
   team-b/small:v1     the same content in a repository alice may not read
   team-a/multi:v1     an index with linux/amd64 and linux/arm64
   team-a/foreign:v1   an index with linux/s390x only: no manifest for this node's platform
+  team-a/attested:v1  an index as buildx writes it: this node's platform and an attestation
+                      manifest for unknown/unknown
+  team-a/docker2:v1   a Docker schema 2 manifest (Docker media types throughout)
   team-a/large:v1     >= 256 MiB over four uncompressed layers (with --large)
   team-a/wide:v1      one 512 MiB layer, twice the large image's biggest layer (with --large)
 
@@ -37,7 +40,14 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
 LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
+DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+IN_TOTO = "application/vnd.in-toto+json"
 MIB = 1024 * 1024
+# Every image build() makes; a cached images.json lacking one is rebuilt.
+NAMES = ["team-a/small:v1", "team-b/small:v1", "public/small:v1", "team-a/multi:v1",
+         "team-a/foreign:v1", "team-a/attested:v1", "team-a/docker2:v1"]
 
 
 def host_arch() -> str:
@@ -95,6 +105,31 @@ def image(store: Store, arch: str, layers: list, compress: bool) -> dict:
     return {"mediaType": OCI_MANIFEST, **store.put(json.dumps(manifest, sort_keys=True).encode())}
 
 
+def docker_image(store: Store, arch: str, name: str, seed: str) -> dict:
+    """A Docker schema 2 image: Docker media types for the manifest, config and layer."""
+    tar = layer_tar(name, 4096, seed)
+    layer = {"mediaType": DOCKER_LAYER, **store.put(gzip.compress(tar, mtime=0))}
+    config = {"architecture": arch, "os": "linux", "config": {"Cmd": ["/data"]},
+              "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(tar).hexdigest()]}}
+    config_desc = {"mediaType": DOCKER_CONFIG, **store.put(json.dumps(config, sort_keys=True).encode())}
+    manifest = {"schemaVersion": 2, "mediaType": DOCKER_MANIFEST, "config": config_desc, "layers": [layer]}
+    return {"mediaType": DOCKER_MANIFEST, **store.put(json.dumps(manifest, sort_keys=True).encode())}
+
+
+def attestation(store: Store, subject: dict) -> dict:
+    """An attestation manifest as buildx attaches it: platform unknown/unknown in the index."""
+    statement = {"_type": "https://in-toto.io/Statement/v0.1", "predicateType": "https://slsa.dev/provenance/v0.2",
+                 "subject": [{"name": "_", "digest": {"sha256": subject["digest"].split(":", 1)[1]}}]}
+    layer = {"mediaType": IN_TOTO, **store.put(json.dumps(statement, sort_keys=True).encode()),
+             "annotations": {"in-toto.io/predicate-type": "https://slsa.dev/provenance/v0.2"}}
+    config_desc = {"mediaType": OCI_CONFIG, **store.put(b'{"architecture":"unknown","os":"unknown","rootfs":{"type":"layers","diff_ids":[]}}')}
+    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config_desc, "layers": [layer]}
+    return {"mediaType": OCI_MANIFEST, **store.put(json.dumps(manifest, sort_keys=True).encode()),
+            "annotations": {"vnd.docker.reference.digest": subject["digest"],
+                            "vnd.docker.reference.type": "attestation-manifest"},
+            "platform": {"os": "unknown", "architecture": "unknown"}}
+
+
 def index(store: Store, manifests: list) -> dict:
     body = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests}
     return {"mediaType": OCI_INDEX, **store.put(json.dumps(body, sort_keys=True).encode())}
@@ -111,7 +146,7 @@ def build(state: str, large: bool) -> dict:
             complete = all(os.path.exists(store.path(b["digest"])) for d in images.values() for b in children(store, d))
         except FileNotFoundError:
             complete = False
-        if complete and ("team-a/large:v1" in images or not large):
+        if complete and all(n in images for n in NAMES) and ("team-a/large:v1" in images or not large):
             return images
     arch = host_arch()
     small_layers = [("etc/app.conf", 2048, "small-1"), ("bin/app", 96 * 1024, "small-2"), ("data/blob", 300 * 1024, "small-3")]
@@ -124,12 +159,16 @@ def build(state: str, large: bool) -> dict:
         {**arm64, "platform": {"os": "linux", "architecture": "arm64"}},
     ])
     foreign = index(store, [{**s390x, "platform": {"os": "linux", "architecture": "s390x"}}])
+    built = image(store, arch, [("attested", 4096, "attested")], compress=True)
+    attested = index(store, [{**built, "platform": {"os": "linux", "architecture": arch}}, attestation(store, built)])
     images = {
         "team-a/small:v1": small,
         "team-b/small:v1": small,
         "public/small:v1": small,
         "team-a/multi:v1": multi,
         "team-a/foreign:v1": foreign,
+        "team-a/attested:v1": attested,
+        "team-a/docker2:v1": docker_image(store, arch, "docker2", "docker2"),
     }
     if large:
         images["team-a/large:v1"] = image(store, arch, [(f"large/{i}", 64 * MIB, "large") for i in range(4)], compress=False)
@@ -144,6 +183,7 @@ def children(store: Store, desc: dict) -> list:
     with open(store.path(desc["digest"]), "rb") as f:
         body = json.load(f)
     out = []
+    desc = {k: v for k, v in desc.items() if k in ("mediaType", "digest", "size")}
     if desc["mediaType"] == OCI_INDEX:
         for child in body["manifests"]:
             out += children(store, child) + [child]

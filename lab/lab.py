@@ -20,6 +20,10 @@ is linked to the root namespace, so nothing can leave the lab):
     pp-pod       10.10.6.2  a pod: cluster resolver, its own routes
     pp-mirror    10.10.8.2  a second Distribution as a hosts.toml mirror (cache.example.test),
                             anonymous, on the registry's storage or a copy of it
+                 10.10.8.3  nginx relays (relay.example.test, relay-rel.example.test) that
+                            redirect blob downloads once more
+    (pp-blob's nginx also serves front.example.test, a registry.k8s.io-style front that 307s
+     every /v2/ request to the registry, and the blobs over plain HTTP on port 80)
     pp-router    10.10.N.1  routes between the subnets above, nothing else
 """
 
@@ -60,6 +64,13 @@ BLOB = "labstore.blob.example.test"
 CACHE = "cache.example.test"
 # Another name for the blob host, which its certificate does not cover.
 CACHESTORE = "cachestore.blob.example.test"
+FRONT = "front.example.test"
+RELAY = "relay.example.test"
+RELAY_REL = "relay-rel.example.test"
+RELAY_ADDRESS = "10.10.8.3"
+# Where the registry's redirect middleware sends blob downloads, per scenario.
+REDIRECTS = {"labstore": f"https://{BLOB}", "plain": f"http://{BLOB}", "relay": f"https://{RELAY}",
+             "relay-rel": f"https://{RELAY_REL}"}
 # Names every resolver of the lab knows in the baseline: name -> address (CNAMEs below).
 RECORDS = {
     "registry": [(REGISTRY_PRIVATE, "10.10.2.2")],
@@ -67,6 +78,8 @@ RECORDS = {
     "blob": [(BLOB, "10.10.4.2")],
     "mirror": [(CACHE, "10.10.8.2")],
     "cachestore": [(CACHESTORE, "10.10.4.2")],
+    "front": [(FRONT, "10.10.4.2")],
+    "relay": [(RELAY, RELAY_ADDRESS), (RELAY_REL, RELAY_ADDRESS)],
 }
 CNAMES = {"registry": [(REGISTRY, REGISTRY_PRIVATE)]}
 # What public DNS answers for the private name when the private zone is not linked: an address
@@ -203,6 +216,8 @@ def build_network():
         in_ns(name, "ip", "addr", "replace", f"{addr(name)}/24", "dev", "eth0")
         if name == "dns":
             in_ns(name, "ip", "addr", "replace", f"{CLUSTER_RESOLVER}/24", "dev", "eth0")
+        if name == "mirror":
+            in_ns(name, "ip", "addr", "replace", f"{RELAY_ADDRESS}/24", "dev", "eth0")
         in_ns(name, "ip", "link", "set", "eth0", "up")
         in_ns("router", "ip", "addr", "replace", f"{addr(name, 1)}/24", "dev", f"to-{name}")
         in_ns("router", "ip", "link", "set", f"to-{name}", "up")
@@ -292,6 +307,8 @@ def build_pki():
     make_cert("auth", "ca", [AUTH])
     make_cert("blob", "ca", [BLOB])
     make_cert("cache", "ca", [CACHE])
+    make_cert("front", "ca", [FRONT])
+    make_cert("relay", "ca", [RELAY, RELAY_REL])
     signer = os.path.join(PKI, "token-signer.pem")
     if not os.path.exists(signer):
         # Self-signed and without extended key usage: the registry verifies the token's x5c
@@ -351,7 +368,7 @@ def node_files(hosts_extra: str = ""):
     write(f"/etc/netns/{ns('pod')}/hosts", "127.0.0.1 localhost\n")
 
 
-def start_registry(cert: str = "registry"):
+def start_registry(cert: str = "registry", redirect: str = "labstore"):
     data = os.path.join(STATE, "registry-data")
     os.makedirs(data, exist_ok=True)
     conf = os.path.join(STATE, "registry.yml")
@@ -381,12 +398,12 @@ middleware:
   storage:
     - name: redirect
       options:
-        baseurl: https://{BLOB}
+        baseurl: {REDIRECTS[redirect]}
 """)
     start("registry", ns("registry"), "docker-registry", "serve", conf)
     wait_listening("registry", ns("registry"), addr("registry"), 443)
     with open(os.path.join(STATE, "registry-cert"), "w") as f:
-        f.write(cert)
+        f.write(f"{cert} {redirect}")
 
 
 def start_auth():
@@ -488,10 +505,73 @@ http {{
     location /docker/registry/v2/blobs/ {{ }}
     location / {{ return 404; }}
   }}
+  # The same blobs in clear text, as self-hosted object stores often serve them.
+  server {{
+    listen {addr('blob')}:80;
+    server_name {BLOB};
+    root {data};
+    location /docker/registry/v2/blobs/ {{ }}
+    location / {{ return 404; }}
+  }}
+  # A front like registry.k8s.io: every API request is sent on to the registry.
+  server {{
+    listen {addr('blob')}:443 ssl;
+    server_name {FRONT};
+    ssl_certificate {PKI}/front.pem;
+    ssl_certificate_key {PKI}/front.key;
+    location /v2/ {{ return 307 https://{REGISTRY}$request_uri; }}
+    location / {{ return 404; }}
+  }}
 }}
 """)
     start("blob", ns("blob"), "nginx", "-c", conf)
     wait_listening("blob", ns("blob"), addr("blob"), 443)
+    wait_listening("blob", ns("blob"), addr("blob"), 80)
+
+
+def start_relay():
+    """Relays on 10.10.8.3: relay.example.test sends each blob request on to the blob host (a
+    chain through two hosts); relay-rel.example.test answers with a relative Location and
+    serves the blob itself."""
+    data = os.path.join(STATE, "registry-data")
+    conf = os.path.join(STATE, "relay", "nginx.conf")
+    write(conf, f"""user root;
+worker_processes 1;
+daemon off;
+pid {STATE}/relay/nginx.pid;
+error_log {LOGS}/relay-error.log info;
+events {{ worker_connections 128; }}
+http {{
+  log_format pullpath '$remote_addr $host "$request" $status auth="$http_authorization"';
+  access_log {LOGS}/relay-access.log pullpath;
+  client_body_temp_path {STATE}/relay/body;
+  proxy_temp_path {STATE}/relay/proxy;
+  fastcgi_temp_path {STATE}/relay/fastcgi;
+  uwsgi_temp_path {STATE}/relay/uwsgi;
+  scgi_temp_path {STATE}/relay/scgi;
+  default_type application/octet-stream;
+  server {{
+    listen {RELAY_ADDRESS}:443 ssl;
+    server_name {RELAY};
+    ssl_certificate {PKI}/relay.pem;
+    ssl_certificate_key {PKI}/relay.key;
+    location /docker/ {{ return 302 https://{BLOB}$request_uri; }}
+    location / {{ return 404; }}
+  }}
+  server {{
+    listen {RELAY_ADDRESS}:443 ssl;
+    server_name {RELAY_REL};
+    ssl_certificate {PKI}/relay.pem;
+    ssl_certificate_key {PKI}/relay.key;
+    absolute_redirect off;
+    location /docker/ {{ return 302 /local$request_uri; }}
+    location /local/ {{ alias {data}/; }}
+    location / {{ return 404; }}
+  }}
+}}
+""")
+    start("relay", ns("mirror"), "nginx", "-c", conf)
+    wait_listening("relay", ns("mirror"), RELAY_ADDRESS, 443)
 
 
 def containerd_dir(node: str) -> str:
@@ -523,6 +603,13 @@ def start_containerd(node: str, fresh: bool, mirrors: tuple = ()):
 ca = "{PKI}/ca.pem"
 
 {mirror_hosts}[host."https://{REGISTRY}"]
+  capabilities = ["pull", "resolve"]
+  ca = "{PKI}/ca.pem"
+""")
+    # The front trusts the lab CA too; its redirects to the registry use the front's TLS settings.
+    write(os.path.join(base, "certs.d", FRONT, "hosts.toml"), f"""server = "https://{FRONT}"
+
+[host."https://{FRONT}"]
   capabilities = ["pull", "resolve"]
   ca = "{PKI}/ca.pem"
 """)
@@ -626,6 +713,8 @@ def apply_fault(fault: str, state: dict):
         state["mirror_redirect"] = args[0]
     elif kind == "cache-blob":
         state["mirror_damage"] = args[0]
+    elif kind == "registry-redirect":
+        state["redirect"] = args[0]
     elif kind == "registry-cert":
         state["cert"] = f"registry-{args[0]}"
     else:
@@ -638,7 +727,7 @@ def switch(name: str):
         raise SetupFailed(f"no scenario {name!r}; known: {', '.join(sorted(scenarios))}")
     require_up()
     state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
-             "mirror_redirect": "labstore", "mirror_damage": ""}
+             "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore"}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -651,15 +740,16 @@ def switch(name: str):
             current = json.load(f)
     if tuple(current.get("dns_without", ())) != state["dns_without"] or not alive(pid_of("node-resolver")):
         start_node_resolver(state["dns_without"])
-    if current.get("cert", "registry") != state["cert"] or not alive(pid_of("registry")):
-        start_registry(state["cert"])
+    if (current.get("cert", "registry"), current.get("redirect", "labstore")) != (state["cert"], state["redirect"]) \
+            or not alive(pid_of("registry")):
+        start_registry(state["cert"], state["redirect"])
     mirror = [state["mirror_redirect"], state["mirror_damage"]]
     if current.get("mirror") != mirror or not alive(pid_of("mirror")):
         start_mirror(*mirror)
     start_containerd("node", fresh=True, mirrors=state["mirrors"])
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
-                   "mirror": mirror}, f)
+                   "redirect": state["redirect"], "mirror": mirror}, f)
 
 
 def require_up():
@@ -685,6 +775,7 @@ def up(large: bool):
         ("blob host (nginx)", start_blob),
         ("test images", lambda: push_images(large)),
         ("mirror (Distribution)", start_mirror),
+        ("relays (nginx)", start_relay),
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),

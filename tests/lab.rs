@@ -265,6 +265,13 @@ scenarios! {
     containerd_mirror_pull_only => "mirror-pull-only",
     containerd_mirror_blob_missing => "mirror-blob-missing",
     containerd_layer_corrupt => "layer-corrupt",
+    containerd_front_redirects_api => "front-redirects-api",
+    containerd_blob_redirect_chain => "blob-redirect-chain",
+    containerd_blob_redirect_chain_broken => "blob-redirect-chain-broken",
+    containerd_blob_redirect_relative => "blob-redirect-relative",
+    containerd_blob_redirect_plain_http => "blob-redirect-plain-http",
+    containerd_index_with_attestation => "index-with-attestation",
+    containerd_docker_schema2 => "docker-schema2",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

@@ -152,6 +152,62 @@ scenarios! {
     probe_mirror_shared_blob_host_down => "mirror-shared-blob-host-down",
     probe_mirror_blob_missing => "mirror-blob-missing",
     probe_layer_corrupt => "layer-corrupt",
+    probe_blob_redirect_relative => "blob-redirect-relative",
+    probe_index_with_attestation => "index-with-attestation",
+    probe_docker_schema2 => "docker-schema2",
+}
+
+/// The hosts of the path under `hop`, in order, without repeats next to each other.
+fn hosts_on(report: &Value, hop: &str) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for h in report["path"].as_array().expect("path") {
+        let host = h["host"].as_str().unwrap_or("").to_string();
+        if h["hop"] == hop && hosts.last() != Some(&host) {
+            hosts.push(host);
+        }
+    }
+    hosts
+}
+
+/// A front that 307s every API request: the path shows the front and the registry it sends
+/// the pull to, and the pull passes as containerd's does.
+#[test]
+fn probe_front_redirects_api_shows_both_hosts() {
+    let report = check_scenario("front-redirects-api");
+    let api = hosts_on(&report, "registry");
+    assert!(
+        api.contains(&"front.example.test".to_string())
+            && api.contains(&"registry.example.test".to_string()),
+        "{api:?}"
+    );
+}
+
+/// A blob redirect chain through two hosts is visible host by host; when the second host has
+/// no route, the verdict names it.
+#[test]
+fn probe_blob_redirect_chain_names_every_host() {
+    let report = check_scenario("blob-redirect-chain");
+    let blob = hosts_on(&report, "blob");
+    let relay = blob.iter().position(|h| h == "relay.example.test");
+    let store = blob.iter().position(|h| h == "labstore.blob.example.test");
+    assert!(
+        matches!((relay, store), (Some(r), Some(s)) if r < s),
+        "{blob:?}"
+    );
+    let broken = check_scenario("blob-redirect-chain-broken");
+    let blob = hosts_on(&broken, "blob");
+    assert!(blob.contains(&"relay.example.test".to_string()), "{blob:?}");
+}
+
+/// A redirect to http:// is followed, as the runtime does, and named as a warning.
+#[test]
+fn probe_blob_redirect_plain_http_passes_with_a_warning() {
+    let report = check_scenario("blob-redirect-plain-http");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("clear-text http://labstore.blob.example.test"),
+        "{report:#}"
+    );
 }
 
 /// A mirror with only the `pull` capability is never asked for the tag's manifest; its blobs

@@ -91,6 +91,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         platform: config.platform.to_string(),
         resolver,
         warnings,
+        full: config.full,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
     Ok(ProbeReport::new(context, &outcome))

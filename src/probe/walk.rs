@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use url::Url;
 
-use super::authority::Authority;
+use super::authority::{Authority, Scheme};
 use super::creds::Credentials;
 use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
@@ -92,6 +92,8 @@ pub struct Blob {
     pub size: u64,
     /// The host that served it, after redirects.
     pub served_by: Authority,
+    /// Every host the request crossed to get there, when it was redirected.
+    pub via: Vec<Authority>,
     /// Every byte read and its size and digest matched.
     pub verified: bool,
     pub detail: String,
@@ -122,6 +124,19 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+/// A blob as read, before it is recorded.
+struct Fetched {
+    kind: BlobKind,
+    desc: Descriptor,
+    served_by: Authority,
+    /// The hosts its request crossed.
+    via: Vec<Authority>,
+    /// Whether every byte was read (so `Ok` means verified).
+    verified: bool,
+    result: Result<String, String>,
+    elapsed: Duration,
+}
+
 /// What a resolve attempt on one host came to.
 enum Miss {
     /// 404: containerd moves on without remembering it.
@@ -148,6 +163,8 @@ pub struct Walk<N: Network> {
     /// Authorization values, each for the one host it was obtained for.
     authorizations: HashMap<Authority, String>,
     path: Path,
+    /// The hosts the last request crossed (more than one when it was redirected).
+    chain: Vec<Authority>,
     blobs: Vec<Blob>,
     fallbacks: Vec<Fallback>,
     warnings: Vec<String>,
@@ -165,6 +182,7 @@ impl<N: Network> Walk<N> {
             authorized: HashMap::new(),
             authorizations: HashMap::new(),
             path: Path::default(),
+            chain: Vec::new(),
             blobs: Vec::new(),
             fallbacks: Vec::new(),
             warnings: Vec::new(),
@@ -671,12 +689,16 @@ impl<N: Network> Walk<N> {
     ) -> Result<(Response<N::Body>, Authority), Stop> {
         let trust = self.endpoints[i].trust;
         let mut at = self.endpoints[i].config.authority.clone();
+        self.chain.clear();
         for _ in 0..=MAX_REDIRECTS {
             let Some(target) = Target::of(&url, trust) else {
                 let detail = format!("{} is not an http(s) URL", redirect::redact_url(&url));
                 return Err(Stop::new(hop, &at, Layer::Other, step, detail));
             };
             at = target.authority.clone();
+            if self.chain.last() != Some(&at) {
+                self.chain.push(at.clone());
+            }
             self.check_host(&target, hop).await?;
             let mut request = Request {
                 url: url.clone(),
@@ -725,10 +747,14 @@ impl<N: Network> Walk<N> {
                     self.path
                         .record(hop, &at, step, true, detail, Some(started.elapsed()));
                     if redirect::is_downgrade(&url, &next) {
-                        self.warnings.push(format!(
-                            "{at} redirects {step} to clear-text {}: the runtime follows it, and the signed URL and the data travel unencrypted",
-                            redirect::redact_url(&next)
-                        ));
+                        let to = Authority::of(&next)
+                            .map_or_else(String::new, |a| a.for_url(Scheme::Http));
+                        let warning = format!(
+                            "{at} redirects to clear-text http://{to}: the runtime follows it, and the signed URLs and the data travel unencrypted"
+                        );
+                        if !self.warnings.contains(&warning) {
+                            self.warnings.push(warning);
+                        }
                     }
                     url = next;
                 }
@@ -779,6 +805,7 @@ impl<N: Network> Walk<N> {
         let (_, response, at) = self
             .open_anywhere(Fetch::Blob { desc, range: !full })
             .await?;
+        let via = self.chain.clone();
         let idle = self.settings.timeouts.http;
         let result = if full {
             verify(response.body, desc, None, idle).await
@@ -788,31 +815,42 @@ impl<N: Network> Walk<N> {
                 .await
                 .map(|bytes| format!("{status}: read the first {bytes} bytes"))
         };
-        self.finish_blob(kind, desc, &at, full, result, started.elapsed())
+        self.finish_blob(Fetched {
+            kind,
+            desc: desc.clone(),
+            served_by: at,
+            via,
+            verified: full,
+            result,
+            elapsed: started.elapsed(),
+        })
     }
 
-    fn finish_blob(
-        &mut self,
-        kind: BlobKind,
-        desc: &Descriptor,
-        at: &Authority,
-        full: bool,
-        result: Result<String, String>,
-        elapsed: Duration,
-    ) -> Result<(), Stop> {
+    fn finish_blob(&mut self, fetched: Fetched) -> Result<(), Stop> {
+        let Fetched {
+            kind,
+            desc,
+            served_by,
+            via: chain,
+            verified,
+            result,
+            elapsed,
+        } = fetched;
         let ok = result.is_ok();
         let detail = match &result {
             Ok(d) | Err(d) => d.clone(),
         };
         let step = format!("{} {}", kind.as_str(), short(&desc.digest));
+        let shown = format!("{detail}{}", via(&chain));
         self.path
-            .record(Hop::Blob, at, &step, ok, detail.clone(), Some(elapsed));
+            .record(Hop::Blob, &served_by, &step, ok, shown, Some(elapsed));
         self.blobs.push(Blob {
             kind,
             digest: desc.digest.clone(),
             size: desc.size,
-            served_by: at.clone(),
-            verified: ok && full,
+            served_by: served_by.clone(),
+            via: if chain.len() > 1 { chain } else { vec![] },
+            verified: ok && verified,
             detail: detail.clone(),
             elapsed,
         });
@@ -820,7 +858,7 @@ impl<N: Network> Walk<N> {
             Ok(())
         } else {
             // Content that does not arrive whole and verified is the blob hop's failure.
-            Err(Stop::new(Hop::Blob, at, Layer::Blob, step, detail))
+            Err(Stop::new(Hop::Blob, &served_by, Layer::Blob, step, detail))
         }
     }
 
@@ -838,7 +876,7 @@ impl<N: Network> Walk<N> {
                 break;
             };
             let started = Instant::now();
-            let (_, response, at) =
+            let (_, response, served_by) =
                 match self.open_anywhere(Fetch::Blob { desc, range: false }).await {
                     Ok(opened) => opened,
                     Err(stop) => {
@@ -846,21 +884,31 @@ impl<N: Network> Walk<N> {
                         break;
                     }
                 };
+            let via = self.chain.clone();
             let bar = progress.bar(desc);
             let desc = desc.clone();
             set.spawn(async move {
                 let result = verify(response.body, &desc, Some(&bar), idle).await;
                 bar.finish_and_clear();
                 drop(permit);
-                (index, desc, at, result, started.elapsed())
+                let elapsed = started.elapsed();
+                let fetched = Fetched {
+                    kind: BlobKind::Layer,
+                    desc,
+                    served_by,
+                    via,
+                    verified: true,
+                    result,
+                    elapsed,
+                };
+                (index, fetched)
             });
         }
         let mut done: Vec<_> = set.join_all().await;
-        done.sort_by_key(|(index, ..)| *index);
+        done.sort_by_key(|(index, _)| *index);
         let mut outcome = Ok(());
-        for (_, desc, at, result, elapsed) in done {
-            if let Err(stop) = self.finish_blob(BlobKind::Layer, &desc, &at, true, result, elapsed)
-            {
+        for (_, fetched) in done {
+            if let Err(stop) = self.finish_blob(fetched) {
                 outcome = outcome.and(Err(stop));
             }
         }
@@ -995,6 +1043,15 @@ async fn verify<B: Body>(
         "{total} bytes verified sha256 ({:.1} MB/s)",
         total as f64 / secs / 1e6
     ))
+}
+
+/// ` (via a → b → c)` for a request that crossed more than one host.
+fn via(chain: &[Authority]) -> String {
+    if chain.len() < 2 {
+        return String::new();
+    }
+    let hosts: Vec<String> = chain.iter().map(ToString::to_string).collect();
+    format!(" (via {})", hosts.join(" → "))
 }
 
 fn short(digest: &Digest) -> String {

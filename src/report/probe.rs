@@ -51,6 +51,8 @@ pub struct ProbeContext {
     pub platform: String,
     pub resolver: ResolverConfig,
     pub warnings: Vec<String>,
+    /// Whether every layer was downloaded and verified (`--full`).
+    pub full: bool,
     pub elapsed_ms: u64,
 }
 
@@ -74,6 +76,12 @@ impl ProbeReport {
         warnings.extend(outcome.warnings.iter().cloned());
         if outcome.result.is_ok() {
             warnings.extend(fallback_warnings(&outcome.fallbacks));
+            if !context.full {
+                warnings.push(format!(
+                    "each layer was opened and its first {} bytes read, not downloaded: `--full` downloads every layer and checks its digest, as the runtime does",
+                    crate::probe::walk::RANGE_BYTES
+                ));
+            }
         }
         let (where_to_look, will_not_help) =
             advice.map_or((vec![], vec![]), |a| (a.where_to_look, a.will_not_help));
@@ -222,6 +230,9 @@ pub struct BlobReport {
     pub size: u64,
     /// The host that served it (after redirects).
     pub host: String,
+    /// Every host its request crossed, when it was redirected (`registry → relay → store`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
     /// True when every byte was downloaded and its size and sha256 matched.
     pub verified: bool,
     pub detail: String,
@@ -235,6 +246,7 @@ impl From<&Blob> for BlobReport {
             digest: b.digest.to_string(),
             size: b.size,
             host: b.served_by.to_string(),
+            via: b.via.iter().map(ToString::to_string).collect(),
             verified: b.verified,
             detail: b.detail.clone(),
             elapsed_ms: b.elapsed.as_millis() as u64,
