@@ -475,27 +475,33 @@ http:
     wait_listening("mirror", ns("mirror"), addr("mirror"), 443)
 
 
+def nginx_head(state_dir: str, log: str, workers: int, log_format: str) -> str:
+    """The part of an nginx configuration every lab nginx shares, up to its server blocks."""
+    return f"""user root;
+worker_processes {workers};
+daemon off;
+pid {STATE}/{state_dir}/nginx.pid;
+error_log {LOGS}/{log}-error.log info;
+events {{ worker_connections 256; }}
+http {{
+  log_format pullpath '{log_format}';
+  access_log {LOGS}/{log}-access.log pullpath;
+  client_body_temp_path {STATE}/{state_dir}/body;
+  proxy_temp_path {STATE}/{state_dir}/proxy;
+  fastcgi_temp_path {STATE}/{state_dir}/fastcgi;
+  uwsgi_temp_path {STATE}/{state_dir}/uwsgi;
+  scgi_temp_path {STATE}/{state_dir}/scgi;
+  sendfile on;
+  default_type application/octet-stream;"""
+
+
 def start_blob():
     data = os.path.join(STATE, "registry-data")
     conf = os.path.join(STATE, "nginx", "nginx.conf")
-    write(conf, f"""user root;
-worker_processes 2;
-daemon off;
-pid {STATE}/nginx/nginx.pid;
-error_log {LOGS}/blob-error.log info;
-events {{ worker_connections 256; }}
-http {{
-  # The Authorization header is logged on purpose: tests prove the registry's credential
-  # never reaches this host.
-  log_format pullpath '$remote_addr "$request" $status $body_bytes_sent auth="$http_authorization" range="$http_range"';
-  access_log {LOGS}/blob-access.log pullpath;
-  client_body_temp_path {STATE}/nginx/body;
-  proxy_temp_path {STATE}/nginx/proxy;
-  fastcgi_temp_path {STATE}/nginx/fastcgi;
-  uwsgi_temp_path {STATE}/nginx/uwsgi;
-  scgi_temp_path {STATE}/nginx/scgi;
-  sendfile on;
-  default_type application/octet-stream;
+    # The Authorization header is logged on purpose: tests prove the registry's credential
+    # never reaches this host.
+    write(conf, nginx_head("nginx", "blob", 2,
+                           '$remote_addr "$request" $status $body_bytes_sent auth="$http_authorization" range="$http_range"') + f"""
   server {{
     listen {addr('blob')}:443 ssl;
     server_name {BLOB};
@@ -535,21 +541,7 @@ def start_relay():
     serves the blob itself."""
     data = os.path.join(STATE, "registry-data")
     conf = os.path.join(STATE, "relay", "nginx.conf")
-    write(conf, f"""user root;
-worker_processes 1;
-daemon off;
-pid {STATE}/relay/nginx.pid;
-error_log {LOGS}/relay-error.log info;
-events {{ worker_connections 128; }}
-http {{
-  log_format pullpath '$remote_addr $host "$request" $status auth="$http_authorization"';
-  access_log {LOGS}/relay-access.log pullpath;
-  client_body_temp_path {STATE}/relay/body;
-  proxy_temp_path {STATE}/relay/proxy;
-  fastcgi_temp_path {STATE}/relay/fastcgi;
-  uwsgi_temp_path {STATE}/relay/uwsgi;
-  scgi_temp_path {STATE}/relay/scgi;
-  default_type application/octet-stream;
+    write(conf, nginx_head("relay", "relay", 1, '$remote_addr $host "$request" $status auth="$http_authorization"') + f"""
   server {{
     listen {RELAY_ADDRESS}:443 ssl;
     server_name {RELAY};

@@ -55,13 +55,23 @@ impl Platform {
     }
 }
 
+/// `os/arch[/variant]`, for the node's platform and an index entry's alike.
+fn write_platform(
+    f: &mut std::fmt::Formatter<'_>,
+    os: &str,
+    architecture: &str,
+    variant: Option<&str>,
+) -> std::fmt::Result {
+    write!(f, "{os}/{architecture}")?;
+    match variant {
+        Some(v) => write!(f, "/{v}"),
+        None => Ok(()),
+    }
+}
+
 impl std::fmt::Display for Platform {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.os, self.architecture)?;
-        if let Some(v) = &self.variant {
-            write!(f, "/{v}")?;
-        }
-        Ok(())
+        write_platform(f, &self.os, &self.architecture, self.variant.as_deref())
     }
 }
 
@@ -94,11 +104,7 @@ pub struct PlatformJson {
 
 impl std::fmt::Display for PlatformJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.os, self.architecture)?;
-        if let Some(v) = &self.variant {
-            write!(f, "/{v}")?;
-        }
-        Ok(())
+        write_platform(f, &self.os, &self.architecture, self.variant.as_deref())
     }
 }
 

@@ -232,6 +232,17 @@ impl<N: Network> Walk<N> {
             })
     }
 
+    /// hosts.toml leaves the pull no host to ask.
+    fn no_host(&self, why: &str) -> Stop {
+        Stop::new(
+            Hop::Registry,
+            &self.registry(),
+            Layer::Other,
+            "hosts.toml",
+            why,
+        )
+    }
+
     async fn pull(&mut self) -> Result<(), Stop> {
         let (served_by, top) = self.resolve().await?;
         let image = match top.manifest {
@@ -318,12 +329,7 @@ impl<N: Network> Walk<N> {
             }
         }
         Err(first_failure.or(not_found).unwrap_or_else(|| {
-            let registry = self.registry();
-            Stop::new(
-                Hop::Registry,
-                &registry,
-                Layer::Other,
-                "hosts.toml",
+            self.no_host(
                 "no host in hosts.toml may resolve this image (capabilities pull and resolve)",
             )
         }))
@@ -435,16 +441,7 @@ impl<N: Network> Walk<N> {
                 }
             }
         }
-        Err(first.unwrap_or_else(|| {
-            let registry = self.registry();
-            Stop::new(
-                Hop::Registry,
-                &registry,
-                Layer::Other,
-                "hosts.toml",
-                "no host to fetch from",
-            )
-        }))
+        Err(first.unwrap_or_else(|| self.no_host("no host in hosts.toml to fetch from")))
     }
 
     async fn open_on(
