@@ -74,7 +74,12 @@ fn score(row: &Row, verdict: &Diagnosis) -> Score {
     Score {
         layer: layer_ok,
         hop: verdict.hop.as_str() == row.hop,
-        host: verdict.host.as_deref().unwrap_or("") == row.host,
+        // Host names compare without case, as DNS compares them (`REDACTED.dkr.ecr…`).
+        host: verdict
+            .host
+            .as_deref()
+            .unwrap_or("")
+            .eq_ignore_ascii_case(&row.host),
         runtime: verdict.runtime.as_str() == row.runtime,
         undecided_needlessly: undecided && !row.needs_context(),
         got: format!(

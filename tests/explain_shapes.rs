@@ -44,7 +44,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     (
         "proxy",
         "proxy",
-        "production.cloudflare.docker.com",
+        "10.0.0.1:3128",
         "Failed to pull image \"nginx:1.25\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/library/nginx:1.25\": failed to copy: httpReadSeeker: failed open: failed to do request: Get \"https://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/ab/abc/data?verify=1\": proxyconnect tcp: dial tcp 10.0.0.1:3128: connect: connection refused",
     ),
     (

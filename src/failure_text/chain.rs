@@ -44,9 +44,12 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"https?://([^/\s"?:]+(?::\d+)?|\[[0-9a-fA-F:]+\](?::\d+)?)([^\s"?]*)"#)
         .expect("static regex")
 });
+/// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
+/// name is always quoted, and requiring the quote keeps `pulling image failed` from naming an
+/// image called "failed"; the other contexts name it bare.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:pull|pulling|unpack|resolve|get sandbox) image|resolve reference|pull access denied for|manifest for|Back-off pulling image|pulling image failed|in manifest list for|repositories/|source docker://|reading manifest \S+ in)\s*"?([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|reading manifest \S+ in |authn lookup for )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
     )
     .expect("static regex")
 });
@@ -117,6 +120,7 @@ fn split_attempts(text: &str) -> Vec<&str> {
 }
 
 fn parse_attempt(text: &str) -> Chain {
+    let text = primary_of_error_list(text);
     let links = split_links(text);
     let mut requests = Vec::new();
     for (i, link) in links.iter().enumerate() {
@@ -138,17 +142,28 @@ fn parse_attempt(text: &str) -> Chain {
             }
         }
     }
-    // Old Docker messages name the URL without a method: `… endpoint https://host/v2/: …`.
+    // Old Docker messages name the URL without a method: `… endpoint https://host/v2/: …`,
+    // containerd's `unexpected status code https://host/v2/…`. Only URLs of the registry API
+    // count: a registry's message may carry a documentation link (`https://www.docker.com/
+    // increase-rate-limit`), which is no request.
     if requests.is_empty() {
         for (i, link) in links.iter().enumerate() {
-            if let Some(u) = URL.captures(link) {
-                requests.push(Request {
-                    link: i,
-                    method: "GET".into(),
-                    url: u[0].to_string(),
-                    host: u[1].to_ascii_lowercase(),
-                    path: u[2].to_string(),
-                });
+            for u in URL.captures_iter(link) {
+                let at = u.get(0).map_or(0, |m| m.start());
+                let url = link[at..]
+                    .split([' ', '"', '\n'])
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches([',', '.', ';', ')']);
+                if is_api_url(url, &u[2]) {
+                    requests.push(Request {
+                        link: i,
+                        method: "GET".into(),
+                        url: url.to_string(),
+                        host: u[1].to_ascii_lowercase(),
+                        path: u[2].to_string(),
+                    });
+                }
             }
         }
     }
@@ -161,6 +176,32 @@ fn parse_attempt(text: &str) -> Chain {
         links,
         requests,
         image,
+    }
+}
+
+/// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), or a token realm (its query
+/// names the scope and service).
+fn is_api_url(url: &str, path: &str) -> bool {
+    path.starts_with("/v2/")
+        || path.starts_with("/v1/")
+        || path.ends_with("/token")
+        || (url.contains("scope=") && url.contains("service="))
+}
+
+/// A registry may answer with a list of errors, which the distribution client prints as
+/// `errors:\n<first>\n<second>\n`. The first comes from the `WWW-Authenticate` challenge and is
+/// the specific one (`denied` for a valid token without rights, where the body only says
+/// `unauthorized`); containers/image keeps only that one since (docker/errors.go,
+/// `registryHTTPResponseToError`), and so does this reading of older runtimes' lists.
+fn primary_of_error_list(text: &str) -> &str {
+    const LIST: &str = "errors:\n";
+    let Some(at) = text.find(LIST) else {
+        return text;
+    };
+    let first = at + LIST.len();
+    match text[first..].find('\n') {
+        Some(end) => &text[..first + end],
+        None => text,
     }
 }
 
