@@ -18,8 +18,8 @@ use serde::Deserialize;
 
 /// New rows (id ≥ 3000) whose id is divisible by 3; fixed before rule-writing began.
 const HELD_OUT: [u32; 25] = [
-    3003, 3006, 3009, 3012, 3015, 3018, 3021, 3030, 3033, 3039, 3048, 3051, 3066, 3075, 3081,
-    3087, 3090, 3096, 3099, 3114, 3123, 3135, 3138, 3153, 3159,
+    3003, 3006, 3009, 3012, 3015, 3018, 3021, 3030, 3033, 3039, 3048, 3051, 3066, 3075, 3081, 3087,
+    3090, 3096, 3099, 3114, 3123, 3135, 3138, 3153, 3159,
 ];
 
 #[derive(Deserialize)]
@@ -166,7 +166,10 @@ fn held_out_ids_exist_and_are_new_rows() {
             rows.iter().any(|r| r.id == id),
             "held-out id {id} is not in the corpus"
         );
-        assert!(id >= 3000 && id % 3 == 0, "held-out id {id} breaks the rule");
+        assert!(
+            id >= 3000 && id % 3 == 0,
+            "held-out id {id} breaks the rule"
+        );
     }
     let rule: Vec<u32> = rows
         .iter()
@@ -232,8 +235,16 @@ fn corpus_accuracy_overall_and_on_the_held_out_slice() {
         "{}",
         all.line("layer below 97% on the text-decidable rows")
     );
-    assert!(at_least(all.hop, all.rows, 95), "{}", all.line("hop below 95%"));
-    assert!(at_least(all.host, all.rows, 95), "{}", all.line("host below 95%"));
+    assert!(
+        at_least(all.hop, all.rows, 95),
+        "{}",
+        all.line("hop below 95%")
+    );
+    assert!(
+        at_least(all.host, all.rows, 95),
+        "{}",
+        all.line("host below 95%")
+    );
     assert!(
         at_least(all.runtime, all.rows, 95),
         "{}",

@@ -101,12 +101,16 @@ static STORAGE_HOST: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// The proxy's own address: Go's transport wraps the dial to the proxy as `proxyconnect tcp`.
 static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"proxyconnect tcp: (?:dial tcp (\[[0-9a-fA-F:]+\]:\d+|[^\s:\[]+:\d+)|dial tcp: lookup ([^\s:]+))")
+    re(
+        r"proxyconnect tcp: (?:dial tcp (\[[0-9a-fA-F:]+\]:\d+|[^\s:\[]+:\d+)|dial tcp: lookup ([^\s:]+))",
+    )
 });
 /// Hosts the runtimes name without a URL: containerd 1.6 `pulling from host H failed with
 /// status code`, containers/image `pinging container registry H`.
 static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?:pulling from host|pinging (?:container|docker) registry) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)")
+    re(
+        r"(?:pulling from host|pinging (?:container|docker) registry) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
+    )
 });
 /// containerd's ingest reference names the kind of content it was writing
 /// (core/remotes/handlers.go, `MakeRefKey`): `manifest-`, `index-`, `config-`, `layer-`.
@@ -141,7 +145,11 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     let proxy = (hop == Hop::Proxy)
         .then(|| PROXY_ADDRESS.captures(&chain.text))
         .flatten()
-        .and_then(|c| c.get(1).or(c.get(2)).map(|m| m.as_str().to_ascii_lowercase()));
+        .and_then(|c| {
+            c.get(1)
+                .or(c.get(2))
+                .map(|m| m.as_str().to_ascii_lowercase())
+        });
     let named = || {
         NAMED_HOST
             .captures(&chain.text)
@@ -189,7 +197,10 @@ fn about_a_pull(chain: &Chain) -> bool {
 }
 
 fn credential(chain: &Chain) -> Option<Credential> {
-    if chain.has_link(&["failed to fetch anonymous token", "no basic auth credentials"]) {
+    if chain.has_link(&[
+        "failed to fetch anonymous token",
+        "no basic auth credentials",
+    ]) {
         Some(Credential::NotSent)
     } else if chain.has_link(&["failed to fetch oauth token"]) {
         Some(Credential::Sent)
@@ -316,7 +327,9 @@ pub fn runtime(text: &str) -> Runtime {
     // as `#N ERROR: …`), where podman and the containers/image tools print `Error: …`.
     let docker_tool = text.trim_start().starts_with("ERROR: ")
         || text.trim_start().starts_with('#')
-            && text.split_once(' ').is_some_and(|(_, rest)| rest.starts_with("ERROR: "));
+            && text
+                .split_once(' ')
+                .is_some_and(|(_, rest)| rest.starts_with("ERROR: "));
     if docker_tool || any(&DOCKER_WORDS) {
         Runtime::Docker
     } else if any(&CRIO_WORDS) {
@@ -504,8 +517,9 @@ const REFUSED_WORDS: [&str; 6] = [
     "unexpected EOF",
     "GOAWAY",
 ];
-const RATELIMIT_WORDS: [&str; 6] = [
+const RATELIMIT_WORDS: [&str; 7] = [
     "toomanyrequests",
+    "too many requests to registry",
     "Too Many Requests",
     "rate limit",
     "Rate exceeded",
@@ -617,10 +631,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
             .last()
             .is_some_and(|l| l == "EOF" || l.ends_with(" EOF") || l.ends_with(": EOF"))
     {
-        return (
-            Layer::Refused,
-            is_bare_eof(chain).then(bare_eof_ambiguity),
-        );
+        return (Layer::Refused, is_bare_eof(chain).then(bare_eof_ambiguity));
     }
     // A request answered by nothing but a reason phrase: the proxy refused CONNECT.
     if let Some(r) = chain.innermost_request()
@@ -696,12 +707,16 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
 fn denied(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     let text = chain.text.as_str();
     // A Basic challenge the kubelet passed no secret for (authorizer.go): missing credentials.
-    if text.contains("no basic auth credentials") || text.contains("authorization token has expired")
+    if text.contains("no basic auth credentials")
+        || text.contains("authorization token has expired")
     {
         return (Layer::Auth, None);
     }
     // A token request that failed: its status decides, as on any other request.
-    if chain.has_link(&["failed to fetch anonymous token", "failed to fetch oauth token"]) {
+    if chain.has_link(&[
+        "failed to fetch anonymous token",
+        "failed to fetch oauth token",
+    ]) {
         match status_code(cause).or_else(|| status_code(text)) {
             Some(401) => return (Layer::Auth, None),
             Some(403) => return (Layer::Forbidden, None),
@@ -839,7 +854,7 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
         .filter(|l| !l.is_empty())
         .skip_while(|l| {
             chain.innermost_request().is_none()
-                && (*l == "Error" || WRAPPERS.iter().any(|w| l.contains(w)))
+                && (*l == "Error" || *l == "errors" || WRAPPERS.iter().any(|w| l.contains(w)))
         })
         .collect();
     let text = if framed.is_empty() {
