@@ -248,6 +248,12 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "registry.example.test",
         "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve image: failed to do request: Head \"https://registry.example.test/v2/team-a/small/manifests/v1\": dial tcp: lookup registry.example.test on 10.10.5.2:53: no such host",
     ),
+    (
+        "forbidden",
+        "registry",
+        "myacr.azurecr.io",
+        "Failed to pull image \"myacr.azurecr.io/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"myacr.azurecr.io/app:v1\": failed to resolve image: unexpected status from HEAD request to https://myacr.azurecr.io/v2/app/manifests/v1: 403 Forbidden\ndenied: the key vault access of the registry is denied",
+    ),
     // --- Docker (moby distribution/, the v1-era client) ---
     (
         "forbidden",
@@ -273,6 +279,37 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "proxy",
         "registry.example.com",
         "Failed to pull image \"registry.example.com/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.com/app:v1\": failed to resolve reference \"registry.example.com/app:v1\": failed to do request: Head \"https://registry.example.com/v2/app/manifests/v1\": error connecting to proxy: connection refused",
+    ),
+    (
+        "proxy",
+        "proxy",
+        "registry.example.com",
+        "Failed to pull image \"registry.example.com/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.com/app:v1\": failed to resolve reference \"registry.example.com/app:v1\": failed to do request: Head \"https://registry.example.com/v2/app/manifests/v1\": tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \"crypto/rsa: verification error\" while trying to verify candidate authority certificate \"Zscaler Root CA\")",
+    ),
+    // --- on the node, around the pull ---
+    (
+        "other",
+        "unknown",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to extract layer sha256:abc: unexpected EOF: unknown",
+    ),
+    (
+        "other",
+        "unknown",
+        "",
+        "E0301 12:00:00.000000    1234 plugin.go:198] Failed getting credential from external registry credential provider: error execing credential provider plugin ecr-credential-provider for image 123456789012.dkr.ecr.us-east-1.amazonaws.com/app: exit status 1",
+    ),
+    (
+        "other",
+        "unknown",
+        "registry.example.com",
+        "Error response from daemon: Get \"https://registry.example.com/v2/\": error getting credentials - err: exit status 1, out: `no usernames for registry.example.com`",
+    ),
+    (
+        "other",
+        "unknown",
+        "",
+        "Failed to apply default image tag \"Registry.example.com/App:v1\": couldn't parse image reference \"Registry.example.com/App:v1\": invalid reference format: repository name must be lowercase",
     ),
     // --- the kubelet ---
     (

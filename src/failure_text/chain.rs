@@ -49,7 +49,7 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
 /// image called "failed"; the other contexts name it bare.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
     )
     .expect("static regex")
 });

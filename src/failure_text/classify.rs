@@ -446,32 +446,26 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
         ]
         .iter()
         .any(|m| text.contains(m));
-    if registry_signal && !is_local(text) && !is_bare_backoff(text) {
+    if registry_signal && !is_local(text, mechanism) && !is_bare_backoff(text) {
         Hop::Registry
     } else {
         Hop::Unknown
     }
 }
 
-/// Failures on the node itself, after or before any request: unpacking, disk, the runtime's
-/// own socket, the kubelet's limits and warnings, running a binary of another architecture.
-const LOCAL: [&str; 12] = [
-    "no space left on device",
-    "failed to extract layer",
-    "failed to register layer",
+/// Failures on the node itself, whatever the mechanism underneath: the runtime's own socket,
+/// the kubelet's deadline and limits, running a binary of another architecture.
+const LOCAL: [&str; 5] = [
     "failed to connect: ",
     "code = 4 desc",
     "code = DeadlineExceeded desc = context deadline exceeded",
     "pull QPS exceeded",
-    "Unable to retrieve pull secret",
     "exec format error",
-    "Source image rejected",
-    "trying and failing to pull image",
-    "failed to mount",
 ];
 
-fn is_local(text: &str) -> bool {
+fn is_local(text: &str, mechanism: Layer) -> bool {
     LOCAL.iter().any(|m| text.contains(m))
+        || (mechanism == Layer::Other && NODE_WORDS.iter().any(|m| text.contains(m)))
 }
 
 /// The proxy itself failed: its dial, its authentication, its policy page.
@@ -479,6 +473,20 @@ const PROXY_WORDS: [&str; 3] = [
     "Proxy Authentication Required",
     " 407 ",
     "error connecting to proxy",
+];
+/// An answer that names the proxy or TLS-inspecting middlebox that made it (its block page, or
+/// the interception CA Go names as the candidate authority): the middlebox, not the registry.
+const MIDDLEBOX_WORDS: [&str; 10] = [
+    "Zscaler",
+    "zscaler",
+    "Squid",
+    "squid/",
+    "Blue Coat",
+    "BlueCoat",
+    "FortiGuard",
+    "Fortinet",
+    "Forcepoint",
+    "Netskope",
 ];
 const DNS_WORDS: [&str; 7] = [
     "no such host",
@@ -548,18 +556,32 @@ const INTEGRITY_WORDS: [&str; 6] = [
     "layer verification failed",
     "filesystem layer verification failed",
 ];
-/// After the download, on the node: a "not found" here is the node's own store or a secret.
-const NODE_WORDS: [&str; 10] = [
+/// On the node, before a request or after the download: unpacking, snapshots, disk, the
+/// kubelet's pull secrets and credential provider plugins, signature policy, the reference
+/// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
+const NODE_WORDS: [&str; 22] = [
     "failed to extract layer",
     "failed to unpack image on snapshotter",
+    "failed to prepare extraction snapshot",
     "content store",
     "no space left on device",
     "failed to mount",
     "failed to register layer",
     "Unable to retrieve pull secret",
     "Source image rejected",
-    "signature",
+    "A signature was required",
+    "signature verification failed",
     "trying and failing to pull image",
+    "credential provider",
+    "credential-provider",
+    "CredentialProvider",
+    "error getting credentials",
+    "docker-credential-",
+    "invalid reference format",
+    "InvalidImageName",
+    "repository name must be lowercase",
+    "couldn't parse image reference",
+    "failed to parse image reference",
 ];
 const AUTH_WORDS: [&str; 8] = [
     "unauthorized",
@@ -604,8 +626,16 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     let any = |needles: &[&str], hay: &str| needles.iter().any(|n| hay.contains(n));
 
     // The proxy itself.
-    if chain.has_link(&["proxyconnect tcp"]) || any(&PROXY_WORDS, text) {
+    if chain.has_link(&["proxyconnect tcp"])
+        || any(&PROXY_WORDS, text)
+        || any(&MIDDLEBOX_WORDS, cause)
+    {
         return (Layer::Proxy, None);
+    }
+    // On the node, with no request made: the node's words decide, whatever they wrap (an
+    // unpack that finds no manifest for the node's platform is still the platform).
+    if chain.requests.is_empty() && any(&NODE_WORDS, text) && !any(&PLATFORM_WORDS, text) {
+        return (Layer::Other, None);
     }
     // DNS: a lookup clause decides, whatever failed inside it (timeout, refused, SERVFAIL).
     let lookup = chain
@@ -723,7 +753,9 @@ fn denied(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
             _ => {}
         }
     }
-    if NAMED_REFUSAL_WORDS.iter().any(|w| text.contains(w)) {
+    // A named refusal, or an explicit 403 (containerd 2.x joins the body of a follow-up GET to
+    // a HEAD's 403: `…: 403 Forbidden\ndenied: …`): the caller was recognised and refused.
+    if NAMED_REFUSAL_WORDS.iter().any(|w| text.contains(w)) || status_code(cause) == Some(403) {
         return (Layer::Forbidden, None);
     }
     if text.contains("insufficient_scope") {
