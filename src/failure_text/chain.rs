@@ -309,6 +309,42 @@ mod tests {
     }
 
     #[test]
+    fn only_the_first_error_of_a_registry_list_is_kept() {
+        let chains = parse(
+            "reading manifest v1 in r.example/app: errors:\ndenied: requested access to the resource is denied\nunauthorized: authentication required\n",
+        );
+        assert_eq!(
+            chains[0].links.last().map(String::as_str),
+            Some("requested access to the resource is denied")
+        );
+        assert!(!chains[0].text.contains("unauthorized"));
+    }
+
+    #[test]
+    fn documentation_links_are_no_requests() {
+        let chains = parse(
+            "failed to copy: httpReadSeeker: failed open: unexpected status code https://registry-1.docker.io/v2/x/manifests/sha256:abc: 429 Too Many Requests - Server message: toomanyrequests: upgrade: https://www.docker.com/increase-rate-limit",
+        );
+        let hosts: Vec<&str> = chains[0].requests.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["registry-1.docker.io"]);
+        let realm =
+            parse("Get https://quay.io/v2/auth?scope=repository%3Ax%3Apull&service=quay.io: EOF");
+        assert!(realm[0].requests[0].url.contains("service=quay.io"));
+    }
+
+    #[test]
+    fn images_after_a_verb_are_quoted() {
+        let chains = parse(
+            "pulling image failed: rpc error: code = Unknown desc = Error choosing image instance: no image found",
+        );
+        assert_eq!(chains[0].image, None);
+        let chains = parse(
+            "Error: choosing an image from manifest list docker://quay.io/x/y:1: no image found in image index for architecture \"arm64\"",
+        );
+        assert_eq!(chains[0].image.as_deref(), Some("quay.io/x/y:1"));
+    }
+
+    #[test]
     fn unquoted_urls_of_old_go_and_ports() {
         let chains = parse(
             "Error while pulling image: Get http://localhost:5001/v1/repositories/app/images: dial tcp [::1]:5001: getsockopt: connection refused",
