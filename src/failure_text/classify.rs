@@ -737,8 +737,11 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
 fn denied(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     let text = chain.text.as_str();
     // A Basic challenge the kubelet passed no secret for (authorizer.go): missing credentials.
+    // A bearer token the registry calls `invalid_token` (RFC 6750 §3.1: expired, revoked,
+    // malformed) or an expired ECR token: the credential, not the rights.
     if text.contains("no basic auth credentials")
         || text.contains("authorization token has expired")
+        || text.contains("invalid_token")
     {
         return (Layer::Auth, None);
     }
@@ -907,4 +910,104 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure_text::chain;
+
+    fn one(text: &str) -> Chain {
+        chain::parse(text).remove(0)
+    }
+
+    #[test]
+    fn the_content_kind_decides_blob_or_registry() {
+        let kind = |text: &str| {
+            let c = one(text);
+            content(&c, c.innermost_request())
+        };
+        assert_eq!(
+            kind(r#"failed commit on ref "layer-sha256:abc": unexpected commit digest"#),
+            Some(Content::Blob)
+        );
+        assert_eq!(
+            kind(r#"failed commit on ref "index-sha256:abc": failed size validation"#),
+            Some(Content::Manifest)
+        );
+        assert_eq!(
+            kind(
+                "failed to copy: httpReadSeeker: failed open: content at https://r.example/v2/a/manifests/sha256:abc not found"
+            ),
+            Some(Content::Manifest)
+        );
+        assert_eq!(
+            kind(
+                "failed to resolve reference \"r.example/a@sha256:abc\": unexpected status from HEAD request to https://r.example/v2/a/blobs/sha256:abc: 403 Forbidden"
+            ),
+            Some(Content::Manifest),
+            "a HEAD while resolving is the manifest step"
+        );
+        assert_eq!(
+            kind(
+                r#"failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://r.example/v2/a/blobs/sha256:abc": EOF"#
+            ),
+            Some(Content::Blob)
+        );
+        assert_eq!(kind("failed to copy: unexpected EOF"), None);
+    }
+
+    #[test]
+    fn back_off_lines_are_bare_only_without_a_cause() {
+        assert!(is_bare_backoff(r#"Back-off pulling image "x:1""#));
+        assert!(is_bare_backoff(
+            r#"ImagePullBackOff: Back-off pulling image "x:1""#
+        ));
+        assert!(is_bare_backoff("Error: ErrImagePull"));
+        assert!(!is_bare_backoff(
+            r#"Back-off pulling image "x:1": ErrImagePull: pull QPS exceeded"#
+        ));
+        assert!(!is_bare_backoff("Failed to pull image \"x:1\": not found"));
+    }
+
+    #[test]
+    fn denied_is_read_by_the_words_after_it() {
+        let layer = |tail: &str| {
+            let c = one(&format!(
+                r#"failed to resolve reference "r.example/a:1": pull access denied, repository does not exist or may require authorization: {tail}"#
+            ));
+            let (layer, ambiguity) = mechanism(&c, &c.cause_links().join(": "));
+            (layer, ambiguity.is_some())
+        };
+        assert_eq!(
+            layer("authorization failed: no basic auth credentials"),
+            (Layer::Auth, false)
+        );
+        assert_eq!(
+            layer("server message: insufficient_scope: authorization failed"),
+            (Layer::Forbidden, true)
+        );
+        assert_eq!(
+            layer("server message: invalid_token: authorization failed"),
+            (Layer::Auth, false)
+        );
+        assert_eq!(
+            layer("denied: requested access to the resource is denied"),
+            (Layer::NotFound, true)
+        );
+    }
+
+    #[test]
+    fn the_proxy_address_is_the_failing_host() {
+        let d = classify(
+            &one(
+                r#"Get "https://r.example/v2/": proxyconnect tcp: dial tcp [fd00::1]:3128: connect: connection refused"#,
+            ),
+            Runtime::Unknown,
+        );
+        assert_eq!(
+            (d.layer, d.hop, d.host.as_deref()),
+            (Layer::Proxy, Hop::Proxy, Some("[fd00::1]:3128"))
+        );
+    }
 }
