@@ -103,7 +103,9 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
     let host = d.host.clone().unwrap_or_default();
     let mut advice: Advice = advise(d.layer, d.mechanism, d.hop, &host);
     if let Some(credential) = d.credential {
-        advice.where_to_look.insert(0, credential.evidence(&host));
+        advice
+            .where_to_look
+            .insert(0, credential.evidence(&d.credential_host()));
     }
     let looks_like_pull = d.about_a_pull;
     let verdict = Verdict {
@@ -168,7 +170,7 @@ fn next_checks(d: &Diagnosis) -> Vec<String> {
         checks.push("pullpath probe IMAGE --docker-config SECRET.json   # with the node's pull secret: decides missing vs no rights".into());
     }
     if let Some(credential) = d.credential {
-        checks.push(credential.next_check(d.host.as_deref().unwrap_or("the registry")));
+        checks.push(credential.next_check(&d.credential_host()));
     }
     checks
 }

@@ -462,11 +462,18 @@ fn anonymous_and_oauth_token_failures_say_whether_a_credential_was_sent() {
             report.where_to_look
         );
         let check = report.next_checks.last().expect("a next check");
-        assert_eq!(
-            check,
-            &credential.next_check(d.host.as_deref().unwrap_or(""))
-        );
+        // Credentials are chosen for the registry, never for the token realm's host.
+        assert_eq!(check, &credential.next_check("registry.example.test"));
+        assert!(report.where_to_look[0].contains("registry.example.test"));
     }
+    // An unreachable token host says nothing about the credential.
+    let unreachable = verdict(&format!(
+        "{base}failed to fetch oauth token: Post \"https://auth.example.test/token\": dial tcp 10.10.3.2:443: connect: network is unreachable"
+    ));
+    assert_eq!(
+        (unreachable.layer.as_str(), unreachable.credential),
+        ("route", None)
+    );
 }
 
 #[test]

@@ -170,10 +170,29 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         runtime,
         image: chain.image.clone(),
         cause: innermost_cause(chain, cause_links),
-        ambiguity,
+        ambiguity: ambiguity.clone(),
         causal: !bare_backoff && about_a_pull,
         about_a_pull,
-        credential: credential(chain),
+        // Only where the answer concerned the credential: a token host that cannot be reached
+        // says nothing about what was sent.
+        credential: credential(chain).filter(|_| {
+            matches!(layer, Layer::Auth | Layer::Forbidden)
+                || ambiguity
+                    .as_ref()
+                    .is_some_and(|a| a.candidates.iter().any(|(l, _)| *l == Layer::Auth))
+        }),
+    }
+}
+
+impl Diagnosis {
+    /// The host the kubelet chooses credentials for: the image's registry (credentials are
+    /// matched by registry, never by the token realm's host), else the failing host.
+    pub fn credential_host(&self) -> String {
+        self.image
+            .as_deref()
+            .and_then(registry_of)
+            .or_else(|| self.host.clone())
+            .unwrap_or_else(|| "the registry".into())
     }
 }
 
