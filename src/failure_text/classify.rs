@@ -56,10 +56,10 @@ impl Credential {
     pub fn evidence(self, host: &str) -> String {
         match self {
             Credential::NotSent => format!(
-                "the node sent no credential for {host} (the runtime asked for an anonymous token or found no basic-auth secret):                  the kubelet found no pull secret, node docker config or credential provider entry matching {host} exactly"
+                "the node sent no credential for {host} (the runtime asked for an anonymous token or found no basic-auth secret): the kubelet found no pull secret, node docker config or credential provider entry matching {host} exactly"
             ),
             Credential::Sent => format!(
-                "the node sent a credential for {host} (the runtime's OAuth token request):                  if the answer is 401 that credential is wrong, expired or for another registry; if 403, it lacks the rights"
+                "the node sent a credential for {host} (the runtime's OAuth token request): if the answer is 401 that credential is wrong, expired or for another registry; if 403, it lacks the rights"
             ),
         }
     }
@@ -161,6 +161,14 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         .or_else(named)
         .or_else(|| chain.image.as_deref().and_then(registry_of));
     let about_a_pull = about_a_pull(chain);
+    // Only where the answer concerned the credential: a token host that cannot be reached says
+    // nothing about what was sent.
+    let credential = credential(chain).filter(|_| {
+        matches!(layer, Layer::Auth | Layer::Forbidden)
+            || ambiguity
+                .as_ref()
+                .is_some_and(|a| a.candidates.iter().any(|(l, _)| *l == Layer::Auth))
+    });
     Diagnosis {
         layer,
         mechanism: (layer == Layer::Blob || layer == Layer::Proxy).then_some(mechanism),
@@ -170,17 +178,10 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         runtime,
         image: chain.image.clone(),
         cause: innermost_cause(chain, cause_links),
-        ambiguity: ambiguity.clone(),
+        ambiguity,
         causal: !bare_backoff && about_a_pull,
         about_a_pull,
-        // Only where the answer concerned the credential: a token host that cannot be reached
-        // says nothing about what was sent.
-        credential: credential(chain).filter(|_| {
-            matches!(layer, Layer::Auth | Layer::Forbidden)
-                || ambiguity
-                    .as_ref()
-                    .is_some_and(|a| a.candidates.iter().any(|(l, _)| *l == Layer::Auth))
-        }),
+        credential,
     }
 }
 
