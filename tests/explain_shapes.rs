@@ -311,6 +311,12 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "",
         "Failed to apply default image tag \"Registry.example.com/App:v1\": couldn't parse image reference \"Registry.example.com/App:v1\": invalid reference format: repository name must be lowercase",
     ),
+    (
+        "other",
+        "unknown",
+        "",
+        "Failed to pull image \"app:v1\": rpc error: code = Unknown desc = short-name \"app:v1\" did not resolve to an alias and no unqualified-search registries are defined in \"/etc/containers/registries.conf\"",
+    ),
     // --- the kubelet ---
     (
         "dns",

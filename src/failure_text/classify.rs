@@ -579,8 +579,14 @@ const INTEGRITY_WORDS: [&str; 6] = [
 /// On the node, before a request or after the download: unpacking, snapshots, disk, the
 /// kubelet's pull secrets and credential provider plugins, signature policy, the reference
 /// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
-const NODE_WORDS: [&str; 22] = [
+const NODE_WORDS: [&str; 27] = [
     "failed to extract layer",
+    "error unpacking image",
+    "failed to resolve rootfs",
+    // CRI-O's short-name policy (containers/image pkg/shortnames): registries.conf decides.
+    "did not resolve to an alias",
+    "short-name resolution enforced",
+    "ErrImageNeverPull",
     "failed to unpack image on snapshotter",
     "failed to prepare extraction snapshot",
     "content store",
