@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::image_ref::named_registry;
+
 /// One attempt's chain, outermost link first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chain {
@@ -167,10 +169,18 @@ fn parse_attempt(text: &str) -> Chain {
             }
         }
     }
-    let image = IMAGE
+    // The first name the text gives, unless a later one is the same image with its registry
+    // spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
+    let names: Vec<String> = IMAGE
         .captures_iter(text)
         .map(|c| c[1].trim_end_matches([':', '.', ',']).to_string())
-        .find(|i| !i.is_empty() && !i.starts_with("sha256"));
+        .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
+        .collect();
+    let image = names
+        .iter()
+        .find(|i| named_registry(i).is_some())
+        .or(names.first())
+        .cloned();
     Chain {
         text: text.to_string(),
         links,

@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::chain::{Chain, Request};
+use crate::image_ref::named_registry;
 use crate::vocab::{Hop, Layer, Runtime};
 
 /// What one attempt's text says.
@@ -159,7 +160,16 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         .or_else(|| request.map(|r| r.host.clone()))
         .or(lookup_name)
         .or_else(named)
-        .or_else(|| chain.image.as_deref().and_then(registry_of));
+        .or_else(|| {
+            let image = chain.image.as_deref()?;
+            // CRI-O and podman resolve a short name through registries.conf's search list,
+            // so a short name there implies no registry; containerd and Docker mean docker.io.
+            if runtime == Runtime::Crio {
+                named_registry(image).map(str::to_ascii_lowercase)
+            } else {
+                registry_of(image)
+            }
+        });
     let about_a_pull = about_a_pull(chain);
     // Only where the answer concerned the credential: a token host that cannot be reached says
     // nothing about what was sent.
@@ -275,9 +285,8 @@ fn is_bare_backoff(text: &str) -> bool {
 
 /// The image reference's registry (`nginx` → `docker.io`).
 fn registry_of(image: &str) -> Option<String> {
-    let first = image.split('/').next()?;
-    if image.contains('/') && (first.contains(['.', ':']) || first == "localhost") {
-        Some(first.to_ascii_lowercase())
+    if let Some(registry) = named_registry(image) {
+        Some(registry.to_ascii_lowercase())
     } else if image.contains('*') {
         None
     } else {
@@ -304,7 +313,7 @@ const CONTAINERD_WORDS: [&str; 14] = [
     "pulling from host",
     "ctr: ",
 ];
-const CRIO_WORDS: [&str; 16] = [
+const CRIO_WORDS: [&str; 17] = [
     "pinging container registry",
     "pinging docker registry",
     "Error reading manifest",
@@ -320,6 +329,7 @@ const CRIO_WORDS: [&str; 16] = [
     "Error initializing source",
     "unable to retrieve auth token",
     "Source image rejected",
+    "did not resolve to an alias",
     "crio",
 ];
 const DOCKER_WORDS: [&str; 15] = [
