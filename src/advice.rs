@@ -127,6 +127,17 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
             ],
             will_not_help: vec!["credentials or network changes: the manifest was fetched".into()],
         },
+        // The kubelet's own limit (`pull QPS exceeded`): no request left the node.
+        Layer::RateLimit if hop == Hop::Unknown => Advice {
+            owner: Owner::NodeOperator,
+            where_to_look: vec![
+                "the kubelet's registryPullQPS and registryBurst (KubeletConfiguration): the kubelet refused the pull before asking the runtime".into(),
+                "how many pods on this node start at once (a DaemonSet roll-out, a node coming up)".into(),
+            ],
+            will_not_help: vec![
+                "credentials or a registry mirror: no request reached any registry".into(),
+            ],
+        },
         Layer::RateLimit => Advice {
             owner: Owner::Identity,
             where_to_look: vec![

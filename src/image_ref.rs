@@ -181,6 +181,13 @@ impl fmt::Display for ImageRef {
     }
 }
 
+/// The registry a reference names itself (`r.example:5000/app` → `r.example:5000`), without
+/// parsing the rest: none for a short name such as `app` or `team/app`.
+pub fn named_registry(reference: &str) -> Option<&str> {
+    let (first, _) = reference.split_once('/')?;
+    is_registry(first).then_some(first)
+}
+
 /// Docker's rule: the first component is a registry if it has a dot or a port, or is
 /// `localhost`, or is an IPv6 literal.
 fn is_registry(first: &str) -> bool {
@@ -204,6 +211,17 @@ mod tests {
             parse("bitnami/redis:7").to_string(),
             "docker.io/bitnami/redis:7"
         );
+    }
+
+    #[test]
+    fn named_registry_only_for_qualified_names() {
+        assert_eq!(
+            named_registry("r.example:5000/app:v1"),
+            Some("r.example:5000")
+        );
+        assert_eq!(named_registry("localhost/app"), Some("localhost"));
+        assert_eq!(named_registry("team/app:v1"), None);
+        assert_eq!(named_registry("nginx"), None);
     }
 
     #[test]

@@ -104,7 +104,12 @@ impl Verdict {
 pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
     let (primary_message, d) = explanation.primary.map(|i| &explanation.messages[i])?;
     let host = d.host.clone().unwrap_or_default();
-    let advice: Advice = advise(d.layer, d.mechanism, d.hop, &host);
+    let mut advice: Advice = advise(d.layer, d.mechanism, d.hop, &host);
+    if let Some(credential) = d.credential {
+        advice
+            .where_to_look
+            .insert(0, credential.evidence(&d.credential_host()));
+    }
     let looks_like_pull = d.about_a_pull;
     let verdict = Verdict {
         passed: false,
@@ -166,6 +171,9 @@ fn next_checks(d: &Diagnosis) -> Vec<String> {
     if d.ambiguity.is_some() && matches!(d.layer, Layer::NotFound | Layer::Forbidden | Layer::Auth)
     {
         checks.push("pullpath probe IMAGE --docker-config SECRET.json   # with the node's pull secret: decides missing vs no rights".into());
+    }
+    if let Some(credential) = d.credential {
+        checks.push(credential.next_check(&d.credential_host()));
     }
     checks
 }

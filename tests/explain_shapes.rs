@@ -1,5 +1,8 @@
 //! Message shapes of each runtime beyond the corpus sample, one row each: the layer, hop and
-//! host `explain` must name. Written in the runtimes' own wording (containerd, CRI-O, Docker).
+//! host `explain` must name. Written in the runtimes' own wording, as their source builds it
+//! (containerd 1.6–2.x `core/remotes/docker`, `core/content`; containers/image `docker/`,
+//! `copy/`, `storage/` for CRI-O and podman; moby `distribution/`; the kubelet). An empty host
+//! means the text names none.
 
 use pullpath::failure_text::explain;
 
@@ -44,7 +47,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     (
         "proxy",
         "proxy",
-        "production.cloudflare.docker.com",
+        "10.0.0.1:3128",
         "Failed to pull image \"nginx:1.25\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/library/nginx:1.25\": failed to copy: httpReadSeeker: failed open: failed to do request: Get \"https://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/ab/abc/data?verify=1\": proxyconnect tcp: dial tcp 10.0.0.1:3128: connect: connection refused",
     ),
     (
@@ -116,8 +119,225 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     (
         "other",
         "unknown",
-        "",
+        "docker.io",
         "Failed to pull image \"nginx\": rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+    ),
+    // --- CRI-O / podman (containers/image docker/, copy/, storage/) ---
+    (
+        "forbidden",
+        "registry",
+        "registry.example.com",
+        "Error: initializing source docker://registry.example.com/team/app:v1: pinging container registry registry.example.com: StatusCode: 403, \"<html><body>Forbidden</body></html>\"",
+    ),
+    (
+        "blob",
+        "blob",
+        "cdn01.quay.io",
+        "Failed to pull image \"quay.io/team/app:v1\": rpc error: code = Unknown desc = parsing image configuration: Get \"https://cdn01.quay.io/quayregistry-us-east-1/sha256/ab/abcdef?X-Amz-Signature=x\": dial tcp 52.0.0.1:443: i/o timeout",
+    ),
+    (
+        "blob",
+        "blob",
+        "registry.example.com",
+        "Failed to pull image \"registry.example.com/team/app:v1\": rpc error: code = Unknown desc = Error reading blob sha256:abc: Error fetching blob: invalid status code from registry 404 (Not Found)",
+    ),
+    (
+        "blob",
+        "blob",
+        "quay.io",
+        "Failed to pull image \"quay.io/team/app:v1\": rpc error: code = Unknown desc = writing blob: storing blob to file \"/var/tmp/storage1/1\": happened during read: Digest did not match, expected sha256:aaa, got sha256:bbb",
+    ),
+    (
+        "platform",
+        "registry",
+        "quay.io",
+        "Error: choosing an image from manifest list docker://quay.io/team/app:v1: no image found in image index for architecture \"arm64\", variant \"v8\", OS \"linux\"",
+    ),
+    (
+        "notfound",
+        "registry",
+        "registry.example.com",
+        "Error: initializing source docker://registry.example.com/team/app:v1: reading manifest v1 in registry.example.com/team/app: errors:\ndenied: requested access to the resource is denied\nunauthorized: authentication required\n",
+    ),
+    (
+        "ratelimit",
+        "auth",
+        "registry.example.com",
+        "Error: initializing source docker://registry.example.com/team/app:v1: Requesting bearer token: too many requests to registry",
+    ),
+    // --- containerd (core/remotes/docker, core/content) ---
+    (
+        "blob",
+        "blob",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to read expected number of bytes: unexpected EOF",
+    ),
+    (
+        "blob",
+        "blob",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/big:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/big:v1\": failed to copy: short read: expected 52428800 bytes but got 1048576: unexpected EOF",
+    ),
+    (
+        "other",
+        "registry",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed commit on ref \"manifest-sha256:abc\": \"manifest-sha256:abc\" failed size validation: 1638 != 529: failed precondition",
+    ),
+    (
+        "other",
+        "unknown",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to extract layer sha256:abc: write /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/9/fs/usr/lib/x: no space left on device: unknown",
+    ),
+    (
+        "notfound",
+        "registry",
+        "ghcr.io",
+        "failed to copy: httpReadSeeker: failed open: content at https://ghcr.io/v2/team/app/manifests/sha256:abc not found: not found",
+    ),
+    (
+        "blob",
+        "blob",
+        "registry-1.docker.io",
+        "Failed to pull image \"docker.io/team/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/team/app:v1\": failed to copy: httpReadSeeker: failed open: unexpected status code https://registry-1.docker.io/v2/team/app/blobs/sha256:abc: 429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit",
+    ),
+    (
+        "forbidden",
+        "registry",
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com",
+        "failed to resolve ref 123456789012.dkr.ecr.us-west-2.amazonaws.com/app:v1@sha256:abc: unexpected status from HEAD request to https://123456789012.dkr.ecr.us-west-2.amazonaws.com/v2/app/blobs/sha256:abc: 403 Forbidden",
+    ),
+    (
+        "other",
+        "registry",
+        "127.0.0.1:65001",
+        "failed to pull and unpack image \"harbor.example.com/base/nginx:1\": failed to resolve reference \"harbor.example.com/base/nginx:1\": pulling from host 127.0.0.1:65001 failed with status code [manifests 1]: 500 Internal Server Error",
+    ),
+    // --- containerd 1.7 and 2.x wording of the lab's faults ---
+    (
+        "auth",
+        "registry",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve reference \"registry.example.test/team-a/small:v1\": unexpected status from HEAD request to https://registry.example.test/v2/team-a/small/manifests/v1: 401 Unauthorized",
+    ),
+    (
+        "auth",
+        "registry",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve reference \"registry.example.test/team-a/small:v1\": pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials",
+    ),
+    (
+        "forbidden",
+        "registry",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-b/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-b/small:v1\": failed to resolve image: pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed",
+    ),
+    (
+        "auth",
+        "auth",
+        "auth.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve image: failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://auth.example.test/token?scope=repository%3Ateam-a%2Fsmall%3Apull&service=registry.example.test: 401 Unauthorized",
+    ),
+    (
+        "auth",
+        "auth",
+        "auth.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve reference \"registry.example.test/team-a/small:v1\": failed to authorize: failed to fetch oauth token: unexpected status from POST request to https://auth.example.test/token: 401 Unauthorized",
+    ),
+    (
+        "dns",
+        "registry",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve image: failed to do request: Head \"https://registry.example.test/v2/team-a/small/manifests/v1\": dial tcp: lookup registry.example.test on 10.10.5.2:53: no such host",
+    ),
+    (
+        "forbidden",
+        "registry",
+        "myacr.azurecr.io",
+        "Failed to pull image \"myacr.azurecr.io/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"myacr.azurecr.io/app:v1\": failed to resolve image: unexpected status from HEAD request to https://myacr.azurecr.io/v2/app/manifests/v1: 403 Forbidden\ndenied: the key vault access of the registry is denied",
+    ),
+    // --- Docker (moby distribution/, the v1-era client) ---
+    (
+        "forbidden",
+        "registry",
+        "docker.io",
+        "Error: Status 403 trying to pull repository team/app: \"{\\\"error\\\": \\\"Permission Denied\\\"}\"",
+    ),
+    (
+        "blob",
+        "blob",
+        "registry.example.com",
+        "Failed to pull image \"registry.example.com/team/app:v1\": rpc error: code = Unknown desc = Error response from daemon: error pulling image configuration: unknown blob",
+    ),
+    // --- the proxy, whatever the inner words ---
+    (
+        "proxy",
+        "proxy",
+        "proxy.corp.example:3128",
+        "Error response from daemon: Get \"https://registry-1.docker.io/v2/\": proxyconnect tcp: dial tcp proxy.corp.example:3128: connect: connection refused",
+    ),
+    (
+        "proxy",
+        "proxy",
+        "registry.example.com",
+        "Failed to pull image \"registry.example.com/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.com/app:v1\": failed to resolve reference \"registry.example.com/app:v1\": failed to do request: Head \"https://registry.example.com/v2/app/manifests/v1\": error connecting to proxy: connection refused",
+    ),
+    (
+        "proxy",
+        "proxy",
+        "registry.example.com",
+        "Failed to pull image \"registry.example.com/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.com/app:v1\": failed to resolve reference \"registry.example.com/app:v1\": failed to do request: Head \"https://registry.example.com/v2/app/manifests/v1\": tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \"crypto/rsa: verification error\" while trying to verify candidate authority certificate \"Zscaler Root CA\")",
+    ),
+    // --- on the node, around the pull ---
+    (
+        "other",
+        "unknown",
+        "registry.example.test",
+        "Failed to pull image \"registry.example.test/team-a/small:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to extract layer sha256:abc: unexpected EOF: unknown",
+    ),
+    (
+        "other",
+        "unknown",
+        "",
+        "E0301 12:00:00.000000    1234 plugin.go:198] Failed getting credential from external registry credential provider: error execing credential provider plugin ecr-credential-provider for image 123456789012.dkr.ecr.us-east-1.amazonaws.com/app: exit status 1",
+    ),
+    (
+        "other",
+        "unknown",
+        "registry.example.com",
+        "Error response from daemon: Get \"https://registry.example.com/v2/\": error getting credentials - err: exit status 1, out: `no usernames for registry.example.com`",
+    ),
+    (
+        "other",
+        "unknown",
+        "",
+        "Failed to apply default image tag \"Registry.example.com/App:v1\": couldn't parse image reference \"Registry.example.com/App:v1\": invalid reference format: repository name must be lowercase",
+    ),
+    (
+        "other",
+        "unknown",
+        "",
+        "Failed to pull image \"app:v1\": rpc error: code = Unknown desc = short-name \"app:v1\" did not resolve to an alias and no unqualified-search registries are defined in \"/etc/containers/registries.conf\"",
+    ),
+    // --- the kubelet ---
+    (
+        "dns",
+        "registry",
+        "registry.example.test",
+        "Back-off pulling image \"registry.example.test/team-a/small:v1\": ErrImagePull: rpc error: code = Unknown desc = failed to pull and unpack image \"registry.example.test/team-a/small:v1\": failed to resolve reference \"registry.example.test/team-a/small:v1\": failed to do request: Head \"https://registry.example.test/v2/team-a/small/manifests/v1\": dial tcp: lookup registry.example.test on 10.10.5.2:53: no such host",
+    ),
+    (
+        "ratelimit",
+        "unknown",
+        "docker.io",
+        "Failed to pull image \"nginx:1.25\": pull QPS exceeded",
+    ),
+    (
+        "platform",
+        "unknown",
+        "",
+        "exec /usr/local/bin/app: exec format error",
     ),
 ];
 
@@ -132,8 +352,7 @@ fn each_runtime_shape_gets_its_layer_hop_and_host() {
             d.hop.as_str(),
             d.host.as_deref().unwrap_or(""),
         );
-        let want_host = if host.is_empty() { got.2 } else { host };
-        if got != (*layer, *hop, want_host) {
+        if got != (*layer, *hop, *host) {
             wrong.push(format!(
                 "want {layer}/{hop}/{host} got {}/{}/{}: {message}",
                 got.0, got.1, got.2
@@ -141,4 +360,148 @@ fn each_runtime_shape_gets_its_layer_hop_and_host() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+fn verdict(message: &str) -> pullpath::failure_text::Diagnosis {
+    explain(message).verdict().expect("a verdict").clone()
+}
+
+#[test]
+fn the_first_error_of_a_registry_list_decides() {
+    // containers/image keeps the first (from WWW-Authenticate); older versions printed all.
+    let d = verdict(
+        "Error: initializing source docker://registry.example.com/team/app:v1: reading manifest v1 in registry.example.com/team/app: errors:\nunauthorized: authentication required\ndenied: requested access to the resource is denied\n",
+    );
+    assert_eq!((d.layer.as_str(), d.ambiguity.is_none()), ("auth", true));
+    assert_eq!(d.cause, "unauthorized: authentication required");
+}
+
+#[test]
+fn the_blob_hop_keeps_its_mechanism() {
+    let cases = [
+        (
+            "failed to pull and unpack image \"docker.io/team/app:v1\": failed to copy: httpReadSeeker: failed open: unexpected status code https://registry-1.docker.io/v2/team/app/blobs/sha256:abc: 429 Too Many Requests - Server message: toomanyrequests: slow down",
+            "ratelimit",
+        ),
+        (
+            "writing blob: storing blob to file \"/var/tmp/storage1/1\": happened during read: Digest did not match, expected sha256:aaa, got sha256:bbb",
+            "other",
+        ),
+        (
+            "failed to pull and unpack image \"r.example/a:b\": failed to read expected number of bytes: unexpected EOF",
+            "refused",
+        ),
+        (
+            "Error response from daemon: error pulling image configuration: unknown blob",
+            "notfound",
+        ),
+    ];
+    for (message, mechanism) in cases {
+        let d = verdict(message);
+        assert_eq!(d.layer.as_str(), "blob", "{message}");
+        assert_eq!(
+            d.mechanism.map(|m| m.as_str()),
+            Some(mechanism),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn a_bare_back_off_keeps_its_closing_quote_and_one_with_a_cause_is_decided() {
+    let bare = verdict(r#"Back-off pulling image "registry.example.test/team-a/small:v1""#);
+    assert!(!bare.causal && bare.ambiguity.is_some());
+    assert!(bare.cause.ends_with(r#"small:v1""#), "{}", bare.cause);
+    let with_cause = verdict(
+        r#"Back-off pulling image "registry.example.test/team-a/small:v404": ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image "registry.example.test/team-a/small:v404": failed to resolve reference "registry.example.test/team-a/small:v404": registry.example.test/team-a/small:v404: not found"#,
+    );
+    assert!(with_cause.causal && with_cause.ambiguity.is_none());
+    assert_eq!(with_cause.layer.as_str(), "notfound");
+}
+
+#[test]
+fn pull_access_denied_is_read_by_what_follows_it() {
+    let prefix = r#"failed to pull and unpack image "registry.example.test/team-a/small:v1": failed to resolve reference "registry.example.test/team-a/small:v1": pull access denied, repository does not exist or may require authorization: "#;
+    let no_credentials = verdict(&format!(
+        "{prefix}authorization failed: no basic auth credentials"
+    ));
+    assert_eq!(no_credentials.layer.as_str(), "auth");
+    assert!(no_credentials.ambiguity.is_none(), "the text decides");
+    assert_eq!(
+        no_credentials.credential,
+        Some(pullpath::failure_text::Credential::NotSent)
+    );
+    let scope = verdict(&format!(
+        "{prefix}server message: insufficient_scope: authorization failed"
+    ));
+    let candidates: Vec<&str> = scope
+        .ambiguity
+        .as_ref()
+        .expect("insufficient_scope alone does not say whether a credential was sent")
+        .candidates
+        .iter()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(candidates, ["forbidden", "notfound", "auth"]);
+    assert_eq!(scope.layer.as_str(), candidates[0]);
+}
+
+#[test]
+fn anonymous_and_oauth_token_failures_say_whether_a_credential_was_sent() {
+    use pullpath::failure_text::Credential;
+    let base = r#"Failed to pull image "registry.example.test/team-a/small:v1": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.test/team-a/small:v1": failed to resolve reference "registry.example.test/team-a/small:v1": failed to authorize: "#;
+    let anonymous =
+        format!("{base}failed to fetch anonymous token: unexpected status: 401 Unauthorized");
+    let oauth = format!(
+        "{base}failed to fetch oauth token: unexpected status from POST request to https://auth.example.test/token: 401 Unauthorized"
+    );
+    for (message, credential, words) in [
+        (&anonymous, Credential::NotSent, "sent no credential"),
+        (&oauth, Credential::Sent, "sent a credential"),
+    ] {
+        let explanation = explain(message);
+        let d = explanation.verdict().expect("a verdict");
+        assert_eq!((d.layer.as_str(), d.hop.as_str()), ("auth", "auth"));
+        assert_eq!(d.credential, Some(credential));
+        let report = pullpath::report::explain_report(&explanation).expect("a report");
+        assert!(
+            report.where_to_look[0].contains(words),
+            "{:?}",
+            report.where_to_look
+        );
+        let check = report.next_checks.last().expect("a next check");
+        // Credentials are chosen for the registry, never for the token realm's host.
+        assert_eq!(check, &credential.next_check("registry.example.test"));
+        assert!(report.where_to_look[0].contains("registry.example.test"));
+    }
+    // An unreachable token host says nothing about the credential.
+    let unreachable = verdict(&format!(
+        "{base}failed to fetch oauth token: Post \"https://auth.example.test/token\": dial tcp 10.10.3.2:443: connect: network is unreachable"
+    ));
+    assert_eq!(
+        (unreachable.layer.as_str(), unreachable.credential),
+        ("route", None)
+    );
+}
+
+#[test]
+fn texts_that_do_not_decide_say_so_with_the_likely_layer_first() {
+    // Go's transport reports a proxy's non-200 answer to CONNECT as the bare reason phrase.
+    let gateway = verdict(
+        r#"Failed to pull image "registry.k8s.io/pause:3.9": rpc error: code = Unknown desc = Error response from daemon: Get "https://registry.k8s.io/v2/": Bad Gateway"#,
+    );
+    assert_eq!(gateway.layer.as_str(), "proxy");
+    assert!(gateway.ambiguity.is_some());
+    // A bare EOF names no request: most likely a layer body cut short.
+    let eof = verdict("unexpected EOF");
+    assert_eq!(eof.layer.as_str(), "blob");
+    let candidates: Vec<&str> = eof
+        .ambiguity
+        .as_ref()
+        .expect("undecided")
+        .candidates
+        .iter()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(candidates, ["blob", "refused"]);
 }

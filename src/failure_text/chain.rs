@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::image_ref::named_registry;
+
 /// One attempt's chain, outermost link first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chain {
@@ -44,9 +46,12 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"https?://([^/\s"?:]+(?::\d+)?|\[[0-9a-fA-F:]+\](?::\d+)?)([^\s"?]*)"#)
         .expect("static regex")
 });
+/// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
+/// name is always quoted, and requiring the quote keeps `pulling image failed` from naming an
+/// image called "failed"; the other contexts name it bare.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:pull|pulling|unpack|resolve|get sandbox) image|resolve reference|pull access denied for|manifest for|Back-off pulling image|pulling image failed|in manifest list for|repositories/|source docker://|reading manifest \S+ in)\s*"?([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
     )
     .expect("static regex")
 });
@@ -117,6 +122,7 @@ fn split_attempts(text: &str) -> Vec<&str> {
 }
 
 fn parse_attempt(text: &str) -> Chain {
+    let text = primary_of_error_list(text);
     let links = split_links(text);
     let mut requests = Vec::new();
     for (i, link) in links.iter().enumerate() {
@@ -138,29 +144,74 @@ fn parse_attempt(text: &str) -> Chain {
             }
         }
     }
-    // Old Docker messages name the URL without a method: `… endpoint https://host/v2/: …`.
+    // Old Docker messages name the URL without a method: `… endpoint https://host/v2/: …`,
+    // containerd's `unexpected status code https://host/v2/…`. Only URLs of the registry API
+    // count: a registry's message may carry a documentation link (`https://www.docker.com/
+    // increase-rate-limit`), which is no request.
     if requests.is_empty() {
         for (i, link) in links.iter().enumerate() {
-            if let Some(u) = URL.captures(link) {
-                requests.push(Request {
-                    link: i,
-                    method: "GET".into(),
-                    url: u[0].to_string(),
-                    host: u[1].to_ascii_lowercase(),
-                    path: u[2].to_string(),
-                });
+            for u in URL.captures_iter(link) {
+                let at = u.get(0).map_or(0, |m| m.start());
+                let url = link[at..]
+                    .split([' ', '"', '\n'])
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches([',', '.', ';', ')']);
+                if is_api_url(url, &u[2]) {
+                    requests.push(Request {
+                        link: i,
+                        method: "GET".into(),
+                        url: url.to_string(),
+                        host: u[1].to_ascii_lowercase(),
+                        path: u[2].to_string(),
+                    });
+                }
             }
         }
     }
-    let image = IMAGE
+    // The first name the text gives, unless a later one is the same image with its registry
+    // spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
+    let names: Vec<String> = IMAGE
         .captures_iter(text)
         .map(|c| c[1].trim_end_matches([':', '.', ',']).to_string())
-        .find(|i| !i.is_empty() && !i.starts_with("sha256"));
+        .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
+        .collect();
+    let image = names
+        .iter()
+        .find(|i| named_registry(i).is_some())
+        .or(names.first())
+        .cloned();
     Chain {
         text: text.to_string(),
         links,
         requests,
         image,
+    }
+}
+
+/// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), or a token realm (its query
+/// names the scope and service).
+fn is_api_url(url: &str, path: &str) -> bool {
+    path.starts_with("/v2/")
+        || path.starts_with("/v1/")
+        || path.ends_with("/token")
+        || (url.contains("scope=") && url.contains("service="))
+}
+
+/// A registry may answer with a list of errors, which the distribution client prints as
+/// `errors:\n<first>\n<second>\n`. The first comes from the `WWW-Authenticate` challenge and is
+/// the specific one (`denied` for a valid token without rights, where the body only says
+/// `unauthorized`); containers/image keeps only that one since (docker/errors.go,
+/// `registryHTTPResponseToError`), and so does this reading of older runtimes' lists.
+fn primary_of_error_list(text: &str) -> &str {
+    const LIST: &str = "errors:\n";
+    let Some(at) = text.find(LIST) else {
+        return text;
+    };
+    let first = at + LIST.len();
+    match text[first..].find('\n') {
+        Some(end) => &text[..first + end],
+        None => text,
     }
 }
 
@@ -265,6 +316,42 @@ mod tests {
             r#"msg="failed to pull \"r.example/app:v1\": Get \"https://blob.example/x\": EOF""#,
         );
         assert_eq!(chains[0].requests[0].host, "blob.example");
+    }
+
+    #[test]
+    fn only_the_first_error_of_a_registry_list_is_kept() {
+        let chains = parse(
+            "reading manifest v1 in r.example/app: errors:\ndenied: requested access to the resource is denied\nunauthorized: authentication required\n",
+        );
+        assert_eq!(
+            chains[0].links.last().map(String::as_str),
+            Some("requested access to the resource is denied")
+        );
+        assert!(!chains[0].text.contains("unauthorized"));
+    }
+
+    #[test]
+    fn documentation_links_are_no_requests() {
+        let chains = parse(
+            "failed to copy: httpReadSeeker: failed open: unexpected status code https://registry-1.docker.io/v2/x/manifests/sha256:abc: 429 Too Many Requests - Server message: toomanyrequests: upgrade: https://www.docker.com/increase-rate-limit",
+        );
+        let hosts: Vec<&str> = chains[0].requests.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["registry-1.docker.io"]);
+        let realm =
+            parse("Get https://quay.io/v2/auth?scope=repository%3Ax%3Apull&service=quay.io: EOF");
+        assert!(realm[0].requests[0].url.contains("service=quay.io"));
+    }
+
+    #[test]
+    fn images_after_a_verb_are_quoted() {
+        let chains = parse(
+            "pulling image failed: rpc error: code = Unknown desc = Error choosing image instance: no image found",
+        );
+        assert_eq!(chains[0].image, None);
+        let chains = parse(
+            "Error: choosing an image from manifest list docker://quay.io/x/y:1: no image found in image index for architecture \"arm64\"",
+        );
+        assert_eq!(chains[0].image.as_deref(), Some("quay.io/x/y:1"));
     }
 
     #[test]

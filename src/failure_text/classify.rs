@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::chain::{Chain, Request};
+use crate::image_ref::named_registry;
 use crate::vocab::{Hop, Layer, Runtime};
 
 /// What one attempt's text says.
@@ -34,6 +35,47 @@ pub struct Diagnosis {
     pub causal: bool,
     /// Whether the text speaks of an image pull at all.
     pub about_a_pull: bool,
+    /// Whether the runtime presented a credential, when its words say so.
+    pub credential: Option<Credential>,
+}
+
+/// What the runtime's words say about the credential it presented. containerd names the token
+/// request it made (core/remotes/docker/authorizer.go): with a secret from the kubelet it POSTs
+/// for an OAuth token (`failed to fetch oauth token`), without one it GETs an anonymous token
+/// (`failed to fetch anonymous token`); a Basic challenge with no secret fails as
+/// `no basic auth credentials`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// The kubelet passed no credential for this host, so the runtime asked anonymously.
+    NotSent,
+    /// The runtime presented a credential; the answer shown is what it got for it.
+    Sent,
+}
+
+impl Credential {
+    /// The evidence, in words, for `host`.
+    pub fn evidence(self, host: &str) -> String {
+        match self {
+            Credential::NotSent => format!(
+                "the node sent no credential for {host} (the runtime asked for an anonymous token or found no basic-auth secret): the kubelet found no pull secret, node docker config or credential provider entry matching {host} exactly"
+            ),
+            Credential::Sent => format!(
+                "the node sent a credential for {host} (the runtime's OAuth token request): if the answer is 401 that credential is wrong, expired or for another registry; if 403, it lacks the rights"
+            ),
+        }
+    }
+
+    /// The check that confirms it.
+    pub fn next_check(self, host: &str) -> String {
+        match self {
+            Credential::NotSent => format!(
+                "kubectl get pod POD -o jsonpath='{{.spec.imagePullSecrets}}'   # then the secret's .dockerconfigjson: one key must be {host}; or the credential provider's matchImages"
+            ),
+            Credential::Sent => format!(
+                "pullpath probe IMAGE --docker-config SECRET.json   # the same credential against {host}: a 401 confirms it is wrong or expired"
+            ),
+        }
+    }
 }
 
 /// The text fits more than one layer.
@@ -50,7 +92,7 @@ fn re(pattern: &str) -> Regex {
 static LOOKUP: LazyLock<Regex> = LazyLock::new(|| re(r"^lookup ([^\s]+?)(?: on ([^\s]+))?$"));
 static STATUS: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:^|[\s:\[])(4\d\d|5\d\d)(?: [A-Z][A-Za-z ]+| response body)|HTTP (?:status|code)[: ]+(\d{3})|status code[= ](\d{3})|HTTP (\d{3}) response",
+        r"(?:^|[\s:\[])(4\d\d|5\d\d)(?: [A-Z][A-Za-z ]+| response body| \()|HTTP (?:status|code)[: ]+(\d{3})|status code[= ](\d{3})|HTTP (\d{3}) response|(?:http code|StatusCode): (\d{3})|Status (\d{3}) trying to pull",
     )
 });
 static STORAGE_HOST: LazyLock<Regex> = LazyLock::new(|| {
@@ -58,6 +100,27 @@ static STORAGE_HOST: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)(\.blob\.core\.windows\.net|\.data\.azurecr\.io|cloudflare|\.cdn\.|cdn\d*\.|^cdn|\.s3[.-]|s3\.amazonaws\.com|storage\.googleapis\.com|\.cloudfront\.net|prod-registry-k8s-io|\.r2\.cloudflarestorage|quay-registry\.s3|\.blob\.)",
     )
 });
+/// The proxy's own address: Go's transport wraps the dial to the proxy as `proxyconnect tcp`.
+static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"proxyconnect tcp: (?:dial tcp (\[[0-9a-fA-F:]+\]:\d+|[^\s:\[]+:\d+)|dial tcp: lookup ([^\s:]+))",
+    )
+});
+/// Hosts the runtimes name without a URL: containerd 1.6 `pulling from host H failed with
+/// status code`, containers/image `pinging container registry H`.
+static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?:pulling from host|pinging (?:container|docker) registry) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
+    )
+});
+/// containerd's ingest reference names the kind of content it was writing
+/// (core/remotes/handlers.go, `MakeRefKey`): `manifest-`, `index-`, `config-`, `layer-`.
+static REF_KIND: LazyLock<Regex> = LazyLock::new(|| re(r#"failed commit on ref "([a-z]+)-"#));
+/// Go's transport reports a proxy that answers CONNECT with anything but 200 as the bare reason
+/// phrase (net/http transport.go: `errors.New(text)` of `resp.Status`), with no code and no
+/// wrapping: `Get "https://r/v2/": Bad Gateway`.
+static REASON_PHRASE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[A-Z][a-z]+(?:[A-Z][a-z]+)*(?: [A-Z][a-z]+)*$"));
 
 /// Classify one attempt of a message the `runtime` wrote (named once per message, from the
 /// whole text: log prefixes such as `dockerd[123]:` name it).
@@ -65,7 +128,12 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     let request = chain.innermost_request();
     let cause_links = chain.cause_links();
     let cause_text = cause_links.join(": ");
-    let (mechanism, ambiguity) = mechanism(chain, &cause_text);
+    let bare_backoff = is_bare_backoff(&chain.text);
+    let (mechanism, ambiguity) = if bare_backoff {
+        (Layer::Other, Some(backoff_ambiguity()))
+    } else {
+        mechanism(chain, &cause_text)
+    };
     let hop = hop(chain, request, mechanism);
     let layer = match hop {
         Hop::Blob => Layer::Blob,
@@ -75,11 +143,42 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     let lookup_name = cause_links
         .iter()
         .find_map(|l| LOOKUP.captures(l).map(|c| c[1].to_string()));
-    let host = request
-        .map(|r| r.host.clone())
+    let proxy = (hop == Hop::Proxy)
+        .then(|| PROXY_ADDRESS.captures(&chain.text))
+        .flatten()
+        .and_then(|c| {
+            c.get(1)
+                .or(c.get(2))
+                .map(|m| m.as_str().to_ascii_lowercase())
+        });
+    let named = || {
+        NAMED_HOST
+            .captures(&chain.text)
+            .map(|c| c[1].to_ascii_lowercase())
+    };
+    let host = proxy
+        .or_else(|| request.map(|r| r.host.clone()))
         .or(lookup_name)
-        .or_else(|| chain.image.as_deref().and_then(registry_of));
-    let causal = !is_bare_backoff(&chain.text) && about_a_pull(chain);
+        .or_else(named)
+        .or_else(|| {
+            let image = chain.image.as_deref()?;
+            // CRI-O and podman resolve a short name through registries.conf's search list,
+            // so a short name there implies no registry; containerd and Docker mean docker.io.
+            if runtime == Runtime::Crio {
+                named_registry(image).map(str::to_ascii_lowercase)
+            } else {
+                registry_of(image)
+            }
+        });
+    let about_a_pull = about_a_pull(chain);
+    // Only where the answer concerned the credential: a token host that cannot be reached says
+    // nothing about what was sent.
+    let credential = credential(chain).filter(|_| {
+        matches!(layer, Layer::Auth | Layer::Forbidden)
+            || ambiguity
+                .as_ref()
+                .is_some_and(|a| a.candidates.iter().any(|(l, _)| *l == Layer::Auth))
+    });
     Diagnosis {
         layer,
         mechanism: (layer == Layer::Blob || layer == Layer::Proxy).then_some(mechanism),
@@ -89,13 +188,22 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         runtime,
         image: chain.image.clone(),
         cause: innermost_cause(chain, cause_links),
-        ambiguity: if is_bare_backoff(&chain.text) {
-            Some(backoff_ambiguity())
-        } else {
-            ambiguity
-        },
-        causal,
-        about_a_pull: about_a_pull(chain),
+        ambiguity,
+        causal: !bare_backoff && about_a_pull,
+        about_a_pull,
+        credential,
+    }
+}
+
+impl Diagnosis {
+    /// The host the kubelet chooses credentials for: the image's registry (credentials are
+    /// matched by registry, never by the token realm's host), else the failing host.
+    pub fn credential_host(&self) -> String {
+        self.image
+            .as_deref()
+            .and_then(registry_of)
+            .or_else(|| self.host.clone())
+            .unwrap_or_else(|| "the registry".into())
     }
 }
 
@@ -118,6 +226,19 @@ fn about_a_pull(chain: &Chain) -> bool {
     !chain.requests.is_empty() || MARKERS.iter().any(|m| chain.text.contains(m))
 }
 
+fn credential(chain: &Chain) -> Option<Credential> {
+    if chain.has_link(&[
+        "failed to fetch anonymous token",
+        "no basic auth credentials",
+    ]) {
+        Some(Credential::NotSent)
+    } else if chain.has_link(&["failed to fetch oauth token"]) {
+        Some(Credential::Sent)
+    } else {
+        None
+    }
+}
+
 fn backoff_ambiguity() -> Ambiguity {
     Ambiguity {
         candidates: vec![
@@ -133,19 +254,39 @@ fn backoff_ambiguity() -> Ambiguity {
     }
 }
 
+/// A back-off line without its cause. The kubelet from 1.32 on appends the cause
+/// (`Back-off pulling image "X": ErrImagePull: <cause>`); before, and in the container status
+/// (`ImagePullBackOff`, `ErrImagePull`), nothing follows.
 fn is_bare_backoff(text: &str) -> bool {
-    (text.contains("Back-off pulling image")
-        || text.contains("ImagePullBackOff")
-        || text.trim_end().ends_with("ErrImagePull"))
-        && !text.contains("rpc error")
-        && !text.contains("Error response from daemon")
+    const BACKOFF: &str = "Back-off pulling image";
+    let tail = if let Some(at) = text.find(BACKOFF) {
+        let rest = text[at + BACKOFF.len()..].trim_start();
+        match rest.strip_prefix('"') {
+            Some(quoted) => quoted.find('"').map_or("", |end| &quoted[end + 1..]),
+            None => rest.split_once(' ').map_or("", |(_, after)| after),
+        }
+    } else {
+        match ["ImagePullBackOff", "ErrImagePull"]
+            .iter()
+            .filter_map(|m| text.rfind(m).map(|at| at + m.len()))
+            .max()
+        {
+            Some(end) => &text[end..],
+            None => return false,
+        }
+    };
+    let tail = tail.trim_start_matches([':', ' ', '.', '"']);
+    let tail = tail
+        .strip_prefix("ErrImagePull")
+        .unwrap_or(tail)
+        .trim_matches([':', ' ', '.', '"']);
+    tail.is_empty() && !text.contains("rpc error") && !text.contains("Error response from daemon")
 }
 
 /// The image reference's registry (`nginx` → `docker.io`).
 fn registry_of(image: &str) -> Option<String> {
-    let first = image.split('/').next()?;
-    if image.contains('/') && (first.contains(['.', ':']) || first == "localhost") {
-        Some(first.to_ascii_lowercase())
+    if let Some(registry) = named_registry(image) {
+        Some(registry.to_ascii_lowercase())
     } else if image.contains('*') {
         None
     } else {
@@ -153,50 +294,142 @@ fn registry_of(image: &str) -> Option<String> {
     }
 }
 
+/// Each runtime's own words, from its source: containerd (core/remotes/docker, core/content,
+/// the CRI plugin), CRI-O and podman (containers/image docker/, copy/, storage/), Docker (moby
+/// daemon/internal/distribution, buildkit, the v1-era client).
+const CONTAINERD_WORDS: [&str; 14] = [
+    "failed to pull and unpack image",
+    "failed to resolve reference",
+    "failed to resolve image",
+    "unexpected status from HEAD request",
+    "httpReadSeeker",
+    "httpReaderSeeker",
+    "failed to copy:",
+    "failed to extract layer",
+    "no match for current platform",
+    "no match for platform",
+    "failed commit on ref",
+    "failed to read expected number of bytes",
+    "pulling from host",
+    "ctr: ",
+];
+const CRIO_WORDS: [&str; 17] = [
+    "pinging container registry",
+    "pinging docker registry",
+    "Error reading manifest",
+    "Error choosing image instance",
+    "choosing an image from manifest list",
+    "Error determining manifest MIME type",
+    "parsing image configuration",
+    "Error writing blob",
+    "writing blob",
+    "reading blob",
+    "reading manifest",
+    "initializing source docker://",
+    "Error initializing source",
+    "unable to retrieve auth token",
+    "Source image rejected",
+    "did not resolve to an alias",
+    "crio",
+];
+const DOCKER_WORDS: [&str; 15] = [
+    "Error response from daemon",
+    "error pulling image configuration",
+    "Error while pulling image",
+    "dockerd",
+    "docker-current",
+    "docker: ",
+    "Docker API",
+    "DockerApiException",
+    "CannotPullECRContainerError",
+    "in the manifest list entries",
+    "failed to register layer",
+    "trying to pull repository",
+    "not found in repository",
+    "failed to solve: ",
+    // docker compose v2's progress line; compose v1 and buildx print `ERROR: ` (see `runtime`).
+    "✘ Image ",
+];
+
 pub fn runtime(text: &str) -> Runtime {
-    const CONTAINERD: [&str; 10] = [
-        "failed to pull and unpack image",
-        "failed to resolve reference",
-        "failed to resolve image",
-        "unexpected status from HEAD request",
-        "httpReadSeeker",
-        "httpReaderSeeker",
-        "failed to copy:",
-        "failed to extract layer",
-        "no match for current platform",
-        "ctr: ",
-    ];
-    const CRIO: [&str; 11] = [
-        "pinging container registry",
-        "error pinging docker registry",
-        "Error reading manifest",
-        "Error choosing image instance",
-        "Error determining manifest MIME type",
-        "Error writing blob",
-        "writing blob",
-        "reading blob",
-        "reading manifest",
-        "initializing source docker://",
-        "crio",
-    ];
-    const DOCKER: [&str; 7] = [
-        "Error response from daemon",
-        "error pulling image configuration",
-        "Error while pulling image",
-        "dockerd",
-        "docker: Error",
-        "Docker API",
-        "DockerApiException",
-    ];
-    if DOCKER.iter().any(|m| text.contains(m)) {
+    let any = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    // Docker's tools print their error as `ERROR: …` (compose v1, buildx; buildkit's progress
+    // as `#N ERROR: …`), where podman and the containers/image tools print `Error: …`.
+    let docker_tool = text.trim_start().starts_with("ERROR: ")
+        || text.trim_start().starts_with('#')
+            && text
+                .split_once(' ')
+                .is_some_and(|(_, rest)| rest.starts_with("ERROR: "));
+    if docker_tool || any(&DOCKER_WORDS) {
         Runtime::Docker
-    } else if CRIO.iter().any(|m| text.contains(m)) {
+    } else if any(&CRIO_WORDS) {
         Runtime::Crio
-    } else if CONTAINERD.iter().any(|m| text.contains(m)) || text.contains("no match for platform")
-    {
+    } else if any(&CONTAINERD_WORDS) {
         Runtime::Containerd
     } else {
         Runtime::Unknown
+    }
+}
+
+/// Operations that download a blob (a config or a layer), in each runtime's words.
+const BLOB_OPERATIONS: [&str; 22] = [
+    "failed to copy",
+    "httpReadSeeker",
+    "httpReaderSeeker",
+    "failed to read expected number of bytes",
+    "short read: expected",
+    "failed commit on ref",
+    "unexpected commit digest",
+    "error pulling image configuration",
+    "download failed after attempts",
+    "layer verification failed",
+    "unknown blob",
+    "parsing image configuration",
+    "Error fetching blob",
+    "fetching blob",
+    "Error writing blob",
+    "writing blob",
+    "storing blob",
+    "happened during read",
+    "Digest did not match",
+    "error reading blob",
+    "reading blob",
+    "failed to fetch blob",
+];
+
+/// What kind of content the failing step fetched, when the text says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Content {
+    /// A manifest or index: the registry hop, even inside containerd's copy (`failed to copy:
+    /// httpReadSeeker: … /manifests/sha256:…`).
+    Manifest,
+    /// A config or layer blob.
+    Blob,
+}
+
+fn content(chain: &Chain, request: Option<&Request>) -> Option<Content> {
+    if let Some(kind) = REF_KIND.captures(&chain.text) {
+        return match &kind[1] {
+            "manifest" | "index" => Some(Content::Manifest),
+            _ => Some(Content::Blob),
+        };
+    }
+    let r = request?;
+    if r.path.contains("/manifests/") {
+        Some(Content::Manifest)
+    } else if r.path.contains("/blobs/") {
+        // containerd resolves a digest reference with HEAD on /manifests/, then on /blobs/
+        // (core/remotes/docker/resolver.go): a HEAD while resolving is the manifest step.
+        let resolving = r.method == "HEAD" && chain.text.contains("resolve");
+        Some(if resolving {
+            Content::Manifest
+        } else {
+            Content::Blob
+        })
+    } else if STORAGE_HOST.is_match(&r.host) {
+        Some(Content::Blob)
+    } else {
+        None
     }
 }
 
@@ -205,27 +438,11 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
     if mechanism == Layer::Proxy {
         return Hop::Proxy;
     }
-    // Blob: the runtime's copy/read-seeker context, the config download, or the request itself.
-    let blob_context = chain.has_link(&[
-        "failed to copy",
-        "httpReadSeeker",
-        "httpReaderSeeker",
-        "error pulling image configuration",
-        "download failed after attempts",
-        "Error writing blob",
-        "writing blob",
-        "storing blob",
-        "error reading blob",
-        "reading blob",
-        "failed to fetch blob",
-        "failed commit on ref",
-        "unexpected commit digest",
-        "layer verification failed",
-        "short read",
-    ]);
-    let blob_request =
-        request.is_some_and(|r| r.path.contains("/blobs/") || STORAGE_HOST.is_match(&r.host));
-    if blob_context || blob_request {
+    let blob = match content(chain, request) {
+        Some(kind) => kind == Content::Blob,
+        None => chain.has_link(&BLOB_OPERATIONS) || is_bare_eof(chain),
+    };
+    if blob {
         return Hop::Blob;
     }
     let auth_context = chain.has_link(&[
@@ -233,6 +450,8 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
         "failed to fetch anonymous token",
         "fetching token",
         "GetAuthorizationToken",
+        "unable to retrieve auth token",
+        "Requesting bearer token",
     ]);
     let auth_request = request.is_some_and(|r| {
         r.path.ends_with("/token")
@@ -240,6 +459,7 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
             || r.path.contains("/service/token")
             || r.host.starts_with("auth.")
             || r.host.starts_with("api.ecr.")
+            || (r.url.contains("scope=") && r.url.contains("service="))
     });
     if auth_context || auth_request {
         return Hop::Auth;
@@ -256,22 +476,185 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
         ]
         .iter()
         .any(|m| text.contains(m));
-    // Local failures (disk, unpack, the runtime's own socket) name no request.
-    let local = [
-        "no space left on device",
-        "failed to extract layer",
-        "failed to connect: ",
-        "code = 4 desc",
-        "code = DeadlineExceeded desc = context deadline exceeded",
-    ]
-    .iter()
-    .any(|m| text.contains(m));
-    if registry_signal && !local && !is_bare_backoff(text) {
+    if registry_signal && !is_local(text, mechanism) && !is_bare_backoff(text) {
         Hop::Registry
     } else {
         Hop::Unknown
     }
 }
+
+/// Failures on the node itself, whatever the mechanism underneath: the runtime's own socket,
+/// the kubelet's deadline and limits, running a binary of another architecture.
+const LOCAL: [&str; 5] = [
+    "failed to connect: ",
+    "code = 4 desc",
+    "code = DeadlineExceeded desc = context deadline exceeded",
+    "pull QPS exceeded",
+    "exec format error",
+];
+
+fn is_local(text: &str, mechanism: Layer) -> bool {
+    LOCAL.iter().any(|m| text.contains(m))
+        || (mechanism == Layer::Other && NODE_WORDS.iter().any(|m| text.contains(m)))
+}
+
+/// The proxy itself failed: its dial, its authentication, its policy page.
+const PROXY_WORDS: [&str; 3] = [
+    "Proxy Authentication Required",
+    " 407 ",
+    "error connecting to proxy",
+];
+/// An answer that names the proxy or TLS-inspecting middlebox that made it (its block page, or
+/// the interception CA Go names as the candidate authority): the middlebox, not the registry.
+const MIDDLEBOX_WORDS: [&str; 10] = [
+    "Zscaler",
+    "zscaler",
+    "Squid",
+    "squid/",
+    "Blue Coat",
+    "BlueCoat",
+    "FortiGuard",
+    "Fortinet",
+    "Forcepoint",
+    "Netskope",
+];
+const DNS_WORDS: [&str; 7] = [
+    "no such host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "server misbehaving",
+    "Could not resolve host",
+    "could not resolve host",
+    "nodename nor servname",
+];
+const TLS_WORDS: [&str; 7] = [
+    "x509:",
+    "tls:",
+    "TLS handshake",
+    "certificate",
+    "server gave HTTP response to HTTPS client",
+    "first record does not look like a TLS handshake",
+    "\\x15\\x03",
+];
+const ROUTE_WORDS: [&str; 9] = [
+    "i/o timeout",
+    "network is unreachable",
+    "no route to host",
+    "host is unreachable",
+    "Client.Timeout exceeded",
+    "request canceled while waiting for connection",
+    "connection timed out",
+    "awaiting headers",
+    "cannot assign requested address",
+];
+const REFUSED_WORDS: [&str; 6] = [
+    "connection refused",
+    "connection reset by peer",
+    "broken pipe",
+    "server closed",
+    "unexpected EOF",
+    "GOAWAY",
+];
+const RATELIMIT_WORDS: [&str; 7] = [
+    "toomanyrequests",
+    "too many requests to registry",
+    "Too Many Requests",
+    "rate limit",
+    "Rate exceeded",
+    "pull rate limit",
+    "pull QPS exceeded",
+];
+const PLATFORM_WORDS: [&str; 11] = [
+    "no match for platform",
+    "no match for current platform",
+    "no matching manifest for",
+    "no image found in manifest list",
+    "no image found in image index",
+    "does not match the specified platform",
+    "image with reference",
+    "no manifest for platform",
+    "cannot be used on this platform",
+    "exec format error",
+    "exec user process caused: exec format",
+];
+/// The download finished but what arrived is not what the manifest promised.
+const INTEGRITY_WORDS: [&str; 6] = [
+    "Digest did not match",
+    "digest mismatch",
+    "unexpected commit digest",
+    "failed size validation",
+    "layer verification failed",
+    "filesystem layer verification failed",
+];
+/// On the node, before a request or after the download: unpacking, snapshots, disk, the
+/// kubelet's pull secrets and credential provider plugins, signature policy, the reference
+/// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
+const NODE_WORDS: [&str; 27] = [
+    "failed to extract layer",
+    "error unpacking image",
+    "failed to resolve rootfs",
+    // CRI-O's short-name policy (containers/image pkg/shortnames): registries.conf decides.
+    "did not resolve to an alias",
+    "short-name resolution enforced",
+    "ErrImageNeverPull",
+    "failed to unpack image on snapshotter",
+    "failed to prepare extraction snapshot",
+    "content store",
+    "no space left on device",
+    "failed to mount",
+    "failed to register layer",
+    "Unable to retrieve pull secret",
+    "Source image rejected",
+    "A signature was required",
+    "signature verification failed",
+    "trying and failing to pull image",
+    "credential provider",
+    "credential-provider",
+    "CredentialProvider",
+    "error getting credentials",
+    "docker-credential-",
+    "invalid reference format",
+    "InvalidImageName",
+    "repository name must be lowercase",
+    "couldn't parse image reference",
+    "failed to parse image reference",
+];
+const AUTH_WORDS: [&str; 8] = [
+    "unauthorized",
+    "authentication required",
+    "no basic auth credentials",
+    "incorrect username or password",
+    "UNAUTHORIZED",
+    "invalid username/password",
+    "authorization token has expired",
+    "Not Authorized",
+];
+const FORBIDDEN_WORDS: [&str; 6] = [
+    "insufficient_scope",
+    "forbidden",
+    "Forbidden",
+    "\"denied\"",
+    "DENIED",
+    "is not authorized to perform",
+];
+const NOTFOUND_WORDS: [&str; 7] = [
+    "manifest unknown",
+    "name unknown",
+    "blob unknown",
+    "unknown blob",
+    "not found",
+    "NAME_UNKNOWN",
+    "MANIFEST_UNKNOWN",
+];
+/// A registry's "denied" that names why: a network rule (ACR `client with IP … is not allowed
+/// access`) or a named permission (GCP `Permission "…" denied`, AWS `is not authorized to
+/// perform`). Both mean the caller was recognised and refused.
+const NAMED_REFUSAL_WORDS: [&str; 4] = [
+    "is not allowed access",
+    "client with IP",
+    "Permission \"",
+    "is not authorized to perform",
+];
 
 /// The mechanism of the innermost cause, in the order a pull meets them.
 fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
@@ -280,120 +663,60 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
 
     // The proxy itself.
     if chain.has_link(&["proxyconnect tcp"])
-        || any(&["Proxy Authentication Required", " 407 "], text)
+        || any(&PROXY_WORDS, text)
+        || any(&MIDDLEBOX_WORDS, cause)
     {
         return (Layer::Proxy, None);
+    }
+    // On the node, with no request made: the node's words decide, whatever they wrap (an
+    // unpack that finds no manifest for the node's platform is still the platform).
+    if chain.requests.is_empty() && any(&NODE_WORDS, text) && !any(&PLATFORM_WORDS, text) {
+        return (Layer::Other, None);
     }
     // DNS: a lookup clause decides, whatever failed inside it (timeout, refused, SERVFAIL).
     let lookup = chain
         .cause_links()
         .iter()
         .any(|l| LOOKUP.is_match(l) || l.starts_with("resolving host"));
-    if lookup
-        || any(
-            &[
-                "no such host",
-                "Temporary failure in name resolution",
-                "Name or service not known",
-                "server misbehaving",
-                "Could not resolve host",
-                "could not resolve host",
-                "nodename nor servname",
-            ],
-            cause,
-        )
-    {
+    if lookup || any(&DNS_WORDS, cause) {
         return (Layer::Dns, None);
     }
     // TLS, before timeouts: "TLS handshake timeout" is a handshake that did not finish.
-    if any(
-        &[
-            "x509:",
-            "tls:",
-            "TLS handshake",
-            "certificate",
-            "server gave HTTP response to HTTPS client",
-            "first record does not look like a TLS handshake",
-            "\\x15\\x03",
-        ],
-        cause,
-    ) {
+    if any(&TLS_WORDS, cause) {
         return (Layer::Tls, None);
     }
     // The connection.
-    if any(
-        &[
-            "i/o timeout",
-            "network is unreachable",
-            "no route to host",
-            "host is unreachable",
-            "Client.Timeout exceeded",
-            "request canceled while waiting for connection",
-            "connection timed out",
-            "awaiting headers",
-            "cannot assign requested address",
-        ],
-        cause,
-    ) || (cause.contains("context deadline exceeded") && chain.innermost_request().is_some())
+    if any(&ROUTE_WORDS, cause)
+        || (cause.contains("context deadline exceeded") && chain.innermost_request().is_some())
     {
         return (Layer::Route, None);
     }
-    if any(
-        &[
-            "connection refused",
-            "connection reset by peer",
-            "broken pipe",
-            "server closed",
-            "unexpected EOF",
-            "GOAWAY",
-        ],
-        cause,
-    ) || chain
-        .cause_links()
-        .last()
-        .is_some_and(|l| l == "EOF" || l.ends_with(" EOF") || l.ends_with(": EOF"))
+    if any(&REFUSED_WORDS, cause)
+        || chain
+            .cause_links()
+            .last()
+            .is_some_and(|l| l == "EOF" || l.ends_with(" EOF") || l.ends_with(": EOF"))
     {
-        return (Layer::Refused, None);
+        return (Layer::Refused, is_bare_eof(chain).then(bare_eof_ambiguity));
+    }
+    // A request answered by nothing but a reason phrase: the proxy refused CONNECT.
+    if let Some(r) = chain.innermost_request()
+        && chain.links.len() == r.link + 2
+        && chain
+            .links
+            .last()
+            .is_some_and(|l| l != "EOF" && REASON_PHRASE.is_match(l))
+    {
+        return (Layer::Proxy, Some(connect_refused_ambiguity()));
     }
     // What the registry answered: its error codes, then the HTTP status.
-    if any(
-        &[
-            "toomanyrequests",
-            "Too Many Requests",
-            "rate limit",
-            "Rate exceeded",
-            "pull rate limit",
-        ],
-        text,
-    ) {
+    if any(&RATELIMIT_WORDS, text) {
         return (Layer::RateLimit, None);
     }
-    if any(
-        &[
-            "no match for platform",
-            "no match for current platform",
-            "no matching manifest for",
-            "no image found in manifest list",
-            "does not match the specified platform",
-            "image with reference",
-            "no manifest for platform",
-            "cannot be used on this platform",
-        ],
-        text,
-    ) {
+    if any(&PLATFORM_WORDS, text) {
         return (Layer::Platform, None);
     }
-    // Unpacking on the node: the download is done; "not found" here is the node's own store.
-    if any(
-        &[
-            "failed to extract layer",
-            "failed to unpack image on snapshotter",
-            "content store",
-            "no space left on device",
-            "failed to mount",
-        ],
-        text,
-    ) {
+    if any(&INTEGRITY_WORDS, text) || any(&NODE_WORDS, text) {
         return (Layer::Other, None);
     }
     if text.contains("pull access denied")
@@ -401,23 +724,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
         || text.contains("access to the resource is denied")
         || text.contains("denied: ")
     {
-        // Docker Hub answers insufficient_scope for a repository that does not exist, so there
-        // the scope error says nothing about rights; elsewhere it means the token lacked them.
-        let docker_hub = chain
-            .image
-            .as_deref()
-            .and_then(registry_of)
-            .is_none_or(|r| r == "docker.io")
-            && chain.requests.iter().all(|r| r.host.ends_with("docker.io"));
-        let scope = text.contains("insufficient_scope") && !docker_hub;
-        return (
-            if scope {
-                Layer::Forbidden
-            } else {
-                Layer::NotFound
-            },
-            Some(denied_ambiguity(scope)),
-        );
+        return denied(chain, cause);
     }
     let status = status_code(cause).or_else(|| status_code(text));
     match status {
@@ -429,42 +736,13 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
         Some(_) => return (Layer::Other, None),
         None => {}
     }
-    if any(
-        &[
-            "unauthorized",
-            "authentication required",
-            "no basic auth credentials",
-            "incorrect username or password",
-            "UNAUTHORIZED",
-            "invalid username/password",
-        ],
-        text,
-    ) {
+    if any(&AUTH_WORDS, text) {
         return (Layer::Auth, None);
     }
-    if any(
-        &[
-            "insufficient_scope",
-            "forbidden",
-            "Forbidden",
-            "\"denied\"",
-            "DENIED",
-        ],
-        text,
-    ) {
+    if any(&FORBIDDEN_WORDS, text) {
         return (Layer::Forbidden, None);
     }
-    if any(
-        &[
-            "manifest unknown",
-            "name unknown",
-            "blob unknown",
-            "not found",
-            "NAME_UNKNOWN",
-            "MANIFEST_UNKNOWN",
-        ],
-        text,
-    ) {
+    if any(&NOTFOUND_WORDS, text) {
         return (Layer::NotFound, None);
     }
     // containerd handles 401 and 404 on HEAD itself: what reaches "unexpected status" without a
@@ -488,7 +766,60 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     (Layer::Other, None)
 }
 
-fn denied_ambiguity(scope: bool) -> Ambiguity {
+/// `pull access denied`, `repository does not exist or may require …`, `denied: …`: the
+/// prefix says only that the registry refused; what follows it decides. containerd ≥ 1.7 puts
+/// the prefix before any `authorization failed` (core/remotes/docker/resolver.go), whatever
+/// failed underneath, so the words after it are read, not the prefix.
+fn denied(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
+    let text = chain.text.as_str();
+    // A Basic challenge the kubelet passed no secret for (authorizer.go): missing credentials.
+    // A bearer token the registry calls `invalid_token` (RFC 6750 §3.1: expired, revoked,
+    // malformed) or an expired ECR token: the credential, not the rights.
+    if text.contains("no basic auth credentials")
+        || text.contains("authorization token has expired")
+        || text.contains("invalid_token")
+    {
+        return (Layer::Auth, None);
+    }
+    // A token request that failed: its status decides, as on any other request.
+    if chain.has_link(&[
+        "failed to fetch anonymous token",
+        "failed to fetch oauth token",
+    ]) {
+        match status_code(cause).or_else(|| status_code(text)) {
+            Some(401) => return (Layer::Auth, None),
+            Some(403) => return (Layer::Forbidden, None),
+            _ => {}
+        }
+    }
+    // A named refusal, or an explicit 403 (containerd 2.x joins the body of a follow-up GET to
+    // a HEAD's 403: `…: 403 Forbidden\ndenied: …`): the caller was recognised and refused.
+    if NAMED_REFUSAL_WORDS.iter().any(|w| text.contains(w)) || status_code(cause) == Some(403) {
+        return (Layer::Forbidden, None);
+    }
+    if text.contains("insufficient_scope") {
+        // Docker Hub answers insufficient_scope for a repository that does not exist, so there
+        // the scope error says nothing about rights; elsewhere the token lacked them.
+        let docker_hub = chain
+            .image
+            .as_deref()
+            .and_then(registry_of)
+            .is_none_or(|r| r == "docker.io")
+            && chain.requests.iter().all(|r| r.host.ends_with("docker.io"));
+        return if docker_hub {
+            (Layer::NotFound, Some(denied_ambiguity(Layer::NotFound)))
+        } else {
+            (Layer::Forbidden, Some(denied_ambiguity(Layer::Forbidden)))
+        };
+    }
+    if status_code(cause) == Some(401) {
+        return (Layer::Auth, None);
+    }
+    (Layer::NotFound, Some(denied_ambiguity(Layer::NotFound)))
+}
+
+/// The three meanings of a registry's "denied", `first` the most likely.
+fn denied_ambiguity(first: Layer) -> Ambiguity {
     let mut candidates = vec![
         (
             Layer::NotFound,
@@ -500,11 +831,12 @@ fn denied_ambiguity(scope: bool) -> Ambiguity {
         ),
         (
             Layer::Auth,
-            "the node sent no valid credentials for this registry",
+            "the node sent no valid credentials for this registry (an anonymous token has no scope on a private repository)",
         ),
     ];
-    if scope {
-        candidates.swap(0, 1);
+    if let Some(at) = candidates.iter().position(|(l, _)| *l == first) {
+        let chosen = candidates.remove(at);
+        candidates.insert(0, chosen);
     }
     Ambiguity {
         candidates,
@@ -513,16 +845,59 @@ fn denied_ambiguity(scope: bool) -> Ambiguity {
     }
 }
 
+/// `unexpected EOF` (or `EOF`) and nothing around it: no request, no operation. Most often the
+/// last line of a pull whose layer body was cut, but the text cannot say which request it was.
+fn is_bare_eof(chain: &Chain) -> bool {
+    chain.requests.is_empty()
+        && chain.links.len() <= 2
+        && chain
+            .links
+            .last()
+            .is_some_and(|l| l == "unexpected EOF" || l == "EOF")
+}
+
+fn bare_eof_ambiguity() -> Ambiguity {
+    Ambiguity {
+        candidates: vec![
+            (
+                Layer::Blob,
+                "a download cut short: most bytes of a pull are layer bodies, and io.ErrUnexpectedEOF is a body that ended early",
+            ),
+            (
+                Layer::Refused,
+                "a connection to the registry closed before it answered",
+            ),
+        ],
+        decides: "the lines before this one (which request was in flight: a layer download or the manifest), or a `pullpath probe --full` from the node",
+    }
+}
+
+fn connect_refused_ambiguity() -> Ambiguity {
+    Ambiguity {
+        candidates: vec![
+            (
+                Layer::Proxy,
+                "an HTTP proxy answered CONNECT with this status: Go reports that as the bare reason phrase",
+            ),
+            (
+                Layer::Other,
+                "the registry itself answered with this status (runtimes then print the code too)",
+            ),
+        ],
+        decides: "the runtime's proxy environment (HTTPS_PROXY in its service unit) and the proxy's log; `pullpath probe` from the node with the same proxy",
+    }
+}
+
 fn status_code(text: &str) -> Option<u16> {
     STATUS.captures_iter(text).find_map(|c| {
-        (1..=4)
+        (1..=6)
             .find_map(|i| c.get(i))
             .and_then(|m| m.as_str().parse().ok())
     })
 }
 
 /// Links that only wrap the cause: the kubelet's and the runtime's outer context.
-const WRAPPERS: [&str; 14] = [
+const WRAPPERS: [&str; 17] = [
     "Failed to pull image",
     "failed to pull image",
     "rpc error",
@@ -537,6 +912,9 @@ const WRAPPERS: [&str; 14] = [
     "level=",
     "initializing source",
     "reading manifest",
+    "Back-off pulling image",
+    "choosing an image from manifest list",
+    "Error choosing image instance",
 ];
 
 /// The innermost cause in the runtime's words, with the lookup or dial that frames it.
@@ -547,7 +925,7 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
         .filter(|l| !l.is_empty())
         .skip_while(|l| {
             chain.innermost_request().is_none()
-                && (*l == "Error" || WRAPPERS.iter().any(|w| l.contains(w)))
+                && (*l == "Error" || *l == "errors" || WRAPPERS.iter().any(|w| l.contains(w)))
         })
         .collect();
     let text = if framed.is_empty() {
@@ -555,10 +933,117 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
     } else {
         &framed.join(": ")
     };
-    let text = text.trim_end_matches(['"', ']', '.']);
+    let text = text.trim_end_matches([']', '.']);
+    // A closing quote stays when it closes a quoted name (`Back-off pulling image "x"`); one
+    // left over from an outer quoted log value goes.
+    let text = if text.ends_with('"') && text.matches('"').count() % 2 == 1 {
+        text.trim_end_matches('"')
+    } else {
+        text
+    };
     let mut out: String = text.chars().take(400).collect();
     if text.chars().count() > 400 {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure_text::chain;
+
+    fn one(text: &str) -> Chain {
+        chain::parse(text).remove(0)
+    }
+
+    #[test]
+    fn the_content_kind_decides_blob_or_registry() {
+        let kind = |text: &str| {
+            let c = one(text);
+            content(&c, c.innermost_request())
+        };
+        assert_eq!(
+            kind(r#"failed commit on ref "layer-sha256:abc": unexpected commit digest"#),
+            Some(Content::Blob)
+        );
+        assert_eq!(
+            kind(r#"failed commit on ref "index-sha256:abc": failed size validation"#),
+            Some(Content::Manifest)
+        );
+        assert_eq!(
+            kind(
+                "failed to copy: httpReadSeeker: failed open: content at https://r.example/v2/a/manifests/sha256:abc not found"
+            ),
+            Some(Content::Manifest)
+        );
+        assert_eq!(
+            kind(
+                "failed to resolve reference \"r.example/a@sha256:abc\": unexpected status from HEAD request to https://r.example/v2/a/blobs/sha256:abc: 403 Forbidden"
+            ),
+            Some(Content::Manifest),
+            "a HEAD while resolving is the manifest step"
+        );
+        assert_eq!(
+            kind(
+                r#"failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://r.example/v2/a/blobs/sha256:abc": EOF"#
+            ),
+            Some(Content::Blob)
+        );
+        assert_eq!(kind("failed to copy: unexpected EOF"), None);
+    }
+
+    #[test]
+    fn back_off_lines_are_bare_only_without_a_cause() {
+        assert!(is_bare_backoff(r#"Back-off pulling image "x:1""#));
+        assert!(is_bare_backoff(
+            r#"ImagePullBackOff: Back-off pulling image "x:1""#
+        ));
+        assert!(is_bare_backoff("Error: ErrImagePull"));
+        assert!(!is_bare_backoff(
+            r#"Back-off pulling image "x:1": ErrImagePull: pull QPS exceeded"#
+        ));
+        assert!(!is_bare_backoff("Failed to pull image \"x:1\": not found"));
+    }
+
+    #[test]
+    fn denied_is_read_by_the_words_after_it() {
+        let layer = |tail: &str| {
+            let c = one(&format!(
+                r#"failed to resolve reference "r.example/a:1": pull access denied, repository does not exist or may require authorization: {tail}"#
+            ));
+            let (layer, ambiguity) = mechanism(&c, &c.cause_links().join(": "));
+            (layer, ambiguity.is_some())
+        };
+        assert_eq!(
+            layer("authorization failed: no basic auth credentials"),
+            (Layer::Auth, false)
+        );
+        assert_eq!(
+            layer("server message: insufficient_scope: authorization failed"),
+            (Layer::Forbidden, true)
+        );
+        assert_eq!(
+            layer("server message: invalid_token: authorization failed"),
+            (Layer::Auth, false)
+        );
+        assert_eq!(
+            layer("denied: requested access to the resource is denied"),
+            (Layer::NotFound, true)
+        );
+    }
+
+    #[test]
+    fn the_proxy_address_is_the_failing_host() {
+        let d = classify(
+            &one(
+                r#"Get "https://r.example/v2/": proxyconnect tcp: dial tcp [fd00::1]:3128: connect: connection refused"#,
+            ),
+            Runtime::Unknown,
+        );
+        assert_eq!(
+            (d.layer, d.hop, d.host.as_deref()),
+            (Layer::Proxy, Hop::Proxy, Some("[fd00::1]:3128"))
+        );
+    }
 }

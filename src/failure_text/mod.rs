@@ -6,7 +6,7 @@ pub mod chain;
 pub mod classify;
 pub mod input;
 
-pub use classify::{Ambiguity, Diagnosis};
+pub use classify::{Ambiguity, Credential, Diagnosis};
 pub use input::Message;
 
 use crate::vocab::Layer;
