@@ -727,14 +727,9 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
         return denied(chain, cause);
     }
     let status = status_code(cause).or_else(|| status_code(text));
-    match status {
-        Some(401) => return (Layer::Auth, None),
-        Some(403) => return (Layer::Forbidden, None),
-        Some(404) => return (Layer::NotFound, None),
-        Some(429) => return (Layer::RateLimit, None),
-        Some(407) => return (Layer::Proxy, None),
-        Some(_) => return (Layer::Other, None),
-        None => {}
+    if let Some(status) = status {
+        // The same reading of a status as the probe's.
+        return (Layer::from_http_status(status), None);
     }
     if any(&AUTH_WORDS, text) {
         return (Layer::Auth, None);
