@@ -25,6 +25,9 @@ is linked to the root namespace, so nothing can leave the lab):
     (pp-blob's nginx also serves front.example.test, a registry.k8s.io-style front that 307s
      every /v2/ request to the registry, and the blobs over plain HTTP on port 80)
     pp-router    10.10.N.1  routes between the subnets above, nothing else
+
+Every namespace also has fd00:10:N::2/64 (the router fd00:10:N::1): registry6.example.test has
+only an AAAA record, registry46.example.test both an A and an AAAA record.
 """
 
 import json
@@ -59,6 +62,8 @@ NODE_RESOLVER = "10.10.5.2"
 CLUSTER_RESOLVER = "10.10.5.3"
 REGISTRY = "registry.example.test"
 REGISTRY_PRIVATE = "registry.privatelink.example.test"
+REGISTRY6 = "registry6.example.test"
+REGISTRY46 = "registry46.example.test"
 AUTH = "auth.example.test"
 BLOB = "labstore.blob.example.test"
 CACHE = "cache.example.test"
@@ -80,6 +85,7 @@ RECORDS = {
     "cachestore": [(CACHESTORE, "10.10.4.2")],
     "front": [(FRONT, "10.10.4.2")],
     "relay": [(RELAY, RELAY_ADDRESS), (RELAY_REL, RELAY_ADDRESS)],
+    "v6": [(REGISTRY6, "fd00:10:2::2"), (REGISTRY46, "10.10.2.2,fd00:10:2::2")],
 }
 CNAMES = {"registry": [(REGISTRY, REGISTRY_PRIVATE)]}
 # What public DNS answers for the private name when the private zone is not linked: an address
@@ -97,6 +103,14 @@ def ns(name: str) -> str:
 
 def addr(name: str, host: int = 2) -> str:
     return f"10.10.{HOSTS[name]}.{host}"
+
+
+def addr6(name: str, host: int = 2) -> str:
+    return f"fd00:10:{HOSTS[name]}::{host}"
+
+
+def subnet6(name: str) -> str:
+    return f"fd00:10:{HOSTS[name]}::/64"
 
 
 def run(*cmd, check=True, input=None):
@@ -206,6 +220,7 @@ def build_network():
         run("ip", "netns", "add", ns("router"))
     in_ns("router", "ip", "link", "set", "lo", "up")
     in_ns("router", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    in_ns("router", "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
     for name in HOSTS:
         if not netns_exists(name):
             run("ip", "netns", "add", ns(name))
@@ -218,8 +233,10 @@ def build_network():
             in_ns(name, "ip", "addr", "replace", f"{CLUSTER_RESOLVER}/24", "dev", "eth0")
         if name == "mirror":
             in_ns(name, "ip", "addr", "replace", f"{RELAY_ADDRESS}/24", "dev", "eth0")
+        in_ns(name, "ip", "-6", "addr", "replace", f"{addr6(name)}/64", "dev", "eth0", "nodad")
         in_ns(name, "ip", "link", "set", "eth0", "up")
         in_ns("router", "ip", "addr", "replace", f"{addr(name, 1)}/24", "dev", f"to-{name}")
+        in_ns("router", "ip", "-6", "addr", "replace", f"{addr6(name, 1)}/64", "dev", f"to-{name}", "nodad")
         in_ns("router", "ip", "link", "set", f"to-{name}", "up")
     restore_routes()
 
@@ -230,6 +247,7 @@ def restore_routes():
         for other in HOSTS:
             if other != name:
                 in_ns(name, "ip", "route", "replace", f"10.10.{HOSTS[other]}.0/24", "via", addr(name, 1))
+                in_ns(name, "ip", "-6", "route", "replace", subnet6(other), "via", addr6(name, 1))
 
 
 def nft_reset():
@@ -259,8 +277,19 @@ def make_ca(name: str):
 
 def make_cert(name: str, ca: str, dns_names: list, expired: bool = False):
     key, pem = os.path.join(PKI, f"{name}.key"), os.path.join(PKI, f"{name}.pem")
-    if os.path.exists(pem):
+    # A certificate is made again when the names it must carry change.
+    names_file = os.path.join(PKI, f"{name}.names")
+    wanted = ",".join(dns_names)
+    current = open(names_file).read() if os.path.exists(names_file) else None
+    if os.path.exists(pem) and current == wanted:
         return
+    issue_cert(name, ca, dns_names, expired)
+    with open(names_file, "w") as f:
+        f.write(wanted)
+
+
+def issue_cert(name: str, ca: str, dns_names: list, expired: bool):
+    key, pem = os.path.join(PKI, f"{name}.key"), os.path.join(PKI, f"{name}.pem")
     csr = os.path.join(PKI, f"{name}.csr")
     openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={dns_names[0]}")
     ext = os.path.join(PKI, f"{name}.ext")
@@ -300,7 +329,7 @@ def build_pki():
     os.makedirs(PKI, exist_ok=True)
     make_ca("ca")
     make_ca("rogue-ca")
-    make_cert("registry", "ca", [REGISTRY, REGISTRY_PRIVATE])
+    make_cert("registry", "ca", [REGISTRY, REGISTRY_PRIVATE, REGISTRY6, REGISTRY46])
     make_cert("registry-wrong-name", "ca", ["other.example.test"])
     make_cert("registry-expired", "ca", [REGISTRY, REGISTRY_PRIVATE], expired=True)
     make_cert("registry-unknown-ca", "rogue-ca", [REGISTRY, REGISTRY_PRIVATE])
@@ -384,7 +413,7 @@ storage:
   cache:
     blobdescriptor: inmemory
 http:
-  addr: {addr('registry')}:443
+  addr: ":443"
   tls:
     certificate: {PKI}/{cert}.pem
     key: {PKI}/{cert}.key
@@ -401,7 +430,8 @@ middleware:
         baseurl: {REDIRECTS[redirect]}
 """)
     start("registry", ns("registry"), "docker-registry", "serve", conf)
-    wait_listening("registry", ns("registry"), addr("registry"), 443)
+    # On every address of the namespace, IPv4 and IPv6.
+    wait_listening("registry", ns("registry"), "*", 443)
     with open(os.path.join(STATE, "registry-cert"), "w") as f:
         f.write(f"{cert} {redirect}")
 
@@ -598,10 +628,12 @@ ca = "{PKI}/ca.pem"
   capabilities = ["pull", "resolve"]
   ca = "{PKI}/ca.pem"
 """)
-    # The front trusts the lab CA too; its redirects to the registry use the front's TLS settings.
-    write(os.path.join(base, "certs.d", FRONT, "hosts.toml"), f"""server = "https://{FRONT}"
+    # The other registry names trust the lab CA too (the front's redirects to the registry
+    # use the front's TLS settings).
+    for other in (FRONT, REGISTRY6, REGISTRY46):
+        write(os.path.join(base, "certs.d", other, "hosts.toml"), f"""server = "https://{other}"
 
-[host."https://{FRONT}"]
+[host."https://{other}"]
   capabilities = ["pull", "resolve"]
   ca = "{PKI}/ca.pem"
 """)
@@ -684,6 +716,9 @@ def apply_fault(fault: str, state: dict):
     if kind == "node-route-del":
         for node in ("node", "oldnode"):
             in_ns(node, "ip", "route", "del", f"10.10.{HOSTS[args[0]]}.0/24")
+    elif kind == "node-route6-del":
+        for node in ("node", "oldnode"):
+            in_ns(node, "ip", "-6", "route", "del", subnet6(args[0]))
     elif kind == "return-route-del":
         in_ns(args[0], "ip", "route", "del", f"10.10.{HOSTS[args[1]]}.0/24")
     elif kind == "nft-drop":

@@ -22,6 +22,9 @@ pub struct Observed {
     /// DNS sent the node to a public address through a privatelink name: the words saying so.
     /// A connection that then fails is the DNS team's, not the network's.
     pub public_behind_private_link: Option<String>,
+    /// Whether the runtime presented a credential for the failing host, in words: the first
+    /// thing to check when the answer was about the credential.
+    pub credential: Option<String>,
 }
 
 /// Advice for a failure, with what was observed about it: computed once, for both commands.
@@ -33,6 +36,9 @@ pub fn advise_observed(
     observed: &Observed,
 ) -> Advice {
     let mut advice = advise(layer, mechanism, hop, host);
+    if let Some(credential) = &observed.credential {
+        advice.where_to_look.insert(0, credential.clone());
+    }
     if let Some(zone) = &observed.public_behind_private_link
         && matches!(
             mechanism.unwrap_or(layer),
@@ -210,6 +216,7 @@ mod tests {
     fn dns_to_the_public_endpoint_makes_a_failed_connection_the_dns_teams() {
         let observed = Observed {
             public_behind_private_link: Some("r resolves through privatelink".into()),
+            credential: None,
         };
         let advice = advise_observed(Layer::Route, None, Hop::Registry, "r", &observed);
         assert_eq!(advice.owner, Owner::DnsTeam);

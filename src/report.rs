@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::advice::{Advice, advise};
+use crate::advice::{Advice, Observed, advise_observed};
 use crate::failure_text::{Diagnosis, Explanation};
 use crate::vocab::{Hop, Layer, Owner, Runtime};
 
@@ -104,12 +104,11 @@ impl Verdict {
 pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
     let (primary_message, d) = explanation.primary.map(|i| &explanation.messages[i])?;
     let host = d.host.clone().unwrap_or_default();
-    let mut advice: Advice = advise(d.layer, d.mechanism, d.hop, &host);
-    if let Some(credential) = d.credential {
-        advice
-            .where_to_look
-            .insert(0, credential.evidence(&d.credential_host()));
-    }
+    let observed = Observed {
+        public_behind_private_link: None,
+        credential: d.credential.map(|c| c.evidence(&d.credential_host())),
+    };
+    let advice: Advice = advise_observed(d.layer, d.mechanism, d.hop, &host, &observed);
     let looks_like_pull = d.about_a_pull;
     let verdict = Verdict {
         passed: false,

@@ -272,6 +272,9 @@ scenarios! {
     containerd_blob_redirect_plain_http => "blob-redirect-plain-http",
     containerd_index_with_attestation => "index-with-attestation",
     containerd_docker_schema2 => "docker-schema2",
+    containerd_registry_ipv6_only => "registry-ipv6-only",
+    containerd_registry_ipv6_only_no_route => "registry-ipv6-only-no-route",
+    containerd_registry_dual_stack_v6_route_missing => "registry-dual-stack-v6-route-missing",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:
@@ -288,6 +291,9 @@ fn lab_has_no_route_out() {
             "172.16.0.1",
             "10.0.0.1",
             "203.0.113.10",
+            "2001:db8::1",
+            "2606:4700:4700::1111",
+            "fd00:99::1",
         ] {
             let out = std::process::Command::new("ip")
                 .args(["-n", ns, "route", "get", outside])

@@ -155,6 +155,25 @@ scenarios! {
     probe_blob_redirect_relative => "blob-redirect-relative",
     probe_index_with_attestation => "index-with-attestation",
     probe_docker_schema2 => "docker-schema2",
+    probe_registry_ipv6_only_no_route => "registry-ipv6-only-no-route",
+}
+
+/// Over IPv6 only, and dual-stack with the IPv6 route missing: the probe connects as the
+/// runtime's dialer does, and says which address it used.
+#[test]
+fn probe_connects_over_ipv6_and_falls_back_to_ipv4() {
+    let report = check_scenario("registry-ipv6-only");
+    assert_eq!(
+        report["hosts"][0]["address"], "[fd00:10:2::2]:443",
+        "{report:#}"
+    );
+    let report = check_scenario("registry-dual-stack-v6-route-missing");
+    let registry = &report["hosts"][0];
+    assert_eq!(registry["address"], "10.10.2.2:443", "{report:#}");
+    assert!(
+        registry["routes"].to_string().contains("fd00:10:2::2"),
+        "both addresses were looked at: {report:#}"
+    );
 }
 
 /// The hosts of the path under `hop`, in order, without repeats next to each other.

@@ -155,6 +155,7 @@ fn advise_stop(stop: &Stop, hosts: &[HostCheck]) -> Advice {
         });
     let observed = Observed {
         public_behind_private_link,
+        credential: None,
     };
     advise_observed(
         stop.layer,
