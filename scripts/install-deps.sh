@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl
-          curl protobuf-compiler python3 procps time)
+          curl python3 procps time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
