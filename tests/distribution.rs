@@ -2,8 +2,12 @@
 //! pages that groff renders without warnings, and `--version` naming the commit.
 //! (bash, zsh, fish and groff come from scripts/install-deps.sh.)
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use support::scratch::Scratch;
 
 const SUBCOMMANDS: [&str; 4] = ["explain", "probe", "completions", "man"];
 
@@ -43,39 +47,9 @@ fn succeeded(what: &str, out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn scratch(name: &str) -> tempdir::Dir {
-    tempdir::Dir::new(name)
-}
-
-/// A directory removed when the test ends (std has none; the tests need nothing more).
-mod tempdir {
-    use std::path::{Path, PathBuf};
-
-    pub struct Dir(PathBuf);
-
-    impl Dir {
-        pub fn new(name: &str) -> Self {
-            let path = std::env::temp_dir().join(format!("pullpath-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir_all(&path).expect("temporary directory");
-            Dir(path)
-        }
-
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 #[test]
 fn bash_completion_parses_and_completes_subcommands_and_flags() {
-    let dir = scratch("bash");
+    let dir = Scratch::new("bash");
     std::fs::write(
         dir.path().join("pullpath.bash"),
         stdout_of(&["completions", "bash"]),
@@ -114,7 +88,7 @@ fn bash_completion_parses_and_completes_subcommands_and_flags() {
 
 #[test]
 fn zsh_completion_parses_and_registers_for_pullpath() {
-    let dir = scratch("zsh");
+    let dir = Scratch::new("zsh");
     std::fs::write(
         dir.path().join("_pullpath"),
         stdout_of(&["completions", "zsh"]),
@@ -141,7 +115,7 @@ fn zsh_completion_parses_and_registers_for_pullpath() {
 
 #[test]
 fn fish_completion_parses_and_completes_subcommands_and_flags() {
-    let dir = scratch("fish");
+    let dir = Scratch::new("fish");
     std::fs::write(
         dir.path().join("pullpath.fish"),
         stdout_of(&["completions", "fish"]),
@@ -169,7 +143,7 @@ fn fish_completion_parses_and_completes_subcommands_and_flags() {
 
 #[test]
 fn man_pages_render_without_warnings_and_cover_every_subcommand() {
-    let dir = scratch("man");
+    let dir = Scratch::new("man");
     std::fs::write(dir.path().join("pullpath.1"), stdout_of(&["man"])).expect("write");
     let groff = |page: &str| {
         let out = run(
