@@ -30,7 +30,7 @@ fn git_commit() -> Option<String> {
     };
     // The checkout must be this crate's own, not a repository that happens to contain it.
     let top = git(&["rev-parse", "--show-toplevel"])?;
-    if Path::new(&top) != Path::new(env!("CARGO_MANIFEST_DIR")) {
+    if !same_directory(Path::new(&top), Path::new(env!("CARGO_MANIFEST_DIR"))) {
         return None;
     }
     let commit = git(&["rev-parse", "--short=12", "HEAD"])?;
@@ -59,5 +59,13 @@ fn git_commit() -> Option<String> {
 fn watch(file: Option<String>) {
     if let Some(file) = file.filter(|f| Path::new(f).exists()) {
         println!("cargo:rerun-if-changed={file}");
+    }
+}
+
+/// Two spellings of one directory (git prints the resolved path; cargo may not).
+fn same_directory(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }

@@ -205,7 +205,9 @@ fn version_names_the_commit_it_was_built_from() {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let commit = match git(&["rev-parse", "--show-toplevel"]) {
-        Some(top) if Path::new(&top) == Path::new(manifest) => {
+        Some(top)
+            if Path::new(&top).canonicalize().ok() == Path::new(manifest).canonicalize().ok() =>
+        {
             git(&["rev-parse", "--short=12", "HEAD"]).expect("HEAD")
         }
         _ => "unknown, not built from a git checkout".to_string(),
