@@ -1,6 +1,8 @@
 //! The probe image in the lab: built by scripts/release.sh and scripts/image.sh, pushed to the
 //! lab registry with skopeo from the node's namespace, then pulled in full by `pullpath probe
-//! --full` from that namespace, as a node would pull it before running the probe pod.
+//! --full` from that namespace, as a node would pull it before running the probe pod. The probe
+//! that pulls it is the image's own static binary, so the binary the image ships is proven on a
+//! full walk too.
 
 mod support;
 
@@ -101,7 +103,7 @@ fn probe_image_pushed_to_the_lab_registry_pulls_in_full() {
         json!({ "auths": { "registry.example.test": { "auth": auth } } }).to_string(),
     )
     .expect("write config.json");
-    let report = probe_full(&lab, &format!("{REPOSITORY}:v{version}"), &config);
+    let report = probe_full(&lab, &binary, &format!("{REPOSITORY}:v{version}"), &config);
 
     let verdict = &report["verdict"];
     assert_eq!(verdict["passed"], true, "{report:#}");
@@ -111,13 +113,18 @@ fn probe_image_pushed_to_the_lab_registry_pulls_in_full() {
     support::assert_valid_report(&report);
 }
 
-/// `pullpath probe --full IMAGE -o json` in the node's namespace; the report (exit 0 asserted).
-fn probe_full(lab: &support::LabGuard, image: &str, docker_config: &Path) -> Value {
+/// `PULLPATH probe --full IMAGE -o json` in the node's namespace; the report (exit 0 asserted).
+fn probe_full(
+    lab: &support::LabGuard,
+    pullpath: &Path,
+    image: &str,
+    docker_config: &Path,
+) -> Value {
     let certs = lab.status.state.join("containerd/node/certs.d");
     let out = lab.in_ns(
         "node",
         &[
-            env!("CARGO_BIN_EXE_pullpath"),
+            pullpath.to_str().expect("UTF-8"),
             "probe",
             image,
             "--full",
