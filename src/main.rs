@@ -4,18 +4,17 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::Parser;
-use pullpath::cli::{Cli, Command, ExplainArgs, Output, ProbeArgs};
+use pullpath::cli::{self, Command, ExplainArgs, ManArgs, Output, ProbeArgs};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
-use pullpath::{exit, failure_text, report};
+use pullpath::{cli_docs, exit, failure_text, report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // --help and --version print and succeed; a bad command line is a usage error (64).
         Err(e) if !e.use_stderr() => e.exit(),
@@ -27,6 +26,13 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Explain(args) => explain(args),
         Command::Probe(args) => probe_command(args),
+        Command::Completions(args) => {
+            let written = cli_docs::completions(args.shell, &mut std::io::stdout().lock());
+            stdout_closed_is_done(written)
+                .context("cannot write the completion script")
+                .map(|()| exit::PASSED)
+        }
+        Command::Man(args) => man(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -34,6 +40,24 @@ fn main() -> ExitCode {
             eprintln!("pullpath: {e:#}");
             ExitCode::from(exit::USAGE)
         }
+    }
+}
+
+fn man(args: ManArgs) -> anyhow::Result<u8> {
+    match &args.dir {
+        Some(dir) => cli_docs::man_pages(dir)
+            .with_context(|| format!("cannot write man pages into {}", dir.display()))?,
+        None => stdout_closed_is_done(cli_docs::man_page(&mut std::io::stdout().lock()))
+            .context("cannot write the man page")?,
+    }
+    Ok(exit::PASSED)
+}
+
+/// A reader that stopped reading (`pullpath man | head`) is not a failure of ours.
+fn stdout_closed_is_done(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
-use k8s_cri::v1::image_service_client::ImageServiceClient;
-use k8s_cri::v1::{AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest};
 use tokio::net::UnixStream;
 use tonic::transport::{Channel, Endpoint, Uri};
+
+use super::cri_api::image_service_client::ImageServiceClient;
+use super::cri_api::{AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest};
 
 /// Why the runtime could not be asked (not a pull failure: those are [`PullOutcome::Failed`]).
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,9 @@ use std::process::{Command, Output};
 
 use serde::Deserialize;
 
+/// A scratch directory per test.
+pub mod scratch;
+
 /// The repository root (where `lab/` lives).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,0 +1,312 @@
+//! scripts/release.sh and scripts/image.sh, run as a release would run them (dev profile: no
+//! release build in tests): the archive holds a static, stripped binary that runs, its
+//! completions and man pages; the sha256 file and the krew manifest name the archive's digest;
+//! the OCI layout is one that skopeo reads, one layer holding that binary, non-root, labelled.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use support::repo;
+use support::scratch::Scratch;
+
+const TARGET: &str = "x86_64-unknown-linux-gnu";
+
+fn run(program: &str, args: &[&str], dir: &Path) -> Output {
+    Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} ({e}): run scripts/install-deps.sh"))
+}
+
+fn succeeded(what: &str, out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn sha256_hex(path: &Path) -> String {
+    let bytes = std::fs::read(path).expect("read");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Program headers and sections, as readelf prints them.
+fn readelf(binary: &Path) -> String {
+    let path = binary.to_str().expect("UTF-8");
+    succeeded("readelf", run("readelf", &["-lSW", path], &repo()))
+}
+
+fn assert_static_and_stripped(binary: &Path) {
+    let elf = readelf(binary);
+    assert!(
+        !elf.contains("Requesting program interpreter"),
+        "{} is dynamically linked",
+        binary.display()
+    );
+    assert!(
+        !elf.contains(".symtab"),
+        "{} is not stripped",
+        binary.display()
+    );
+    assert!(
+        !elf.contains(".debug_info"),
+        "{} keeps debug info",
+        binary.display()
+    );
+}
+
+/// `pullpath --version` of `binary`: the version and the commit of this checkout.
+fn assert_runs(binary: &Path) {
+    let version = succeeded(
+        "--version",
+        run(binary.to_str().expect("UTF-8"), &["--version"], &repo()),
+    );
+    assert!(
+        version.starts_with(&format!("pullpath {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+}
+
+struct Release {
+    _scratch: Scratch,
+    dist: PathBuf,
+    name: String,
+}
+
+fn release(name: &str) -> Release {
+    let scratch = Scratch::new(name);
+    let dist = scratch.path().join("dist");
+    let dist_arg = dist.to_str().expect("UTF-8").to_string();
+    succeeded(
+        "scripts/release.sh",
+        run(
+            "bash",
+            &["scripts/release.sh", "--profile", "dev", "--out", &dist_arg],
+            &repo(),
+        ),
+    );
+    Release {
+        _scratch: scratch,
+        dist,
+        name: format!("pullpath-v{}-{TARGET}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+#[test]
+fn release_archive_holds_a_static_stripped_binary_completions_and_man_pages() {
+    let release = release("release-archive");
+    let archive = release.dist.join(format!("{}.tar.gz", release.name));
+    // Unpack the archive itself, not the staging directory beside it.
+    let unpacked = release.dist.join("unpacked");
+    std::fs::create_dir(&unpacked).expect("mkdir");
+    succeeded(
+        "tar",
+        run(
+            "tar",
+            &["-xzf", archive.to_str().expect("UTF-8"), "-C", "unpacked"],
+            &release.dist,
+        ),
+    );
+    let root = unpacked.join(&release.name);
+    let binary = root.join("pullpath");
+    assert_static_and_stripped(&binary);
+    assert_runs(&binary);
+    for file in [
+        "LICENSE",
+        "README.md",
+        "completions/pullpath.bash",
+        "completions/_pullpath",
+        "completions/pullpath.fish",
+        "man/pullpath.1",
+        "man/pullpath-probe.1",
+        "man/pullpath-explain.1",
+    ] {
+        let path = root.join(file);
+        assert!(
+            path.metadata().is_ok_and(|m| m.len() > 0),
+            "{file} missing or empty in the archive"
+        );
+    }
+
+    // The sha256 file is `sha256sum` output for the archive.
+    let sha_file =
+        std::fs::read_to_string(release.dist.join(format!("{}.tar.gz.sha256", release.name)))
+            .expect("sha256 file");
+    let digest = sha256_hex(&archive);
+    assert_eq!(sha_file, format!("{digest}  {}.tar.gz\n", release.name));
+
+    // The krew manifest names this archive, its digest, and files that are in it.
+    let manifest: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(release.dist.join("pullpath.yaml")).expect("krew manifest"),
+    )
+    .expect("krew manifest is YAML");
+    assert_eq!(manifest["kind"], "Plugin");
+    assert_eq!(
+        manifest["apiVersion"],
+        "krew.googlecontainertools.github.com/v1alpha2"
+    );
+    assert_eq!(manifest["metadata"]["name"], "pullpath");
+    assert_eq!(
+        manifest["spec"]["version"],
+        format!("v{}", env!("CARGO_PKG_VERSION"))
+    );
+    let platforms = manifest["spec"]["platforms"].as_array().expect("platforms");
+    let amd64 = platforms
+        .iter()
+        .find(|p| p["selector"]["matchLabels"]["arch"] == "amd64")
+        .expect("a linux/amd64 platform");
+    assert_eq!(amd64["selector"]["matchLabels"]["os"], "linux");
+    assert_eq!(amd64["sha256"], digest.as_str());
+    assert!(
+        amd64["uri"]
+            .as_str()
+            .is_some_and(|u| u.ends_with(&format!("/{}.tar.gz", release.name))),
+        "{amd64:#}"
+    );
+    assert_eq!(amd64["bin"], "pullpath");
+    for file in amd64["files"].as_array().expect("files") {
+        let from = file["from"].as_str().expect("from");
+        assert!(
+            unpacked.join(from).is_file(),
+            "krew copies {from}, which the archive lacks"
+        );
+    }
+    assert!(
+        amd64["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .any(|f| f["from"].as_str().is_some_and(|p| p.ends_with("/pullpath"))),
+        "krew must install the binary named by bin"
+    );
+}
+
+#[test]
+fn probe_image_is_an_oci_layout_skopeo_reads_with_one_non_root_layer() {
+    let release = release("release-image");
+    let binary = release.dist.join(&release.name).join("pullpath");
+    let image = release.dist.join("image");
+    let tag = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let built = succeeded(
+        "scripts/image.sh",
+        run(
+            "bash",
+            &[
+                "scripts/image.sh",
+                "--binary",
+                binary.to_str().expect("UTF-8"),
+                "--out",
+                image.to_str().expect("UTF-8"),
+            ],
+            &repo(),
+        ),
+    );
+    assert!(
+        built.contains("MB in all"),
+        "the image states its size: {built}"
+    );
+
+    let reference = format!("oci:{}:{tag}", image.display());
+    let skopeo = |args: &[&str]| -> Value {
+        let out = succeeded("skopeo", run("skopeo", args, &repo()));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let inspected = skopeo(&["inspect", &reference]);
+    assert_eq!(inspected["Os"], "linux");
+    assert_eq!(inspected["Architecture"], "amd64");
+    let labels = &inspected["Labels"];
+    assert_eq!(labels["org.opencontainers.image.title"], "pullpath");
+    assert_eq!(
+        labels["org.opencontainers.image.version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(labels["org.opencontainers.image.revision"].is_string());
+    assert_eq!(labels["org.opencontainers.image.licenses"], "Apache-2.0");
+    let layers = inspected["Layers"].as_array().expect("layers");
+    assert_eq!(layers.len(), 1, "one layer: {inspected:#}");
+
+    let raw = skopeo(&["inspect", "--raw", &reference]);
+    assert_eq!(raw["mediaType"], "application/vnd.oci.image.index.v1+json");
+    let platforms: Vec<String> = raw["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["platform"]["os"].as_str().unwrap_or("?"),
+                m["platform"]["architecture"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(platforms, ["linux/amd64"]);
+
+    let config = skopeo(&["inspect", "--config", &reference]);
+    assert_eq!(config["config"]["User"], "65532:65532");
+    assert_eq!(config["config"]["Entrypoint"][0], "/usr/local/bin/pullpath");
+
+    // The layer is the scratch-equivalent root: the static binary (which runs), passwd, group, tmp.
+    let digest = layers[0].as_str().expect("digest");
+    let blob = image
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"));
+    let listing = succeeded(
+        "tar",
+        run("tar", &["-tzf", blob.to_str().expect("UTF-8")], &repo()),
+    );
+    let mut entries: Vec<&str> = listing.lines().filter(|l| !l.ends_with('/')).collect();
+    entries.sort_unstable();
+    assert_eq!(
+        entries,
+        ["etc/group", "etc/passwd", "usr/local/bin/pullpath"]
+    );
+    let rootfs = release.dist.join("rootfs");
+    std::fs::create_dir(&rootfs).expect("mkdir");
+    succeeded(
+        "tar",
+        run(
+            "tar",
+            &[
+                "-xzf",
+                blob.to_str().expect("UTF-8"),
+                "-C",
+                rootfs.to_str().expect("UTF-8"),
+            ],
+            &repo(),
+        ),
+    );
+    let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).expect("passwd");
+    assert!(passwd.contains(":65532:65532:"), "{passwd}");
+    assert_runs(&rootfs.join("usr/local/bin/pullpath"));
+}
+
+#[test]
+fn image_refuses_a_dynamically_linked_binary() {
+    let scratch = Scratch::new("image-dynamic");
+    // The test build of pullpath is an ordinary, dynamically linked binary.
+    let out = run(
+        "bash",
+        &[
+            "scripts/image.sh",
+            "--binary",
+            env!("CARGO_BIN_EXE_pullpath"),
+            "--out",
+            scratch.path().join("image").to_str().expect("UTF-8"),
+        ],
+        &repo(),
+    );
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dynamically linked"));
+    assert!(!scratch.path().join("image").exists());
+}
