@@ -32,6 +32,53 @@ pub enum Command {
     /// Run it where the node's runtime runs: on the node, or in a hostNetwork pod with the
     /// node's /etc mounted. From an ordinary pod the answer speaks for the pod, not the node.
     Probe(ProbeArgs),
+    /// Say which route, peering flag, DNS link or rule stops each node pool's pull from ACR.
+    ///
+    /// Offline, from Azure's own exports: `commands` prints the read-only `az` commands that
+    /// write the export directory, `analyse` reads it (docs/azure.md).
+    Azure(AzureArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AzureArgs {
+    #[command(subcommand)]
+    pub command: AzureCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AzureCommand {
+    /// Print the read-only `az` commands (a bash script) that write the export directory.
+    Commands(AzureCommandsArgs),
+    /// For every node pool and every endpoint of the pull, name the first failing step.
+    #[command(alias = "analyze")]
+    Analyse(AzureAnalyseArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AzureCommandsArgs {
+    /// The AKS cluster's name.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: String,
+    /// The cluster's resource group.
+    #[arg(short = 'g', long = "resource-group", value_name = "RG")]
+    pub resource_group: String,
+    /// The container registry's name (`contosoreg`, not the login server).
+    #[arg(long, value_name = "ACR")]
+    pub registry: String,
+    /// The directory the commands write to.
+    #[arg(long, value_name = "DIR", default_value = "pullpath-azure")]
+    pub out: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AzureAnalyseArgs {
+    /// The export directory `pullpath azure commands` wrote.
+    pub dir: PathBuf,
+    /// Analyse only this node pool.
+    #[arg(long, value_name = "POOL")]
+    pub pool: Option<String>,
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
 }
 
 #[derive(Debug, clap::Args)]

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use pullpath::cli::{Cli, Command, ExplainArgs, Output, ProbeArgs};
+use pullpath::cli::{AzureArgs, AzureCommand, Cli, Command, ExplainArgs, Output, ProbeArgs};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
-use pullpath::{exit, failure_text, report};
+use pullpath::{azure, exit, failure_text, report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
@@ -27,6 +27,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Explain(args) => explain(args),
         Command::Probe(args) => probe_command(args),
+        Command::Azure(args) => azure_command(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -154,4 +155,29 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         Output::Text => print!("{}", render::text::probe(&report, Style::detect())),
     }
     Ok(exit::for_verdict(&report.verdict))
+}
+
+fn azure_command(args: AzureArgs) -> anyhow::Result<u8> {
+    match args.command {
+        AzureCommand::Commands(a) => {
+            print!(
+                "{}",
+                azure::commands::script(&azure::commands::Target {
+                    cluster: &a.cluster,
+                    resource_group: &a.resource_group,
+                    registry: &a.registry,
+                    out: &a.out,
+                })
+            );
+            Ok(exit::PASSED)
+        }
+        AzureCommand::Analyse(a) => {
+            let report = azure::run(&a.dir, a.pool.as_deref())?;
+            match a.output {
+                Output::Json => print!("{}", render::json::render(&report)),
+                Output::Text => print!("{}", azure::wire::text(&report, Style::detect())),
+            }
+            Ok(exit::for_verdict(&report.verdict))
+        }
+    }
 }

@@ -1,0 +1,411 @@
+//! The report of `pullpath azure analyse`: serialize-only types built from the analysis
+//! (documented in docs/azure.md, schema docs/azure-report.schema.json), and its text view.
+//! Each endpoint's verdict is the report family's [`Verdict`]; advice comes from
+//! [`crate::advice::advise`], led by the exact resource and field.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::advice::advise;
+use crate::render::Style;
+use crate::report::{Candidate, Verdict};
+use crate::vocab::{Hop, Layer, Owner};
+
+use super::analyse::{Analysis, EndpointAnalysis, Outcome, PoolAnalysis, RoutesFrom};
+use super::exports::{Exports, FileState};
+use super::finding::{Finding, Step};
+
+/// Names the format and its version; bump when a field changes meaning or disappears.
+pub const SCHEMA: &str = "pullpath.azure/v1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AzureReport {
+    pub schema: &'static str,
+    pub command: &'static str,
+    /// The first failing pool × endpoint (or the first undecided one), as a verdict.
+    pub verdict: Verdict,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    pub exports: Vec<ExportReport>,
+    pub pools: Vec<PoolReport>,
+    /// What could not be concluded, each naming the file and the command that produces it.
+    pub unconcluded: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExportReport {
+    pub file: String,
+    /// `read`, `missing`, `unreadable`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub command: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolReport {
+    pub pool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vnet: Option<String>,
+    /// `effective` (exported for `nic`), `rebuilt` (from route tables, peerings, gateways), `unknown`.
+    pub routes: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic: Option<String>,
+    pub endpoints: Vec<EndpointReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointReport {
+    pub host: String,
+    /// `login-server`, `data-endpoint`, `storage`, `outside-azure`.
+    pub role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolves_to: Option<String>,
+    pub verdict: Verdict,
+    /// The step that failed (or could not be decided).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<Step>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// The read-only `az` command that shows the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub show: Option<String>,
+    pub where_to_look: Vec<String>,
+    pub will_not_help: Vec<String>,
+    pub steps: Vec<StepReport>,
+    pub checks: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub step: Step,
+    /// `passed`, `failed`, `undecided`.
+    pub status: &'static str,
+    pub detail: String,
+}
+
+/// The verdict of one endpoint's outcome.
+fn verdict(hop: Hop, host: &str, outcome: &Outcome) -> Verdict {
+    let (finding, decided) = match outcome {
+        Outcome::Passed => return Verdict::passed(),
+        Outcome::Failed(f) => (f, true),
+        Outcome::Undecided(f) => (f, false),
+    };
+    // The vocabulary's blob rule: anything failing on the blob hop is layer `blob`, the
+    // mechanism beside it.
+    let (layer, mechanism) = if hop == Hop::Blob {
+        (Layer::Blob, Some(finding.layer))
+    } else {
+        (finding.layer, None)
+    };
+    Verdict {
+        passed: false,
+        layer: Some(layer),
+        hop: Some(hop),
+        host: Some(host.to_string()),
+        cause: Some(finding.cause.clone()),
+        mechanism,
+        owner: Some(finding.owner),
+        decided,
+        candidates: if decided {
+            Vec::new()
+        } else {
+            vec![Candidate {
+                layer,
+                why: finding.cause.clone(),
+            }]
+        },
+        decides: finding.decides.clone(),
+    }
+}
+
+fn endpoint_report(e: &EndpointAnalysis) -> EndpointReport {
+    let hop = e.endpoint.hop();
+    let verdict = verdict(hop, &e.endpoint.host, &e.outcome);
+    let finding: Option<&Finding> = match &e.outcome {
+        Outcome::Passed => None,
+        Outcome::Failed(f) | Outcome::Undecided(f) => Some(f),
+    };
+    let (where_to_look, will_not_help) = match (finding, verdict.layer) {
+        (Some(f), Some(layer)) => {
+            let advice = advise(layer, verdict.mechanism, hop, &e.endpoint.host);
+            let mut look = vec![if f.field.is_empty() {
+                format!("{}: `{}`", f.resource, f.show)
+            } else {
+                format!(
+                    "{} {}: {} (want {}): `{}`",
+                    f.resource, f.field, f.observed, f.expected, f.show
+                )
+            }];
+            look.extend(advice.where_to_look);
+            (look, advice.will_not_help)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    let nonempty = |s: &String| (!s.is_empty()).then(|| s.clone());
+    EndpointReport {
+        host: e.endpoint.host.clone(),
+        role: e.endpoint.role.as_str(),
+        region: match &e.endpoint.role {
+            super::registry::Role::Data { region } if !region.is_empty() => Some(region.clone()),
+            _ => None,
+        },
+        resolves_to: e.resolves_to.clone(),
+        step: finding.map(|f| f.step),
+        resource: finding.and_then(|f| nonempty(&f.resource)),
+        field: finding.and_then(|f| nonempty(&f.field)),
+        observed: finding.and_then(|f| nonempty(&f.observed)),
+        expected: finding.and_then(|f| nonempty(&f.expected)),
+        show: finding.and_then(|f| nonempty(&f.show)),
+        verdict,
+        where_to_look,
+        will_not_help,
+        steps: e
+            .steps
+            .iter()
+            .map(|s| StepReport {
+                step: s.step,
+                status: match s.ok {
+                    Some(true) => "passed",
+                    Some(false) => "failed",
+                    None => "undecided",
+                },
+                detail: s.detail.clone(),
+            })
+            .collect(),
+        checks: e.checks.clone(),
+    }
+}
+
+fn pool_report(p: &PoolAnalysis) -> PoolReport {
+    let (routes, nic) = match &p.routes_from {
+        Some(RoutesFrom::Effective { nic }) => ("effective", Some(nic.clone())),
+        Some(RoutesFrom::Rebuilt) => ("rebuilt", None),
+        None => ("unknown", None),
+    };
+    PoolReport {
+        pool: p.pool.clone(),
+        subnet: p.subnet.clone(),
+        vnet: p.vnet.clone(),
+        routes,
+        nic,
+        endpoints: p.endpoints.iter().map(endpoint_report).collect(),
+    }
+}
+
+pub fn report(analysis: &Analysis, exports: &Exports) -> AzureReport {
+    let pools: Vec<PoolReport> = analysis.pools.iter().map(pool_report).collect();
+    let all = || pools.iter().flat_map(|p| p.endpoints.iter());
+    let first_failed = all().find(|e| !e.verdict.passed && e.verdict.decided);
+    let first_undecided = all().find(|e| !e.verdict.decided);
+    let verdict = match (first_failed, first_undecided) {
+        (Some(e), _) | (None, Some(e)) => e.verdict.clone(),
+        (None, None) if all().next().is_none() => Verdict {
+            passed: false,
+            layer: Some(Layer::Other),
+            hop: Some(Hop::Unknown),
+            host: None,
+            cause: Some("no pool × endpoint could be analysed from these exports".into()),
+            mechanism: None,
+            owner: Some(Owner::NetworkTeam),
+            decided: false,
+            candidates: Vec::new(),
+            decides: analysis.unconcluded.first().cloned(),
+        },
+        (None, None) => Verdict::passed(),
+    };
+    AzureReport {
+        schema: SCHEMA,
+        command: "azure analyse",
+        verdict,
+        cluster: analysis.cluster.clone(),
+        registry: analysis.registry.clone(),
+        exports: exports
+            .files
+            .iter()
+            .map(|f| ExportReport {
+                file: f.file.clone(),
+                state: match f.state {
+                    FileState::Read => "read",
+                    FileState::Missing => "missing",
+                    FileState::Unreadable(_) => "unreadable",
+                },
+                error: match &f.state {
+                    FileState::Unreadable(why) => Some(why.clone()),
+                    _ => None,
+                },
+                command: f.command(),
+            })
+            .collect(),
+        pools,
+        unconcluded: analysis.unconcluded.clone(),
+    }
+}
+
+fn line(out: &mut String, indent: usize, name: &str, value: &str) {
+    let _ = writeln!(out, "{:indent$}{name:<12}{value}", "");
+}
+
+fn lines(out: &mut String, indent: usize, name: &str, items: &[String]) {
+    for (i, item) in items.iter().enumerate() {
+        line(
+            out,
+            indent,
+            if i == 0 { name } else { "" },
+            &format!("- {item}"),
+        );
+    }
+}
+
+/// The text view: per pool, one line per endpoint, and for each failure its resource, field,
+/// command and advice; the overall verdict last.
+pub fn text(report: &AzureReport, style: Style) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "pullpath azure analyse  (cluster {}, registry {})",
+        report.cluster.as_deref().unwrap_or("?"),
+        report.registry.as_deref().unwrap_or("?")
+    );
+    for note in &report.unconcluded {
+        let _ = writeln!(out, "{} {note}", style.paint("1;33", "!"));
+    }
+    for pool in &report.pools {
+        let _ = writeln!(out);
+        let routes = match (pool.routes, &pool.nic) {
+            ("effective", Some(nic)) => format!("effective routes of NIC {nic}"),
+            ("rebuilt", _) => "routes rebuilt from route table, peerings and gateways".into(),
+            _ => "routes unknown".into(),
+        };
+        let _ = writeln!(
+            out,
+            "pool {}  (VNet {}, subnet {}; {routes})",
+            style.paint("1", &pool.pool),
+            pool.vnet.as_deref().unwrap_or("?"),
+            pool.subnet
+                .as_deref()
+                .and_then(|s| s.rsplit('/').next())
+                .unwrap_or("?")
+        );
+        for e in &pool.endpoints {
+            let v = &e.verdict;
+            let (mark, what) = if v.passed {
+                (
+                    style.paint("32", "✓"),
+                    format!("→ {}", e.resolves_to.as_deref().unwrap_or("-")),
+                )
+            } else {
+                let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
+                let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
+                let step = e.step.map_or("", |s| s.as_str());
+                if v.decided {
+                    (
+                        style.paint("1;31", "✗"),
+                        format!("{layer}{mechanism} at step {step}"),
+                    )
+                } else {
+                    (
+                        style.paint("1;33", "?"),
+                        format!("undecided ({layer}{mechanism}) at step {step}"),
+                    )
+                }
+            };
+            let _ = writeln!(
+                out,
+                "  {mark} {:<44} {what}",
+                format!("{} [{}]", e.host, e.role)
+            );
+            if v.passed {
+                continue;
+            }
+            if let Some(cause) = &v.cause {
+                line(&mut out, 6, "cause", cause);
+            }
+            if let Some(resource) = &e.resource {
+                line(&mut out, 6, "resource", resource);
+            }
+            if let Some(field) = &e.field {
+                line(
+                    &mut out,
+                    6,
+                    "field",
+                    &format!(
+                        "{field}: {} (want {})",
+                        e.observed.as_deref().unwrap_or("?"),
+                        e.expected.as_deref().unwrap_or("?")
+                    ),
+                );
+            }
+            if let Some(show) = &e.show {
+                line(&mut out, 6, "show", show);
+            }
+            if let Some(owner) = v.owner {
+                line(&mut out, 6, "owner", &style.paint("1", owner.title()));
+            }
+            if let Some(decides) = &v.decides {
+                line(&mut out, 6, "decides", decides);
+            }
+            lines(
+                &mut out,
+                6,
+                "look at",
+                &e.where_to_look[1.min(e.where_to_look.len())..],
+            );
+            lines(&mut out, 6, "won't help", &e.will_not_help);
+        }
+        let mut checks: Vec<&String> = pool
+            .endpoints
+            .iter()
+            .flat_map(|e| e.checks.iter())
+            .collect();
+        let mut seen = Vec::new();
+        checks.retain(|c| {
+            let fresh = !seen.contains(c);
+            seen.push(*c);
+            fresh
+        });
+        let checks: Vec<String> = checks.into_iter().cloned().collect();
+        lines(&mut out, 2, "check", &checks);
+    }
+    let _ = writeln!(out);
+    let v = &report.verdict;
+    let headline = if v.passed {
+        style.paint(
+            "1;32",
+            "✓ passed: every pool reaches every endpoint as far as the exports show",
+        )
+    } else {
+        let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
+        let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
+        let host = v.host.as_deref().unwrap_or("-");
+        let pool = report
+            .pools
+            .iter()
+            .find(|p| {
+                p.endpoints
+                    .iter()
+                    .any(|e| e.verdict.cause == v.cause && e.host == host)
+            })
+            .map_or("-", |p| p.pool.as_str());
+        let state = if v.decided { "" } else { " · undecided" };
+        style.paint(
+            "1;31",
+            &format!("✗ {layer}{mechanism} · pool {pool} · {host}{state}"),
+        )
+    };
+    let _ = writeln!(out, "{headline}");
+    out
+}
