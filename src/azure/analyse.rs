@@ -212,7 +212,10 @@ fn analyse_pool(
             .is_some_and(|p| p.eq_ignore_ascii_case(&pool.name))
     });
     let (routes, routes_from) = match effective {
-        Some(e) => (e.data.clone(), RoutesFrom::Effective { nic: e.nic.clone() }),
+        Some(e) => (
+            with_route_table_ids(network, subnet, &e.data),
+            RoutesFrom::Effective { nic: e.nic.clone() },
+        ),
         None => (rebuild::routes(network, vnet, subnet), RoutesFrom::Rebuilt),
     };
     let route_gap = match (&routes_from, &subnet.route_table) {
@@ -246,6 +249,88 @@ fn analyse_pool(
         endpoints: endpoints.iter().map(|e| context.endpoint(e)).collect(),
         routes_from: Some(routes_from),
     }
+}
+
+/// Effective user routes name no resource; the subnet's route table holds the same route
+/// (prefix and next hop), so point at it: that is where the field is changed.
+fn with_route_table_ids(network: &Network, subnet: &Subnet, routes: &[Route]) -> Vec<Route> {
+    let table = subnet
+        .route_table
+        .as_ref()
+        .and_then(|id| network.route_table(id));
+    routes
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            if r.source == Source::User
+                && r.resource.is_none()
+                && let Some(same) = table.and_then(|t| {
+                    t.routes.iter().find(|u| {
+                        u.prefix == r.prefix
+                            && u.next_hop == r.next_hop
+                            && u.next_hop_ip == r.next_hop_ip
+                    })
+                })
+            {
+                r.resource.clone_from(&same.resource);
+            }
+            r
+        })
+        .collect()
+}
+
+/// A user route another pool's subnet has for `address` and this subnet lacks: the usual
+/// cause when one pool pulls and another does not.
+fn sibling_route(
+    network: &Network,
+    pool: &Pool,
+    subnet: &Subnet,
+    address: Ipv4Addr,
+) -> Option<Finding> {
+    network
+        .pools
+        .iter()
+        .filter(|p| p.name != pool.name)
+        .find_map(|other| {
+            let (_, other_subnet) = pool_subnet(network, other)?;
+            let table_id = other_subnet.route_table.as_ref()?;
+            if subnet.route_table.as_ref() == Some(table_id) {
+                return None;
+            }
+            let table = network.route_table(table_id)?;
+            let route = table
+                .routes
+                .iter()
+                .filter(|r| r.prefix.contains(address) && r.next_hop != NextHop::None)
+                .max_by_key(|r| r.prefix.prefix_len())?;
+            let observed = subnet
+                .route_table
+                .as_ref()
+                .map_or_else(|| "(none)".into(), |t| t.name().to_string());
+            Some(Finding {
+                step: Step::Route,
+                layer: Layer::Route,
+                owner: Owner::NetworkTeam,
+                cause: format!(
+                    "pool {}'s subnet {} has route table {} whose route {} carries {address}; pool {}'s subnet {} has route table {observed} and no such route, so {address} is dropped there",
+                    other.name,
+                    other_subnet.name,
+                    table.name,
+                    route.describe(),
+                    pool.name,
+                    subnet.name
+                ),
+                resource: subnet.id.to_string(),
+                field: "routeTable".into(),
+                observed,
+                expected: format!(
+                    "{} (as on subnet {}), or the same route in this subnet's table",
+                    table.name, other_subnet.name
+                ),
+                show: show(&subnet.id, "routeTable.id"),
+                decides: None,
+            })
+        })
 }
 
 /// An address of the node subnet: Azure reserves the first four, so the first node gets `.4`.
@@ -658,9 +743,10 @@ impl PoolContext<'_> {
         let dropped = chosen.is_none_or(|r| r.next_hop == NextHop::None);
         if dropped {
             return Err(match target {
-                Target::Address(a) => {
-                    peering::why_dropped(self.network, self.vnet, self.subnet, a, chosen)
-                }
+                Target::Address(a) => sibling_route(self.network, self.pool, self.subnet, a)
+                    .unwrap_or_else(|| {
+                        peering::why_dropped(self.network, self.vnet, self.subnet, a, chosen)
+                    }),
                 Target::Public => public_drop(self.subnet, chosen),
             });
         }
@@ -755,6 +841,22 @@ impl PoolContext<'_> {
         for p in vnet.peerings.iter().filter(|p| p.connected()) {
             prefixes.extend(p.remote_prefixes.iter().copied());
         }
+        // The tag also covers the prefixes of user routes (service-tags-overview).
+        for subnet in &vnet.subnets {
+            if let Some(table) = subnet
+                .route_table
+                .as_ref()
+                .and_then(|id| self.network.route_table(id))
+            {
+                prefixes.extend(
+                    table
+                        .routes
+                        .iter()
+                        .map(|r| r.prefix)
+                        .filter(|p| p.prefix_len() > 0),
+                );
+            }
+        }
         if rebuild::gateway_in_reach(self.network, vnet).is_some() {
             for l in &self.network.local_gateways {
                 prefixes.extend(l.prefixes.iter().copied());
@@ -792,11 +894,16 @@ impl PoolContext<'_> {
             Some(e) => {
                 let mut entries: Vec<_> = e.data.iter().collect();
                 entries.sort_by_key(|g| !g.on_nic);
-                groups.extend(
-                    entries
-                        .into_iter()
-                        .map(|g| (&g.nsg, if g.on_nic { "NIC" } else { "subnet" })),
-                );
+                groups.extend(entries.into_iter().map(|g| {
+                    (
+                        &g.nsg,
+                        if g.on_nic {
+                            "NIC (effective)"
+                        } else {
+                            "subnet (effective)"
+                        },
+                    )
+                }));
             }
             None => {
                 if let Some(id) = &self.subnet.nsg {

@@ -132,8 +132,10 @@ fn side_carries(
             state.clone(),
             "Connected",
             format!(
-                "peering {} on VNet {} is {state}: Azure installs no route over it, so {address} falls to the default route 10.0.0.0/8 → None and is dropped (the pull times out)",
-                peering.name, owner.name
+                "peering {} on VNet {} is {state}: Azure installs no route over it, so {} (the pull times out)",
+                peering.name,
+                owner.name,
+                default_drop(address)
             ),
         ));
     }
@@ -168,6 +170,17 @@ fn side_carries(
         ));
     }
     Ok(())
+}
+
+/// The default route that drops a private address nothing else covers, in words.
+fn default_drop(address: Ipv4Addr) -> String {
+    match super::cidr::dropped_by_default()
+        .into_iter()
+        .find(|p| p.contains(address))
+    {
+        Some(range) => format!("the default route {range} → None drops {address}"),
+        None => format!("no route carries {address}"),
+    }
 }
 
 /// Why `address` is dropped from `subnet` (the chosen route is `None`, or there is none).
@@ -296,8 +309,10 @@ fn transit_gap(
                 "false".into(),
                 "true",
                 format!(
-                    "{reaches}; the spoke's peering {} does not use the hub's gateway, so Azure gives VNet {} no gateway routes and 10.0.0.0/8-style defaults drop {address}",
-                    spoke_side.name, vnet.name
+                    "{reaches}; the spoke's peering {} does not use the hub's gateway, so Azure gives VNet {} no gateway routes and {}",
+                    spoke_side.name,
+                    vnet.name,
+                    default_drop(address)
                 ),
             );
         }
@@ -322,8 +337,9 @@ fn transit_gap(
                 "false".into(),
                 "true",
                 format!(
-                    "{reaches}; the hub's peering {} does not allow gateway transit, so the spoke's useRemoteGateways has no effect and {address} is dropped",
-                    hub_side.name
+                    "{reaches}; the hub's peering {} does not allow gateway transit, so the spoke's useRemoteGateways has no effect and {}",
+                    hub_side.name,
+                    default_drop(address)
                 ),
             );
         }
@@ -345,8 +361,10 @@ fn transit_gap(
             ..network_finding(
                 Step::Route,
                 format!(
-                    "{reaches}; route table {} on subnet {} disables gateway route propagation, so this subnet gets none of the gateway's routes (static or BGP) and {address} is dropped",
-                    table.name, subnet.name
+                    "{reaches}; route table {} on subnet {} disables gateway route propagation, so this subnet gets none of the gateway's routes (static or BGP) and {}",
+                    table.name,
+                    subnet.name,
+                    default_drop(address)
                 ),
             )
         };

@@ -400,11 +400,17 @@ pub fn text(report: &AzureReport, style: Style) -> String {
                     .any(|e| e.verdict.cause == v.cause && e.host == host)
             })
             .map_or("-", |p| p.pool.as_str());
-        let state = if v.decided { "" } else { " · undecided" };
-        style.paint(
-            "1;31",
-            &format!("✗ {layer}{mechanism} · pool {pool} · {host}{state}"),
-        )
+        if v.decided {
+            style.paint(
+                "1;31",
+                &format!("✗ {layer}{mechanism} · pool {pool} · {host}"),
+            )
+        } else {
+            style.paint(
+                "1;33",
+                &format!("? {layer}{mechanism} · pool {pool} · {host} · undecided"),
+            )
+        }
     };
     let _ = writeln!(out, "{headline}");
     out
