@@ -60,7 +60,7 @@ pub fn script(target: &Target) -> String {
                 "az network private-dns zone list --query \"[].[resourceGroup, name]\" -o tsv |"
                     .into(),
             );
-            lines.push("while read -r ZONE_RG ZONE; do".into());
+            lines.push("while read -r ZONE_RG ZONE_NAME; do".into());
             lines.push(format!("  {}", Export::PrivateDnsLinks.command()));
             lines.push(format!("  {}", Export::PrivateDnsRecords.command()));
             lines.push("done".into());
@@ -108,7 +108,7 @@ mod tests {
         for export in Export::ALL {
             let file = export
                 .file()
-                .replace("<zone>", "$ZONE")
+                .replace("<zone>", "$ZONE_NAME")
                 .replace("<nic>", "$NIC");
             assert!(
                 text.contains(&file) || export == Export::Endpoints,

@@ -86,7 +86,7 @@ impl Export {
     }
 
     /// The read-only command that writes this file, with `$CLUSTER`, `$RG`, `$ACR`, `$NODE_RG`,
-    /// `$OUT`, `$ZONE_RG`, `$ZONE` and `$NIC_ID` as shell variables (set by `pullpath azure
+    /// `$OUT`, `$ZONE_RG`, `$ZONE_NAME` and `$NIC_ID` as shell variables (set by `pullpath azure
     /// commands`). Every command is a `show` or `list`: nothing here changes Azure.
     pub fn command(self) -> &'static str {
         match self {
@@ -106,10 +106,10 @@ impl Export {
                 "az network private-dns zone list -o json > \"$OUT/private-dns-zones.json\""
             }
             Export::PrivateDnsLinks => {
-                "az network private-dns link vnet list -g \"$ZONE_RG\" -z \"$ZONE\" -o json > \"$OUT/private-dns-links/$ZONE.json\""
+                "az network private-dns link vnet list -g \"$ZONE_RG\" -z \"$ZONE_NAME\" -o json > \"$OUT/private-dns-links/$ZONE_NAME.json\""
             }
             Export::PrivateDnsRecords => {
-                "az network private-dns record-set a list -g \"$ZONE_RG\" -z \"$ZONE\" -o json > \"$OUT/private-dns-records/$ZONE.json\""
+                "az network private-dns record-set a list -g \"$ZONE_RG\" -z \"$ZONE_NAME\" -o json > \"$OUT/private-dns-records/$ZONE_NAME.json\""
             }
             Export::Acr => "az acr show -n \"$ACR\" -o json > \"$OUT/acr.json\"",
             Export::AcrEndpoints => {
@@ -170,7 +170,9 @@ impl FileStatus {
             .unwrap_or("");
         let command = self.export.command();
         match self.export {
-            Export::PrivateDnsLinks | Export::PrivateDnsRecords => command.replace("$ZONE", stem),
+            Export::PrivateDnsLinks | Export::PrivateDnsRecords => {
+                command.replace("$ZONE_NAME", stem)
+            }
             Export::EffectiveRoutes | Export::EffectiveNsg => {
                 command.replace("$NIC.", &format!("{stem}."))
             }
@@ -347,7 +349,7 @@ mod tests {
                 command.contains(
                     &export
                         .file()
-                        .replace("<zone>", "$ZONE")
+                        .replace("<zone>", "$ZONE_NAME")
                         .replace("<nic>", "$NIC")
                 ),
                 "{command} writes {}",

@@ -25,6 +25,9 @@ pub struct AzureReport {
     pub command: &'static str,
     /// The first failing pool × endpoint (or the first undecided one), as a verdict.
     pub verdict: Verdict,
+    /// The pool and endpoint the top verdict is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,6 +36,12 @@ pub struct AzureReport {
     pub pools: Vec<PoolReport>,
     /// What could not be concluded, each naming the file and the command that produces it.
     pub unconcluded: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DecidedBy {
+    pub pool: String,
+    pub host: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -208,12 +217,21 @@ fn pool_report(p: &PoolAnalysis) -> PoolReport {
 
 pub fn report(analysis: &Analysis, exports: &Exports) -> AzureReport {
     let pools: Vec<PoolReport> = analysis.pools.iter().map(pool_report).collect();
-    let all = || pools.iter().flat_map(|p| p.endpoints.iter());
-    let first_failed = all().find(|e| !e.verdict.passed && e.verdict.decided);
-    let first_undecided = all().find(|e| !e.verdict.decided);
-    let verdict = match (first_failed, first_undecided) {
-        (Some(e), _) | (None, Some(e)) => e.verdict.clone(),
-        (None, None) if all().next().is_none() => Verdict {
+    let all = || {
+        pools
+            .iter()
+            .flat_map(|p| p.endpoints.iter().map(move |e| (p, e)))
+    };
+    let first_failed = all().find(|(_, e)| !e.verdict.passed && e.verdict.decided);
+    let first_undecided = all().find(|(_, e)| !e.verdict.decided);
+    let decider = first_failed.or(first_undecided);
+    let decided_by = decider.map(|(p, e)| DecidedBy {
+        pool: p.pool.clone(),
+        host: e.host.clone(),
+    });
+    let verdict = match decider {
+        Some((_, e)) => e.verdict.clone(),
+        None if all().next().is_none() => Verdict {
             passed: false,
             layer: Some(Layer::Other),
             hop: Some(Hop::Unknown),
@@ -225,12 +243,13 @@ pub fn report(analysis: &Analysis, exports: &Exports) -> AzureReport {
             candidates: Vec::new(),
             decides: analysis.unconcluded.first().cloned(),
         },
-        (None, None) => Verdict::passed(),
+        None => Verdict::passed(),
     };
     AzureReport {
         schema: SCHEMA,
         command: "azure analyse",
         verdict,
+        decided_by,
         cluster: analysis.cluster.clone(),
         registry: analysis.registry.clone(),
         exports: exports
@@ -390,16 +409,10 @@ pub fn text(report: &AzureReport, style: Style) -> String {
     } else {
         let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
         let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
-        let host = v.host.as_deref().unwrap_or("-");
-        let pool = report
-            .pools
-            .iter()
-            .find(|p| {
-                p.endpoints
-                    .iter()
-                    .any(|e| e.verdict.cause == v.cause && e.host == host)
-            })
-            .map_or("-", |p| p.pool.as_str());
+        let (pool, host) = report
+            .decided_by
+            .as_ref()
+            .map_or(("-", "-"), |d| (d.pool.as_str(), d.host.as_str()));
         if v.decided {
             style.paint(
                 "1;31",
