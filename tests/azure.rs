@@ -611,6 +611,25 @@ fn commands_prints_a_read_only_script_bash_accepts() {
     );
 }
 
+#[test]
+fn explain_points_acr_dns_failures_to_pullpath_azure() {
+    let out = run(&[
+        "explain",
+        "-o",
+        "json",
+        r#"Failed to pull image "contosoreg.azurecr.io/app:v1": failed to resolve reference "contosoreg.azurecr.io/app:v1": failed to do request: Head "https://contosoreg.azurecr.io/v2/app/manifests/v1": dial tcp: lookup contosoreg.azurecr.io on 10.1.0.10:53: no such host"#,
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["verdict"]["layer"], "dns");
+    let look = report["where_to_look"].to_string();
+    assert!(look.contains("pullpath azure commands"), "{look}");
+    assert!(look.contains("--registry contosoreg"), "{look}");
+    // The azure report itself does not send the reader to itself.
+    let (_, azure) = analyse("zone-not-linked");
+    let own = endpoint(&azure, "system", LOGIN)["where_to_look"].to_string();
+    assert!(!own.contains("pullpath azure"), "{own}");
+}
+
 /// A fresh directory of its own for one test.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pullpath-azure-{name}-{}", std::process::id()));

@@ -159,7 +159,13 @@ fn endpoint_report(e: &EndpointAnalysis) -> EndpointReport {
                     f.resource, f.field, f.observed, f.expected, f.show
                 )
             }];
-            look.extend(advice.where_to_look);
+            // The shared advice's "next: pullpath azure" is this very report.
+            look.extend(
+                advice
+                    .where_to_look
+                    .into_iter()
+                    .filter(|w| !w.contains("pullpath azure")),
+            );
             (look, advice.will_not_help)
         }
         _ => (Vec::new(), Vec::new()),
@@ -409,10 +415,18 @@ pub fn text(report: &AzureReport, style: Style) -> String {
     } else {
         let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
         let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
-        let (pool, host) = report
-            .decided_by
-            .as_ref()
-            .map_or(("-", "-"), |d| (d.pool.as_str(), d.host.as_str()));
+        let (pool, host) = match &report.decided_by {
+            Some(d) => (d.pool.as_str(), d.host.as_str()),
+            None => {
+                let cause = v.cause.as_deref().unwrap_or("nothing analysed");
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.paint("1;33", &format!("? undecided: {cause}"))
+                );
+                return out;
+            }
+        };
         if v.decided {
             style.paint(
                 "1;31",
