@@ -87,6 +87,25 @@ struct Expect<'a> {
     resource: &'a str,
 }
 
+/// A failure at layer `route` on a registry or mirror hop (no blob mechanism).
+fn on_route<'a>(
+    pool: &'a str,
+    host: &'a str,
+    step: &'a str,
+    field: &'a str,
+    resource: &'a str,
+) -> Expect<'a> {
+    Expect {
+        pool,
+        host,
+        layer: "route",
+        mechanism: None,
+        step,
+        field,
+        resource,
+    }
+}
+
 fn assert_fails(report: &Value, e: &Expect) {
     let got = endpoint(report, e.pool, e.host);
     let v = &got["verdict"];
@@ -274,15 +293,13 @@ fn hub_without_allow_gateway_transit_drops_the_on_premises_endpoint() {
     assert_eq!(code, 11);
     assert_fails(
         &report,
-        &Expect {
-            pool: "user",
-            host: MIRROR,
-            layer: "route",
-            mechanism: None,
-            step: "peering",
-            field: "allowGatewayTransit",
-            resource: "vnet-hub/virtualNetworkPeerings/hub-to-spoke",
-        },
+        &on_route(
+            "user",
+            MIRROR,
+            "peering",
+            "allowGatewayTransit",
+            "vnet-hub/virtualNetworkPeerings/hub-to-spoke",
+        ),
     );
 }
 
@@ -292,15 +309,13 @@ fn bgp_propagation_disabled_on_one_pools_subnet_fails_that_pool_only() {
     assert_eq!(code, 11);
     assert_fails(
         &report,
-        &Expect {
-            pool: "system",
-            host: MIRROR,
-            layer: "route",
-            mechanism: None,
-            step: "route",
-            field: "disableBgpRoutePropagation",
-            resource: "routeTables/rt-system",
-        },
+        &on_route(
+            "system",
+            MIRROR,
+            "route",
+            "disableBgpRoutePropagation",
+            "routeTables/rt-system",
+        ),
     );
     assert_passes(&report, "user", MIRROR);
 }
@@ -311,15 +326,13 @@ fn second_pool_without_the_route_table_is_named_against_the_first() {
     assert_eq!(code, 11, "the user pool certainly fails");
     assert_fails(
         &report,
-        &Expect {
-            pool: "user",
-            host: MIRROR,
-            layer: "route",
-            mechanism: None,
-            step: "route",
-            field: "routeTable",
-            resource: "vnet-spoke/subnets/aks-user",
-        },
+        &on_route(
+            "user",
+            MIRROR,
+            "route",
+            "routeTable",
+            "vnet-spoke/subnets/aks-user",
+        ),
     );
     let user = endpoint(&report, "user", MIRROR);
     assert!(
@@ -490,15 +503,13 @@ fn arm_shaped_exports_read_like_az_ones() {
     }
     assert_fails(
         &report,
-        &Expect {
-            pool: "system",
-            host: MIRROR,
-            layer: "route",
-            mechanism: None,
-            step: "peering",
-            field: "allowGatewayTransit",
-            resource: "hub-to-spoke",
-        },
+        &on_route(
+            "system",
+            MIRROR,
+            "peering",
+            "allowGatewayTransit",
+            "hub-to-spoke",
+        ),
     );
 }
 

@@ -524,7 +524,7 @@ impl PoolContext<'_> {
                 self.vnet.name, self.vnet.name
             )
         };
-        if self.exports.get(Export::PrivateDnsZones.file()).is_none() {
+        if !self.network.zones_known {
             walk.undecided(missing(
                 self.exports,
                 Export::PrivateDnsZones.file(),
@@ -1178,5 +1178,58 @@ fn nsg_finding(
         expected: "an Allow for TCP 443 to the registry at a lower priority number".into(),
         show: show_cmd,
         decides: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::azure::model::fixture;
+
+    fn outcome<'a>(analysis: &'a Analysis, pool: &str, host: &str) -> &'a EndpointAnalysis {
+        analysis
+            .pools
+            .iter()
+            .find(|p| p.pool == pool)
+            .and_then(|p| p.endpoints.iter().find(|e| e.endpoint.host == host))
+            .expect("pool and endpoint")
+    }
+
+    #[test]
+    fn an_undecided_step_does_not_hide_a_later_certain_failure() {
+        let mut network = fixture("udr-appliance");
+        let deny = nsg::parse_rule(
+            &serde_json::json!({"name": "deny-internet", "priority": 100, "direction": "Outbound",
+                "access": "Deny", "protocol": "Tcp", "sourceAddressPrefix": "*",
+                "destinationAddressPrefix": "Internet", "destinationPortRange": "443"}),
+            "securityRules",
+        )
+        .expect("rule");
+        network.nsgs[0].rules.push(deny);
+        let analysis = analyse(&network, &Exports::default(), Some("user"));
+        let login = outcome(&analysis, "user", "contosoreg.azurecr.io");
+        assert!(
+            matches!(&login.outcome, Outcome::Failed(f) if f.field == "securityRules/deny-internet"),
+            "{:?}",
+            login.outcome
+        );
+        let states: Vec<_> = login.steps.iter().map(|s| (s.step, s.ok)).collect();
+        assert_eq!(
+            states,
+            [
+                (Step::Dns, Some(true)),
+                (Step::Route, None),
+                (Step::Nsg, Some(false))
+            ]
+        );
+    }
+
+    #[test]
+    fn the_first_failing_step_stops_the_walk() {
+        let network = fixture("zone-not-linked");
+        let analysis = analyse(&network, &Exports::default(), None);
+        let login = outcome(&analysis, "system", "contosoreg.azurecr.io");
+        assert_eq!(login.steps.len(), 1, "{:?}", login.steps);
+        assert!(matches!(&login.outcome, Outcome::Failed(f) if f.step == Step::Dns));
     }
 }

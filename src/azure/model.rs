@@ -28,6 +28,9 @@ pub struct Network {
     pub nsgs: Vec<Nsg>,
     pub private_endpoints: Vec<PrivateEndpoint>,
     pub zones: Vec<Zone>,
+    /// False when `private-dns-zones.json` was missing or unreadable: no zone is then known
+    /// not to exist.
+    pub zones_known: bool,
     pub registry: Option<Registry>,
     /// `az acr show-endpoints`: `dataEndpoints[].endpoint` with their regions.
     pub data_endpoints: Vec<(String, String)>,
@@ -336,6 +339,7 @@ impl Network {
                 .filter_map(private_endpoint)
                 .collect(),
             zones,
+            zones_known: exports.get(Export::PrivateDnsZones.file()).is_some(),
             registry,
             data_endpoints,
             gateways: list(Export::VnetGateways)
@@ -673,5 +677,69 @@ fn effective_nsg(entry: &Value) -> EffectiveNsg {
             id,
             rules,
         },
+    }
+}
+
+/// The network of one fixture export set, for the decisions' unit tests.
+#[cfg(test)]
+pub(crate) fn fixture(scenario: &str) -> Network {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/azure")
+        .join(scenario);
+    let exports = Exports::load(&dir).expect("fixture directory");
+    Network::from_exports(&exports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_nics_map_to_their_pool() {
+        let pools = [
+            Pool {
+                name: "system".into(),
+                subnet: None,
+            },
+            Pool {
+                name: "sys".into(),
+                subnet: None,
+            },
+        ];
+        assert_eq!(
+            pool_for_nic(&pools, "AKS-SYSTEM-12345678-VMSS").as_deref(),
+            Some("system")
+        );
+        assert_eq!(pool_for_nic(&pools, "sys").as_deref(), Some("sys"));
+        assert_eq!(pool_for_nic(&pools, "aks-gpu-1-vmss"), None);
+    }
+
+    #[test]
+    fn the_healthy_fixture_reads_into_the_model() {
+        let network = fixture("healthy");
+        assert_eq!(network.pools.len(), 2);
+        assert_eq!(network.vnets.len(), 2);
+        let spoke = network
+            .vnets
+            .iter()
+            .find(|v| v.name == "vnet-spoke")
+            .expect("spoke");
+        assert!(spoke.peerings[0].use_remote_gateways && spoke.peerings[0].connected());
+        assert_eq!(network.zones[0].records.as_ref().map(Vec::len), Some(2));
+        assert_eq!(
+            network.gateways[0].vnet.as_ref().map(ResourceId::name),
+            Some("vnet-hub")
+        );
+        assert_eq!(network.extra_endpoints.len(), 1);
+        let arm = fixture("arm-shaped");
+        assert_eq!(arm.pools.len(), 2);
+        assert!(
+            arm.pools.iter().all(|p| p.subnet.is_some()),
+            "vnetSubnetID under properties"
+        );
+        assert_eq!(
+            arm.vnets[1].subnets[0].route_table,
+            spoke.subnets[0].route_table
+        );
     }
 }

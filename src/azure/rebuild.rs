@@ -150,3 +150,109 @@ pub fn routes(network: &Network, vnet: &Vnet, subnet: &Subnet) -> Vec<Route> {
     routes.extend(user_routes);
     routes
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::azure::model::fixture;
+    use crate::azure::route::select;
+
+    fn hop_for(network: &Network, subnet: &str, address: &str) -> NextHop {
+        let (vnet, subnet) = network
+            .vnets
+            .iter()
+            .find_map(|v| v.subnets.iter().find(|s| s.name == subnet).map(|s| (v, s)))
+            .expect("subnet");
+        let routes = routes(network, vnet, subnet);
+        let address: Ipv4Addr = address.parse().expect("address");
+        select(&routes, address).expect("a route").next_hop.clone()
+    }
+
+    #[test]
+    fn a_spoke_subnet_gets_peering_endpoint_gateway_and_default_routes() {
+        let network = fixture("healthy");
+        assert_eq!(
+            hop_for(&network, "aks-system", "10.0.1.5"),
+            NextHop::InterfaceEndpoint
+        );
+        assert_eq!(
+            hop_for(&network, "aks-system", "10.0.2.4"),
+            NextHop::VnetPeering
+        );
+        assert_eq!(
+            hop_for(&network, "aks-system", "10.1.4.9"),
+            NextHop::VnetLocal
+        );
+        assert_eq!(
+            hop_for(&network, "aks-system", "192.168.20.10"),
+            NextHop::Gateway
+        );
+        assert_eq!(hop_for(&network, "aks-system", "10.9.0.1"), NextHop::None);
+        assert_eq!(hop_for(&network, "aks-system", "172.20.0.1"), NextHop::None);
+        assert_eq!(
+            hop_for(&network, "aks-system", "20.50.1.1"),
+            NextHop::Internet
+        );
+    }
+
+    #[test]
+    fn without_transit_or_with_propagation_off_the_gateway_routes_vanish() {
+        let mut network = fixture("healthy");
+        network.route_tables[0].disable_bgp_route_propagation = true;
+        assert_eq!(
+            hop_for(&network, "aks-user", "192.168.20.10"),
+            NextHop::None
+        );
+        let mut network = fixture("healthy");
+        network.vnets[0].peerings[0].allow_gateway_transit = false;
+        assert_eq!(
+            hop_for(&network, "aks-user", "192.168.20.10"),
+            NextHop::None
+        );
+        assert_eq!(
+            hop_for(&network, "aks-user", "10.0.1.5"),
+            NextHop::InterfaceEndpoint
+        );
+    }
+
+    #[test]
+    fn a_user_route_overrides_the_endpoint_route_only_under_network_policies() {
+        let mut network = fixture("healthy");
+        let mut udr = Route::system(
+            Prefix::parse("10.0.1.0/24").expect("prefix"),
+            NextHop::Appliance,
+            "test",
+        );
+        udr.source = Source::User;
+        udr.next_hop_ip = Some(Ipv4Addr::new(10, 0, 3, 4));
+        network.route_tables[0].routes.push(udr);
+        // Policies off: the /32 is longer and stays.
+        assert_eq!(
+            hop_for(&network, "aks-system", "10.0.1.5"),
+            NextHop::InterfaceEndpoint
+        );
+        network.vnets[0].subnets[1].private_endpoint_policies = Some("RouteTableEnabled".into());
+        assert_eq!(
+            hop_for(&network, "aks-system", "10.0.1.5"),
+            NextHop::Appliance
+        );
+        // A 0.0.0.0/0 user route never overrides it (wider than the endpoint VNet's space).
+        network.route_tables[0].routes[0].prefix = Prefix::parse("0.0.0.0/0").expect("prefix");
+        assert_eq!(
+            hop_for(&network, "aks-system", "10.0.1.5"),
+            NextHop::InterfaceEndpoint
+        );
+    }
+
+    #[test]
+    fn a_disconnected_peering_takes_its_routes_and_endpoints_away() {
+        let network = fixture("peering-disconnected");
+        assert_eq!(hop_for(&network, "aks-system", "10.0.1.5"), NextHop::None);
+        assert_eq!(
+            hop_for(&network, "aks-system", "192.168.20.10"),
+            NextHop::None
+        );
+    }
+}

@@ -289,3 +289,76 @@ pub fn check_private(registry: &Registry, endpoint: &PrivateEndpoint) -> Result<
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::azure::model::fixture;
+
+    fn roles(network: &Network) -> Vec<(String, &'static str)> {
+        endpoints(network)
+            .into_iter()
+            .map(|e| (e.host, e.role.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn endpoints_follow_data_endpoints_and_private_endpoints() {
+        let healthy = fixture("healthy");
+        assert_eq!(
+            roles(&healthy),
+            [
+                ("contosoreg.azurecr.io".to_string(), "login-server"),
+                (
+                    "contosoreg.westeurope.data.azurecr.io".to_string(),
+                    "data-endpoint"
+                ),
+                ("mirror.corp.example".to_string(), "outside-azure"),
+            ]
+        );
+        let public = fixture("udr-appliance");
+        assert_eq!(
+            roles(&public)[1],
+            ("*.blob.core.windows.net".to_string(), "storage")
+        );
+        // A private endpoint serves the data endpoint even with dedicated data endpoints off.
+        let mut network = fixture("healthy");
+        if let Some(r) = network.registry.as_mut() {
+            r.data_endpoint_enabled = false;
+            r.data_endpoint_host_names.clear();
+        }
+        network.data_endpoints.clear();
+        assert_eq!(roles(&network)[1].1, "data-endpoint");
+    }
+
+    #[test]
+    fn registry_rules_for_public_clients() {
+        let network = fixture("public-access-disabled");
+        let registry = network.registry.as_ref().expect("registry");
+        let login = &endpoints(&network)[0];
+        let finding = check_public(registry, login).expect_err("public access disabled");
+        assert_eq!(
+            (finding.layer, finding.field.as_str()),
+            (Layer::Forbidden, "publicNetworkAccess")
+        );
+        let mut open = registry.clone();
+        open.public_network_access = Some("Enabled".into());
+        let finding = check_public(&open, login).expect_err("default action Deny");
+        assert!(finding.decides.is_some(), "the egress address decides");
+        open.default_action = Some("Allow".into());
+        assert_eq!(check_public(&open, login), Ok(()));
+    }
+
+    #[test]
+    fn a_pending_private_endpoint_carries_nothing() {
+        let mut network = fixture("healthy");
+        let registry = network.registry.clone().expect("registry");
+        assert_eq!(
+            check_private(&registry, &network.private_endpoints[0]),
+            Ok(())
+        );
+        network.private_endpoints[0].connections[0].2 = "Pending".into();
+        let finding = check_private(&registry, &network.private_endpoints[0]).expect_err("pending");
+        assert_eq!(finding.observed, "Pending");
+    }
+}
