@@ -312,13 +312,18 @@ fn sibling_route(
                 layer: Layer::Route,
                 owner: Owner::NetworkTeam,
                 cause: format!(
-                    "pool {}'s subnet {} has route table {} whose route {} carries {address}; pool {}'s subnet {} has route table {observed} and no such route, so {address} is dropped there",
+                    "pool {}'s subnet {} has route table {} whose route {} carries {address}; pool {}'s subnet {} has {} and no such route, so {address} is dropped there",
                     other.name,
                     other_subnet.name,
                     table.name,
                     route.describe(),
                     pool.name,
-                    subnet.name
+                    subnet.name,
+                    if subnet.route_table.is_some() {
+                        format!("route table {observed}")
+                    } else {
+                        "no route table".to_string()
+                    }
                 ),
                 resource: subnet.id.to_string(),
                 field: "routeTable".into(),
