@@ -618,7 +618,37 @@ impl PoolContext<'_> {
                     );
                     return Ok(Some(Target::Public));
                 }
-                Err(self.public_finding(endpoint, &resolver_vnet, &custom_note))
+                let finding = self.public_finding(endpoint, &resolver_vnet, &custom_note);
+                // Whether the public answer breaks the pull is the registry's rule: refused
+                // outright, it fails here (the DNS gap is the cause); admitted, the pull takes
+                // the public path and the gap is a check; admitted only for some addresses,
+                // it stays open.
+                match self
+                    .network
+                    .registry
+                    .as_ref()
+                    .map(|r| registry::check_public(r, endpoint))
+                {
+                    Some(Err(rule)) if rule.decides.is_none() => Err(finding),
+                    Some(Err(rule)) => {
+                        walk.undecided(Finding {
+                            decides: rule.decides,
+                            ..finding
+                        });
+                        Ok(Some(Target::Public))
+                    }
+                    _ => {
+                        walk.checks.push(format!(
+                            "{} (the pull works over the public path only while the registry admits it)",
+                            finding.cause
+                        ));
+                        walk.pass(
+                            Step::Dns,
+                            "public address, although a private endpoint serves this name".into(),
+                        );
+                        Ok(Some(Target::Public))
+                    }
+                }
             }
         }
     }
@@ -1226,6 +1256,30 @@ mod tests {
                 (Step::Route, None),
                 (Step::Nsg, Some(false))
             ]
+        );
+    }
+
+    #[test]
+    fn a_public_answer_fails_only_when_the_registry_refuses_public_clients() {
+        let mut network = fixture("zone-not-linked");
+        let open = |network: &mut Network, access: &str, action: &str| {
+            if let Some(r) = network.registry.as_mut() {
+                r.public_network_access = Some(access.into());
+                r.default_action = Some(action.into());
+            }
+        };
+        open(&mut network, "Enabled", "Allow");
+        let analysis = analyse(&network, &Exports::default(), Some("system"));
+        let login = outcome(&analysis, "system", "contosoreg.azurecr.io");
+        assert_eq!(login.outcome, Outcome::Passed, "{:?}", login.steps);
+        assert!(login.checks.iter().any(|c| c.contains("not linked")));
+        open(&mut network, "Enabled", "Deny");
+        let analysis = analyse(&network, &Exports::default(), Some("system"));
+        let login = outcome(&analysis, "system", "contosoreg.azurecr.io");
+        assert!(
+            matches!(&login.outcome, Outcome::Undecided(f) if f.field == "virtualNetworkLinks" && f.decides.is_some()),
+            "{:?}",
+            login.outcome
         );
     }
 
