@@ -358,6 +358,35 @@ mod tests {
         }
     }
 
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("pullpath-exports-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    #[test]
+    fn oversized_and_deeply_nested_files_are_refused_with_a_reason() {
+        let dir = scratch("limits");
+        let big = std::fs::File::create(dir.join("vnets.json")).expect("create");
+        // Sparse: the size is there without writing 64 MiB.
+        big.set_len(MAX_FILE + 1).expect("set_len");
+        std::fs::write(dir.join("nsgs.json"), "[".repeat(100_000)).expect("write");
+        let exports = Exports::load(&dir).expect("a directory");
+        let state = |file: &str| exports.status(file).map(|s| s.state.clone());
+        assert_eq!(
+            state("vnets.json"),
+            Some(FileState::Unreadable("larger than 64 MiB".into()))
+        );
+        assert!(
+            matches!(state("nsgs.json"), Some(FileState::Unreadable(why)) if why.starts_with("not JSON")),
+            "serde_json's recursion limit, not a stack overflow"
+        );
+        assert_eq!(state("acr.json"), Some(FileState::Missing));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     #[test]
     fn a_file_named_in_a_message_carries_its_own_command() {
         let status = FileStatus {

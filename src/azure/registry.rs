@@ -332,6 +332,32 @@ mod tests {
     }
 
     #[test]
+    fn every_replica_region_has_its_own_data_endpoint() {
+        let mut network = fixture("healthy");
+        network.data_endpoints.push((
+            "contosoreg.northeurope.data.azurecr.io".into(),
+            "northeurope".into(),
+        ));
+        let all = endpoints(&network);
+        assert_eq!(
+            all[2].role,
+            Role::Data {
+                region: "northeurope".into()
+            }
+        );
+        // The replica's record is missing from the zone: that endpoint alone gets NXDOMAIN.
+        let spoke = &network.vnets[1].id;
+        let answer = crate::azure::dns::resolve(&network.zones, spoke, &all[2].host);
+        assert!(
+            matches!(answer, crate::azure::dns::Answer::NxDomain { record, .. } if record == "contosoreg.northeurope.data")
+        );
+        assert!(matches!(
+            crate::azure::dns::resolve(&network.zones, spoke, &all[1].host),
+            crate::azure::dns::Answer::Private { .. }
+        ));
+    }
+
+    #[test]
     fn registry_rules_for_public_clients() {
         let network = fixture("public-access-disabled");
         let registry = network.registry.as_ref().expect("registry");
