@@ -175,7 +175,7 @@ fn azure_command(args: AzureArgs) -> anyhow::Result<u8> {
             let report = azure::run(&a.dir, a.pool.as_deref())?;
             match a.output {
                 Output::Json => print!("{}", render::json::render(&report)),
-                Output::Text => print!("{}", azure::wire::text(&report, Style::detect())),
+                Output::Text => print!("{}", azure::text::render(&report, Style::detect())),
             }
             Ok(exit::for_verdict(&report.verdict))
         }

@@ -38,7 +38,9 @@ pub mod registry;
 pub mod route;
 /// Reading `az` and ARM shapes alike; case-insensitive ids.
 pub mod shape;
-/// The JSON report and its text rendering.
+/// The text view of the report.
+pub mod text;
+/// The JSON report: serialize-only wire types.
 pub mod wire;
 
 use std::path::Path;
