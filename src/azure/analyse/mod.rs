@@ -471,6 +471,105 @@ mod tests {
         );
     }
 
+    fn spoke_mut(network: &mut Network) -> &mut Vnet {
+        network
+            .vnets
+            .iter_mut()
+            .find(|v| v.name == "vnet-spoke")
+            .expect("spoke")
+    }
+
+    #[test]
+    fn a_dns_server_the_node_cannot_reach_fails_dns_on_the_route() {
+        let mut network = fixture("custom-dns-no-forward");
+        spoke_mut(&mut network).peerings[0].state = Some("Disconnected".into());
+        let analysis = analyse(&network, &Exports::default(), Some("system"));
+        let login = outcome(&analysis, "system", "contosoreg.azurecr.io");
+        let Outcome::Failed(finding) = &login.outcome else {
+            panic!("{:?}", login.outcome)
+        };
+        assert_eq!((finding.step, finding.layer), (Step::Dns, Layer::Dns));
+        assert_eq!(finding.field, "peeringState");
+        assert_eq!(finding.owner, Owner::NetworkTeam);
+        assert!(
+            finding
+                .cause
+                .contains("cannot reach its DNS server 10.0.2.4")
+        );
+    }
+
+    #[test]
+    fn an_on_premises_dns_server_leaves_dns_undecided_with_what_decides() {
+        let mut network = fixture("healthy");
+        spoke_mut(&mut network).dns_servers = vec!["192.168.1.10".into()];
+        let analysis = analyse(&network, &Exports::default(), Some("user"));
+        let login = outcome(&analysis, "user", "contosoreg.azurecr.io");
+        assert!(
+            matches!(&login.outcome, Outcome::Undecided(f)
+                if f.field == "dhcpOptions.dnsServers"
+                    && f.decides.as_deref().is_some_and(|d| d.contains("conditionally forwards azurecr.io"))),
+            "{:?}",
+            login.outcome
+        );
+        // The mirror's address is given, so its path is still decided.
+        assert_eq!(
+            outcome(&analysis, "user", "mirror.corp.example").outcome,
+            Outcome::Passed
+        );
+    }
+
+    #[test]
+    fn the_private_endpoint_subnet_nsg_counts_where_its_policies_apply() {
+        let mut network = fixture("healthy");
+        let deny = crate::azure::nsg::parse_rule(
+            &serde_json::json!({"name": "deny-spoke", "priority": 100, "direction": "Inbound",
+                "access": "Deny", "protocol": "*", "sourceAddressPrefix": "10.1.0.0/16",
+                "destinationAddressPrefix": "*", "destinationPortRange": "*"}),
+            "securityRules",
+        )
+        .expect("rule");
+        let nsg_id = crate::azure::shape::ResourceId::new(
+            "/subscriptions/s/resourceGroups/rg-hub/providers/Microsoft.Network/networkSecurityGroups/nsg-endpoints",
+        );
+        network.nsgs.push(crate::azure::nsg::Nsg {
+            id: Some(nsg_id.clone()),
+            name: "nsg-endpoints".into(),
+            rules: vec![deny],
+        });
+        let hub = network
+            .vnets
+            .iter_mut()
+            .find(|v| v.name == "vnet-hub")
+            .expect("hub");
+        let endpoints = hub
+            .subnets
+            .iter_mut()
+            .find(|s| s.name == "snet-endpoints")
+            .expect("subnet");
+        endpoints.nsg = Some(nsg_id);
+        let passes = analyse(&network, &Exports::default(), Some("system"));
+        assert_eq!(
+            outcome(&passes, "system", "contosoreg.azurecr.io").outcome,
+            Outcome::Passed,
+            "policies Disabled: the endpoint subnet's NSG does not apply to the endpoint"
+        );
+        let hub = network
+            .vnets
+            .iter_mut()
+            .find(|v| v.name == "vnet-hub")
+            .expect("hub");
+        for subnet in &mut hub.subnets {
+            subnet.private_endpoint_policies = Some("NetworkSecurityGroupEnabled".into());
+        }
+        let fails = analyse(&network, &Exports::default(), Some("system"));
+        let login = outcome(&fails, "system", "contosoreg.azurecr.io");
+        assert!(
+            matches!(&login.outcome, Outcome::Failed(f) if f.step == Step::Nsg && f.field == "securityRules/deny-spoke" && f.cause.contains("private endpoint subnet")),
+            "{:?}",
+            login.outcome
+        );
+    }
+
     #[test]
     fn the_first_failing_step_stops_the_walk() {
         let network = fixture("zone-not-linked");
