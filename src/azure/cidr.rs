@@ -74,7 +74,7 @@ impl fmt::Display for Prefix {
     }
 }
 
-/// The ranges Azure routes to `None` unless something more specific covers them ([UDR]: the
+/// The ranges Azure routes to `None` unless something more specific covers them (the UDR overview: the
 /// default system routes for 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and 100.64.0.0/10).
 pub fn dropped_by_default() -> [Prefix; 4] {
     [

@@ -3,7 +3,7 @@
 //! prints these commands and `analyse` names them when a file is missing.
 //!
 //! Reading never panics: a missing file, a file too large, bad UTF-8 or bad JSON becomes a
-//! [`FileState`] naming the file and the command, and the analysis says what it could not
+//! [`FileState`](crate::azure::exports::FileState) naming the file and the command, and the analysis says what it could not
 //! conclude without it.
 
 use std::collections::BTreeMap;

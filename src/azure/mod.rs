@@ -1,11 +1,11 @@
 //! `pullpath azure`: which route, peering flag, DNS link or rule keeps each node pool from each
 //! endpoint of an ACR pull, decided offline from the network's own exports (docs/azure.md).
 //!
-//! Data flows one way: the export directory is read ([`exports`]) and typed ([`model`], both
-//! JSON shapes via [`shape`]); for each pool and endpoint the sequencer ([`analyse`]) asks the
-//! decisions in the pull's order — [`dns`], [`route`] (over [`rebuild`] when no effective
-//! routes were exported), [`peering`], [`nsg`], [`registry`] — and the result becomes the
-//! serialize-only [`wire`] report. pullpath never calls Azure: [`commands`] prints the
+//! Data flows one way: the export directory is read ([`exports`](crate::azure::exports)) and typed ([`model`](crate::azure::model), both
+//! JSON shapes via [`shape`](crate::azure::shape)); for each pool and endpoint the sequencer ([`analyse`](crate::azure::analyse)) asks the
+//! decisions in the pull's order — [`dns`](crate::azure::dns), [`route`](crate::azure::route) (over [`rebuild`](crate::azure::rebuild) when no effective
+//! routes were exported), [`peering`](crate::azure::peering), [`nsg`](crate::azure::nsg), [`registry`](crate::azure::registry) — and the result becomes the
+//! serialize-only [`wire`](crate::azure::wire) report. pullpath never calls Azure: [`commands`](crate::azure::commands) prints the
 //! read-only `az` commands that make the directory.
 
 // A `Finding` is the decisions' `Err`: produced once per endpoint at most and carrying its

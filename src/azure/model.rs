@@ -1,5 +1,5 @@
 //! The network as the exports describe it: typed, ids compared without case, both JSON shapes
-//! read (see [`super::shape`]). Field names follow the REST specs in Azure/azure-rest-api-specs
+//! read (see [`shape`](crate::azure::shape)). Field names follow the REST specs in Azure/azure-rest-api-specs
 //! (`specification/network/resource-manager/Microsoft.Network/stable/2023-09-01/`
 //! `virtualNetwork.json`, `routeTable.json`, `privateEndpoint.json`, `virtualNetworkGateway.json`;
 //! `specification/privatedns/…/2020-06-01/privatedns.json`;

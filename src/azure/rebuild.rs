@@ -3,7 +3,7 @@
 //! peerings, private endpoints' /32s, gateway routes (unless the route table disables BGP
 //! propagation) and the route table's user routes, over Azure's default system routes.
 //!
-//! Rules from [UDR] (MicrosoftDocs/azure-docs `articles/virtual-network/virtual-networks-udr-overview.md`):
+//! Rules from the UDR overview (MicrosoftDocs/azure-docs `articles/virtual-network/virtual-networks-udr-overview.md`):
 //! the default routes and the `None` ranges; gateway routes (BGP or the local network
 //! gateway's prefixes) appear with source and next hop `VirtualNetworkGateway`, and not at all
 //! in a subnet whose route table has `disableBgpRoutePropagation`; a spoke gets the hub's

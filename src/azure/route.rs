@@ -1,7 +1,7 @@
 //! Which route Azure uses for an address, from a subnet's effective routes or from routes
 //! rebuilt out of the exports when no effective-route export exists.
 //!
-//! The rules ([UDR]: MicrosoftDocs/azure-docs `articles/virtual-network/virtual-networks-udr-overview.md`):
+//! The rules (UDR overview: MicrosoftDocs/azure-docs `articles/virtual-network/virtual-networks-udr-overview.md`):
 //! longest prefix first; at equal prefix a user route beats a BGP (gateway) route, which beats a
 //! system route; but system routes for the VNet, its peerings and service endpoints win even
 //! over more specific BGP routes. A route Azure overrode is exported with `state: Invalid` and

@@ -1,7 +1,7 @@
 //! The report of `pullpath azure analyse`: serialize-only types built from the analysis
 //! (documented in docs/azure.md, schema docs/azure-report.schema.json).
-//! Each endpoint's verdict is the report family's [`Verdict`]; advice comes from
-//! [`crate::advice::advise`], led by the exact resource and field. [`super::text`] prints it.
+//! Each endpoint's verdict is the report family's [`Verdict`](crate::report::Verdict); advice comes from
+//! [`crate::advice::advise`], led by the exact resource and field. [`text`](crate::azure::text) prints it.
 
 use serde::Serialize;
 
