@@ -79,7 +79,7 @@ fn missing(exports: &Exports, file: &str, export: Export, step: Step, what: &str
             match &status.state {
                 FileState::Unreadable(why) => format!("unreadable ({why})"),
                 FileState::Missing => "missing".into(),
-                FileState::Read => "without the entry".into(),
+                FileState::Read => "read, without the entry".into(),
             },
             status.command(),
         ),
@@ -93,7 +93,10 @@ fn missing(exports: &Exports, file: &str, export: Export, step: Step, what: &str
             _ => Layer::Route,
         },
         owner: Owner::NetworkTeam,
-        cause: format!("{file} is {state}: {what} cannot be decided"),
+        cause: match exports.status(file).map(|s| &s.state) {
+            Some(FileState::Read) => format!("{what} cannot be decided: {file} does not hold it"),
+            _ => format!("{file} is {state}: {what} cannot be decided"),
+        },
         resource: file.to_string(),
         field: String::new(),
         observed: state,
@@ -170,9 +173,9 @@ fn analyse_pool(
 ) -> PoolAnalysis {
     let Some((vnet, subnet)) = pool_subnet(network, pool) else {
         let cause = match &pool.subnet {
-            Some(id) => format!("pool {}'s subnet {id}", pool.name),
+            Some(id) => format!("the path of pool {} (subnet {id})", pool.name),
             None => format!(
-                "pool {}'s AKS-managed VNet in the node resource group",
+                "the path of pool {} (an AKS-managed VNet in the node resource group)",
                 pool.name
             ),
         };
@@ -181,7 +184,7 @@ fn analyse_pool(
             Export::Vnets.file(),
             Export::Vnets,
             Step::Dns,
-            &format!("{cause} is not in vnets.json, so every step"),
+            &cause,
         );
         return PoolAnalysis {
             pool: pool.name.clone(),
@@ -223,9 +226,9 @@ fn analyse_pool(
             Export::RouteTables,
             Step::Route,
             &format!(
-                "route table {} of subnet {}, so the subnet's routes",
-                id.name(),
-                subnet.name
+                "the routes of subnet {} (route table {})",
+                subnet.name,
+                id.name()
             ),
         )),
         _ => None,
@@ -565,6 +568,31 @@ mod tests {
         let login = outcome(&fails, "system", "contosoreg.azurecr.io");
         assert!(
             matches!(&login.outcome, Outcome::Failed(f) if f.step == Step::Nsg && f.field == "securityRules/deny-spoke" && f.cause.contains("private endpoint subnet")),
+            "{:?}",
+            login.outcome
+        );
+    }
+
+    #[test]
+    fn a_pool_without_a_subnet_id_lives_in_the_node_resource_groups_vnet() {
+        let mut network = fixture("healthy");
+        let mut managed = spoke_mut(&mut network).clone();
+        managed.id = crate::azure::shape::ResourceId::new(
+            "/subscriptions/s/resourcegroups/mc_rg-aks_aks-prod_westeurope/providers/Microsoft.Network/virtualNetworks/aks-vnet-1234",
+        );
+        managed.name = "aks-vnet-1234".into();
+        network.vnets.push(managed);
+        network.pools[0].subnet = None;
+        let analysis = analyse(&network, &Exports::default(), Some("system"));
+        assert_eq!(analysis.pools[0].vnet.as_deref(), Some("aks-vnet-1234"));
+        // Unknown node resource group: said, not guessed.
+        if let Some(c) = network.cluster.as_mut() {
+            c.node_resource_group = None;
+        }
+        let analysis = analyse(&network, &Exports::default(), Some("system"));
+        let login = outcome(&analysis, "system", "contosoreg.azurecr.io");
+        assert!(
+            matches!(&login.outcome, Outcome::Undecided(f) if f.cause.contains("AKS-managed VNet")),
             "{:?}",
             login.outcome
         );

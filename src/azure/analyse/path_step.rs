@@ -208,9 +208,9 @@ impl PoolContext<'_> {
                                 Export::Nsgs,
                                 Step::Nsg,
                                 &format!(
-                                    "NSG {} on subnet {}, so the outbound rules",
-                                    id.name(),
-                                    self.subnet.name
+                                    "the outbound rules of subnet {} (NSG {})",
+                                    self.subnet.name,
+                                    id.name()
                                 ),
                             ));
                         }
