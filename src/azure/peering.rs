@@ -329,6 +329,27 @@ fn transit_gap(
         if let Err(finding) = side_carries(hub_side, hub, vnet, address) {
             return finding;
         }
+        if let Some(gateway) = network
+            .gateways
+            .iter()
+            .find(|g| g.vnet.as_ref() == Some(&hub.id))
+            .filter(|g| rebuild::basic_sku(g))
+        {
+            return Finding {
+                resource: gateway.id.to_string(),
+                field: "sku.name".into(),
+                observed: "Basic".into(),
+                expected: "a SKU that supports gateway transit (VpnGw1 or higher)".into(),
+                show: show(&gateway.id, "sku.name"),
+                ..network_finding(
+                    Step::Peering,
+                    format!(
+                        "{reaches}; the hub's gateway {} is Basic, which offers no gateway transit to peered VNets",
+                        gateway.name
+                    ),
+                )
+            };
+        }
         if !hub_side.allow_gateway_transit {
             return peering_field(
                 hub_side,
@@ -486,6 +507,18 @@ mod tests {
         let finding = dropped(&fixture("bgp-propagation-disabled"), "192.168.20.10");
         assert_eq!(finding.field, "disableBgpRoutePropagation");
         assert_eq!(finding.step, Step::Route);
+    }
+
+    #[test]
+    fn a_basic_gateway_offers_no_transit() {
+        let mut network = fixture("healthy");
+        network.gateways[0].sku = Some("Basic".into());
+        let finding = dropped(&network, "192.168.20.10");
+        assert_eq!(
+            (finding.field.as_str(), finding.observed.as_str()),
+            ("sku.name", "Basic")
+        );
+        assert!(finding.resource.ends_with("vgw-hub"));
     }
 
     #[test]

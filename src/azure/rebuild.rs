@@ -18,6 +18,15 @@ use super::model::{Gateway, Network, Peering, Subnet, Vnet};
 use super::route::{NextHop, Route, Source};
 use super::shape;
 
+/// Transit "can be used with all VPN Gateway SKUs except the Basic SKU" (MicrosoftDocs/azure-docs
+/// `articles/vpn-gateway/vpn-gateway-peering-gateway-transit.md`).
+pub fn basic_sku(gateway: &Gateway) -> bool {
+    gateway
+        .sku
+        .as_deref()
+        .is_some_and(|s| shape::same(s, "Basic"))
+}
+
 /// A gateway this VNet's subnets use, and through which peering (none for its own gateway).
 pub fn gateway_in_reach<'a>(
     network: &'a Network,
@@ -43,7 +52,7 @@ pub fn gateway_in_reach<'a>(
                 .gateways
                 .iter()
                 .find(|g| g.vnet.as_ref() == Some(&remote.id))?;
-            Some((gateway, Some(p)))
+            (!basic_sku(gateway)).then_some((gateway, Some(p)))
         })
 }
 

@@ -46,15 +46,20 @@ impl PoolContext<'_> {
         let shown = route.describe();
         match (&route.next_hop, target) {
             (NextHop::VnetPeering | NextHop::InterfaceEndpoint, Target::Address(a)) => {
-                if let Some((home, _)) = self.network.locate(a)
-                    && home.id != self.vnet.id
-                {
-                    walk.checks
-                        .extend(peering::check_peering(self.network, self.vnet, home, a)?);
-                    walk.pass(
-                        Step::Peering,
-                        format!("{} ↔ {}: Connected both ways", self.vnet.name, home.name),
-                    );
+                match self.network.locate(a) {
+                    Some((home, _)) if home.id != self.vnet.id => {
+                        walk.checks
+                            .extend(peering::check_peering(self.network, self.vnet, home, a)?);
+                        walk.pass(
+                            Step::Peering,
+                            format!("{} ↔ {}: Connected both ways", self.vnet.name, home.name),
+                        );
+                    }
+                    Some(_) => {}
+                    None => walk.checks.push(format!(
+                        "the VNet that holds {a} is not in vnets.json (another subscription?): only {}'s side of the peering was checked",
+                        self.vnet.name
+                    )),
                 }
                 walk.pass(Step::Route, shown);
             }
