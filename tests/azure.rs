@@ -789,3 +789,89 @@ fn the_schema_rejects_a_failed_endpoint_without_its_field_evidence() {
     let result = std::panic::catch_unwind(|| assert_valid(&report));
     assert!(result.is_err(), "a failed endpoint must name its resource");
 }
+
+/// Every node of a document, depth first, as JSON pointers.
+fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match value {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                pointers(item, format!("{at}/{i}"), out);
+            }
+        }
+        Value::Object(fields) => {
+            for (key, item) in fields {
+                let key = key.replace('~', "~0").replace('/', "~1");
+                pointers(item, format!("{at}/{key}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn mutated_exports_always_get_a_report() {
+    // Each file of two export sets, with nodes swapped for values of the wrong type and the
+    // text cut short: the analysis must answer every time (run in-process, as the binary does).
+    let replacements = [
+        Value::Null,
+        Value::from(7),
+        Value::from("x"),
+        Value::Array(Vec::new()),
+        serde_json::json!({}),
+    ];
+    let mut runs = 0;
+    for scenario in ["healthy", "arm-shaped"] {
+        let dir = copy_of(scenario, &format!("mutated-{scenario}"));
+        let mut files = Vec::new();
+        for entry in walk(&dir) {
+            files.push(entry);
+        }
+        for file in files {
+            let original = std::fs::read_to_string(&file).expect("fixture");
+            let document: Value = serde_json::from_str(&original).expect("fixture JSON");
+            let mut all = Vec::new();
+            pointers(&document, String::new(), &mut all);
+            for (n, pointer) in all.iter().enumerate().step_by(5) {
+                let mut mutated = document.clone();
+                if let Some(node) = mutated.pointer_mut(pointer) {
+                    *node = replacements[n % replacements.len()].clone();
+                }
+                std::fs::write(&file, mutated.to_string()).expect("write");
+                let report = pullpath::azure::run(&dir, None).expect("a directory is a report");
+                let _ = serde_json::to_string(&report).expect("serializes");
+                runs += 1;
+            }
+            for cut in [
+                1,
+                original.len() / 3,
+                original.len() / 2,
+                original.len() - 2,
+            ] {
+                std::fs::write(&file, &original.as_bytes()[..cut.min(original.len())])
+                    .expect("write");
+                let report = pullpath::azure::run(&dir, None).expect("a report");
+                assert_valid(&serde_json::to_value(&report).expect("value"));
+                runs += 1;
+            }
+            std::fs::write(&file, &original).expect("restore");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    assert!(runs > 200, "{runs} runs");
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
