@@ -773,6 +773,28 @@ fn a_missing_zone_file_leaves_dns_undecided_and_says_which_command_makes_it() {
 }
 
 #[test]
+fn without_the_gateway_exports_a_drop_toward_on_premises_stays_open() {
+    let dir = copy_of("healthy", "missing-gateways");
+    std::fs::remove_file(dir.join("vnet-gateways.json")).expect("rm");
+    let (code, report) = analyse_dir(&dir, &[]);
+    assert_eq!(code, 3, "undecided, not a route failure: {report:#}");
+    let mirror = endpoint(&report, "system", MIRROR);
+    assert_eq!(mirror["verdict"]["decided"], false);
+    assert_eq!(mirror["step"], "route");
+    assert_eq!(mirror["resource"], "vnet-gateways.json");
+    assert!(
+        mirror["verdict"]["decides"]
+            .as_str()
+            .expect("decides")
+            .contains("az network vnet-gateway show"),
+        "{mirror:#}"
+    );
+    assert_passes(&report, "system", LOGIN);
+    assert!(unconcluded(&report).contains("vnet-gateways.json is missing"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn a_directory_that_is_not_there_is_a_usage_error() {
     let out = run(&["azure", "analyse", "/nonexistent/pullpath-exports"]);
     assert_eq!(out.status.code(), Some(64));

@@ -31,6 +31,9 @@ pub struct Network {
     /// False when `private-dns-zones.json` was missing or unreadable: no zone is then known
     /// not to exist.
     pub zones_known: bool,
+    /// False when `vnet-gateways.json` / `local-gateways.json` were missing or unreadable.
+    pub gateways_known: bool,
+    pub local_gateways_known: bool,
     pub registry: Option<Registry>,
     /// `az acr show-endpoints`: `dataEndpoints[].endpoint` with their regions.
     pub data_endpoints: Vec<(String, String)>,
@@ -340,6 +343,8 @@ impl Network {
                 .collect(),
             zones,
             zones_known: exports.get(Export::PrivateDnsZones.file()).is_some(),
+            gateways_known: exports.get(Export::VnetGateways.file()).is_some(),
+            local_gateways_known: exports.get(Export::LocalGateways.file()).is_some(),
             registry,
             data_endpoints,
             gateways: list(Export::VnetGateways)

@@ -15,6 +15,7 @@ use std::net::Ipv4Addr;
 
 use crate::vocab::{Layer, Owner};
 
+use super::exports::Export;
 use super::finding::{Finding, Step, show};
 use super::model::{LocalGateway, Network, Peering, Subnet, Vnet};
 use super::rebuild;
@@ -184,12 +185,15 @@ fn default_drop(address: Ipv4Addr) -> String {
 }
 
 /// Why `address` is dropped from `subnet` (the chosen route is `None`, or there is none).
+/// `effective` says the routes are Azure's own (the drop is certain even when the cause is not
+/// in the exports); rebuilt routes without the gateway exports leave the drop itself open.
 pub fn why_dropped(
     network: &Network,
     vnet: &Vnet,
     subnet: &Subnet,
     address: Ipv4Addr,
     chosen: Option<&Route>,
+    effective: bool,
 ) -> Finding {
     if let Some(route) = chosen
         && route.source == Source::User
@@ -230,6 +234,40 @@ pub fn why_dropped(
             return missing_peering(vnet, target, cause);
         }
     }
+    let route = chosen.map_or_else(|| "no route".to_string(), Route::describe);
+    if !network.local_gateways_known || !network.gateways_known {
+        let (file, command) = if network.local_gateways_known {
+            (Export::VnetGateways.file(), Export::VnetGateways.command())
+        } else {
+            (
+                Export::LocalGateways.file(),
+                Export::LocalGateways.command(),
+            )
+        };
+        let open = format!(
+            "whether {address} is behind a gateway: {file} is not readable; produce it with: {command}"
+        );
+        return Finding {
+            decides: (!effective).then_some(open),
+            resource: file.to_string(),
+            field: String::new(),
+            observed: route.clone(),
+            expected: format!("a route for {address}"),
+            show: command.to_string(),
+            ..network_finding(
+                Step::Route,
+                if effective {
+                    format!(
+                        "the NIC's effective routes drop {address} ({route}); without {file} the exports cannot say which gateway setting is missing"
+                    )
+                } else {
+                    format!(
+                        "the rebuilt routes drop {address} ({route}), but without {file} a gateway route for it cannot be ruled out"
+                    )
+                },
+            )
+        };
+    }
     if let Some(local) = network
         .local_gateways
         .iter()
@@ -237,7 +275,6 @@ pub fn why_dropped(
     {
         return transit_gap(network, vnet, subnet, local, address);
     }
-    let route = chosen.map_or_else(|| "no route".to_string(), Route::describe);
     Finding {
         step: Step::Route,
         resource: subnet.id.to_string(),
@@ -490,7 +527,14 @@ mod tests {
 
     fn dropped(network: &Network, address: &str) -> Finding {
         let (vnet, subnet) = spoke(network);
-        why_dropped(network, vnet, subnet, address.parse().expect("ip"), None)
+        why_dropped(
+            network,
+            vnet,
+            subnet,
+            address.parse().expect("ip"),
+            None,
+            false,
+        )
     }
 
     #[test]

@@ -57,7 +57,9 @@ impl PoolContext<'_> {
                 return Ok(None);
             }
             Resolver::CustomOutside { server } => {
-                self.reach_dns_server(server)?;
+                if !self.reach_dns_server(server, walk)? {
+                    return Ok(None);
+                }
                 walk.undecided(Finding {
                     decides: Some(format!(
                         "whether {server} conditionally forwards azurecr.io to a resolver inside a VNet linked to privatelink.azurecr.io (for example a DNS private resolver's inbound endpoint); its configuration is not in Azure's exports"
@@ -80,7 +82,9 @@ impl PoolContext<'_> {
                 vnet,
                 vnet_name,
             } => {
-                self.reach_dns_server(server)?;
+                if !self.reach_dns_server(server, walk)? {
+                    return Ok(None);
+                }
                 walk.checks.push(format!(
                     "DNS server {server} (VNet {vnet_name}) must forward to 168.63.129.16, or conditionally forward azurecr.io there: its configuration is not in the exports"
                 ));
@@ -225,20 +229,31 @@ impl PoolContext<'_> {
     }
 
     /// The route to the VNet's own DNS server: a resolver the node cannot reach answers nothing.
-    fn reach_dns_server(&self, server: Ipv4Addr) -> Result<(), Finding> {
+    /// `Ok(false)` when the exports cannot tell (recorded as undecided).
+    fn reach_dns_server(&self, server: Ipv4Addr, walk: &mut Walk) -> Result<bool, Finding> {
         let chosen = route::select(&self.routes, server);
         if chosen.is_none_or(|r| r.next_hop == NextHop::None) {
-            let mut finding =
-                peering::why_dropped(self.network, self.vnet, self.subnet, server, chosen);
+            let mut finding = peering::why_dropped(
+                self.network,
+                self.vnet,
+                self.subnet,
+                server,
+                chosen,
+                self.effective,
+            );
             finding.cause = format!(
                 "the node cannot reach its DNS server {server}: {}",
                 finding.cause
             );
             finding.layer = Layer::Dns;
             finding.step = Step::Dns;
+            if finding.decides.is_some() {
+                walk.undecided(finding);
+                return Ok(false);
+            }
             return Err(finding);
         }
-        Ok(())
+        Ok(true)
     }
 
     fn record_finding(

@@ -2,7 +2,8 @@
 //! order — DNS, route (with peering, transit and return path), security rules, registry rules —
 //! each decided by its own pure function, stopping at the first step that fails. A step the
 //! exports cannot decide is recorded as undecided and the walk goes on: a later step that
-//! certainly fails still fails the pull.
+//! certainly fails still fails the pull. Only a path that is itself unknown (a route table or
+//! gateway export missing) stops the walk, undecided: the later steps would judge nothing.
 
 mod dns_step;
 mod path_step;
@@ -241,6 +242,7 @@ fn analyse_pool(
         subnet,
         routes,
         route_gap,
+        effective: matches!(routes_from, RoutesFrom::Effective { .. }),
         node: node_address(subnet),
     };
     PoolAnalysis {
@@ -303,6 +305,8 @@ struct PoolContext<'a> {
     subnet: &'a Subnet,
     routes: Vec<Route>,
     route_gap: Option<Finding>,
+    /// The routes are an effective-route export, not rebuilt.
+    effective: bool,
     node: Ipv4Addr,
 }
 
@@ -384,7 +388,9 @@ impl PoolContext<'_> {
             Err(finding) => return Err((None, finding)),
         };
         let with = |f: Finding| (Some(target), f);
-        self.route(endpoint, target, walk).map_err(with)?;
+        if !self.route(endpoint, target, walk).map_err(with)? {
+            return Ok(Some(target));
+        }
         self.security(endpoint, target, walk).map_err(with)?;
         self.registry_rules(endpoint, target, walk).map_err(with)?;
         Ok(Some(target))

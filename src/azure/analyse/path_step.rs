@@ -18,15 +18,16 @@ use crate::vocab::{Layer, Owner};
 use super::{PoolContext, Target, Walk, missing, pool_subnet};
 
 impl PoolContext<'_> {
+    /// `Ok(false)` when the path itself is unknown: the later steps have nothing to judge.
     pub(super) fn route(
         &self,
         endpoint: &Endpoint,
         target: Target,
         walk: &mut Walk,
-    ) -> Result<(), Finding> {
+    ) -> Result<bool, Finding> {
         if let Some(gap) = &self.route_gap {
             walk.undecided(gap.clone());
-            return Ok(());
+            return Ok(false);
         }
         let chosen = match target {
             Target::Address(a) => route::select(&self.routes, a),
@@ -34,15 +35,30 @@ impl PoolContext<'_> {
         };
         let dropped = chosen.is_none_or(|r| r.next_hop == NextHop::None);
         if dropped {
-            return Err(match target {
+            let finding = match target {
                 Target::Address(a) => sibling_route(self.network, self.pool, self.subnet, a)
                     .unwrap_or_else(|| {
-                        peering::why_dropped(self.network, self.vnet, self.subnet, a, chosen)
+                        peering::why_dropped(
+                            self.network,
+                            self.vnet,
+                            self.subnet,
+                            a,
+                            chosen,
+                            self.effective,
+                        )
                     }),
                 Target::Public => public_drop(self.subnet, chosen),
-            });
+            };
+            // A drop the exports cannot confirm stays open; the later steps still run.
+            if finding.decides.is_some() {
+                walk.undecided(finding);
+                return Ok(false);
+            }
+            return Err(finding);
         }
-        let Some(route) = chosen else { return Ok(()) };
+        let Some(route) = chosen else {
+            return Ok(false);
+        };
         let shown = route.describe();
         match (&route.next_hop, target) {
             (NextHop::VnetPeering | NextHop::InterfaceEndpoint, Target::Address(a)) => {
@@ -129,7 +145,7 @@ impl PoolContext<'_> {
             }
             _ => walk.pass(Step::Route, shown),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// What the `VirtualNetwork` service tag covers for a subnet of `vnet`.
