@@ -59,7 +59,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
         host
     };
     let s = |t: &str| t.replace("{host}", host);
-    match layer {
+    let mut advice = match layer {
         Layer::Dns => Advice {
             owner: Owner::DnsTeam,
             where_to_look: vec![
@@ -169,7 +169,34 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
             ],
             will_not_help: vec![],
         },
+    };
+    if let Some(step) = azure_next_step(layer, mechanism, host) {
+        advice.where_to_look.push(step);
     }
+    advice
+}
+
+/// For DNS and route failures on an ACR host (`*.azurecr.io`, its data endpoints included),
+/// the Azure exports can name the missing link, route or flag per node pool.
+fn azure_next_step(layer: Layer, mechanism: Option<Layer>, host: &str) -> Option<String> {
+    let network = matches!(layer, Layer::Dns | Layer::Route)
+        || (layer == Layer::Blob && matches!(mechanism, Some(Layer::Dns | Layer::Route)));
+    let name = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(host, |(name, _)| name)
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    let registry = name
+        .strip_suffix(".azurecr.io")?
+        .split('.')
+        .next()?
+        .to_string();
+    (network && !registry.is_empty()).then(|| {
+        format!(
+            "next: `pullpath azure commands --cluster CLUSTER -g RG --registry {registry}`, run the printed read-only `az` commands, then `pullpath azure analyse DIR`: which route, peering flag, DNS link or rule is missing, for every node pool"
+        )
+    })
 }
 
 fn blob(mechanism: Option<Layer>, host: &str) -> Advice {
@@ -223,6 +250,51 @@ mod tests {
         assert!(advice.where_to_look[0].contains("privatelink"));
         let auth = advise_observed(Layer::Auth, None, Hop::Auth, "r", &observed);
         assert_eq!(auth.owner, Owner::Identity);
+    }
+
+    #[test]
+    fn dns_and_route_failures_on_acr_hosts_point_to_pullpath_azure() {
+        let mentions = |a: &Advice| a.where_to_look.iter().any(|w| w.contains("pullpath azure"));
+        let login = advise(Layer::Dns, None, Hop::Registry, "contosoreg.azurecr.io:443");
+        assert!(mentions(&login));
+        assert!(
+            login
+                .where_to_look
+                .iter()
+                .any(|w| w.contains("--registry contosoreg`"))
+        );
+        let data = advise(
+            Layer::Blob,
+            Some(Layer::Route),
+            Hop::Blob,
+            "contosoreg.westeurope.data.azurecr.io",
+        );
+        assert!(mentions(&data));
+        assert!(mentions(&advise(
+            Layer::Route,
+            None,
+            Hop::Registry,
+            "ContosoReg.AzureCR.io"
+        )));
+        // Not for other layers, nor other registries.
+        assert!(!mentions(&advise(
+            Layer::Auth,
+            None,
+            Hop::Registry,
+            "contosoreg.azurecr.io"
+        )));
+        assert!(!mentions(&advise(
+            Layer::Dns,
+            None,
+            Hop::Registry,
+            "registry.example.com"
+        )));
+        assert!(!mentions(&advise(
+            Layer::Dns,
+            None,
+            Hop::Registry,
+            "azurecr.io.evil.example"
+        )));
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub enum Command {
     ///
     /// `pullpath man | man -l -` reads it now; `pullpath man --dir /usr/local/share/man/man1` installs it.
     Man(ManArgs),
+    /// Say which route, peering flag, DNS link or rule stops each node pool's pull from ACR.
+    ///
+    /// Offline, from Azure's own exports: `commands` prints the read-only `az` commands that
+    /// write the export directory, `analyse` reads it (docs/azure.md).
+    Azure(AzureArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -92,6 +97,48 @@ pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, c
     let mut command = command_named(invoked_as(args.first().map(OsString::as_os_str)));
     let matches = command.try_get_matches_from_mut(args)?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AzureArgs {
+    #[command(subcommand)]
+    pub command: AzureCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AzureCommand {
+    /// Print the read-only `az` commands (a bash script) that write the export directory.
+    Commands(AzureCommandsArgs),
+    /// For every node pool and every endpoint of the pull, name the first failing step.
+    #[command(alias = "analyze")]
+    Analyse(AzureAnalyseArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AzureCommandsArgs {
+    /// The AKS cluster's name.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: String,
+    /// The cluster's resource group.
+    #[arg(short = 'g', long = "resource-group", value_name = "RG")]
+    pub resource_group: String,
+    /// The container registry's name (`contosoreg`, not the login server).
+    #[arg(long, value_name = "ACR")]
+    pub registry: String,
+    /// The directory the commands write to.
+    #[arg(long, value_name = "DIR", default_value = "pullpath-azure")]
+    pub out: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AzureAnalyseArgs {
+    /// The export directory `pullpath azure commands` wrote.
+    pub dir: PathBuf,
+    /// Analyse only this node pool.
+    #[arg(long, value_name = "POOL")]
+    pub pool: Option<String>,
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,6 +4,8 @@
 
 /// Who owns a failure, where to look, what will not help.
 pub mod advice;
+/// `pullpath azure`: Azure network exports → the missing route, flag, link or rule per pool.
+pub mod azure;
 /// The command line definitions.
 pub mod cli;
 /// Shell completions and man pages, generated from the command line definitions.

@@ -4,11 +4,13 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use pullpath::cli::{self, Command, ExplainArgs, ManArgs, Output, ProbeArgs};
+use pullpath::cli::{
+    self, AzureArgs, AzureCommand, Command, ExplainArgs, ManArgs, Output, ProbeArgs,
+};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
-use pullpath::{cli_docs, exit, failure_text, report};
+use pullpath::{azure, cli_docs, exit, failure_text, report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
                 .map(|()| exit::PASSED)
         }
         Command::Man(args) => man(args),
+        Command::Azure(args) => azure_command(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -184,4 +187,29 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         Output::Text => print!("{}", render::text::probe(&report, Style::detect())),
     }
     Ok(exit::for_verdict(&report.verdict))
+}
+
+fn azure_command(args: AzureArgs) -> anyhow::Result<u8> {
+    match args.command {
+        AzureCommand::Commands(a) => {
+            print!(
+                "{}",
+                azure::commands::script(&azure::commands::Target {
+                    cluster: &a.cluster,
+                    resource_group: &a.resource_group,
+                    registry: &a.registry,
+                    out: &a.out,
+                })
+            );
+            Ok(exit::PASSED)
+        }
+        AzureCommand::Analyse(a) => {
+            let report = azure::run(&a.dir, a.pool.as_deref())?;
+            match a.output {
+                Output::Json => print!("{}", render::json::render(&report)),
+                Output::Text => print!("{}", azure::text::render(&report, Style::detect())),
+            }
+            Ok(exit::for_verdict(&report.verdict))
+        }
+    }
 }

@@ -19,6 +19,7 @@ pub mod net;
 pub mod oci;
 pub mod path;
 pub mod progress;
+pub mod proxy;
 pub mod redirect;
 pub mod registry;
 pub mod resolv;

@@ -1,0 +1,171 @@
+//! The text view of the azure report: per pool, one line per endpoint; for each failure its
+//! resource, field, command and advice; the overall verdict last. It reads only the report.
+
+use std::fmt::Write;
+
+use crate::render::Style;
+
+use super::wire::AzureReport;
+
+fn line(out: &mut String, indent: usize, name: &str, value: &str) {
+    let _ = writeln!(out, "{:indent$}{name:<12}{value}", "");
+}
+
+fn lines(out: &mut String, indent: usize, name: &str, items: &[String]) {
+    for (i, item) in items.iter().enumerate() {
+        line(
+            out,
+            indent,
+            if i == 0 { name } else { "" },
+            &format!("- {item}"),
+        );
+    }
+}
+
+/// The text view: per pool, one line per endpoint, and for each failure its resource, field,
+/// command and advice; the overall verdict last.
+pub fn render(report: &AzureReport, style: Style) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "pullpath azure analyse  (cluster {}, registry {})",
+        report.cluster.as_deref().unwrap_or("?"),
+        report.registry.as_deref().unwrap_or("?")
+    );
+    for note in &report.unconcluded {
+        let _ = writeln!(out, "{} {note}", style.paint("1;33", "!"));
+    }
+    for pool in &report.pools {
+        let _ = writeln!(out);
+        let routes = match (pool.routes, &pool.nic) {
+            ("effective", Some(nic)) => format!("effective routes of NIC {nic}"),
+            ("rebuilt", _) => "routes rebuilt from route table, peerings and gateways".into(),
+            _ => "routes unknown".into(),
+        };
+        let _ = writeln!(
+            out,
+            "pool {}  (VNet {}, subnet {}; {routes})",
+            style.paint("1", &pool.pool),
+            pool.vnet.as_deref().unwrap_or("?"),
+            pool.subnet
+                .as_deref()
+                .and_then(|s| s.rsplit('/').next())
+                .unwrap_or("?")
+        );
+        for e in &pool.endpoints {
+            let v = &e.verdict;
+            let (mark, what) = if v.passed {
+                (
+                    style.paint("32", "✓"),
+                    format!("→ {}", e.resolves_to.as_deref().unwrap_or("-")),
+                )
+            } else {
+                let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
+                let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
+                let step = e.step.map_or("", |s| s.as_str());
+                if v.decided {
+                    (
+                        style.paint("1;31", "✗"),
+                        format!("{layer}{mechanism} at step {step}"),
+                    )
+                } else {
+                    (
+                        style.paint("1;33", "?"),
+                        format!("undecided ({layer}{mechanism}) at step {step}"),
+                    )
+                }
+            };
+            let _ = writeln!(
+                out,
+                "  {mark} {:<44} {what}",
+                format!("{} [{}]", e.host, e.role)
+            );
+            if v.passed {
+                continue;
+            }
+            if let Some(cause) = &v.cause {
+                line(&mut out, 6, "cause", cause);
+            }
+            if let Some(resource) = &e.resource {
+                line(&mut out, 6, "resource", resource);
+            }
+            if let Some(field) = &e.field {
+                line(
+                    &mut out,
+                    6,
+                    "field",
+                    &format!(
+                        "{field}: {} (want {})",
+                        e.observed.as_deref().unwrap_or("?"),
+                        e.expected.as_deref().unwrap_or("?")
+                    ),
+                );
+            }
+            if let Some(show) = &e.show {
+                line(&mut out, 6, "show", show);
+            }
+            if let Some(owner) = v.owner {
+                line(&mut out, 6, "owner", &style.paint("1", owner.title()));
+            }
+            if let Some(decides) = &v.decides {
+                line(&mut out, 6, "decides", decides);
+            }
+            lines(
+                &mut out,
+                6,
+                "look at",
+                &e.where_to_look[1.min(e.where_to_look.len())..],
+            );
+            lines(&mut out, 6, "won't help", &e.will_not_help);
+        }
+        let mut checks: Vec<&String> = pool
+            .endpoints
+            .iter()
+            .flat_map(|e| e.checks.iter())
+            .collect();
+        let mut seen = Vec::new();
+        checks.retain(|c| {
+            let fresh = !seen.contains(c);
+            seen.push(*c);
+            fresh
+        });
+        let checks: Vec<String> = checks.into_iter().cloned().collect();
+        lines(&mut out, 2, "check", &checks);
+    }
+    let _ = writeln!(out);
+    let v = &report.verdict;
+    let headline = if v.passed {
+        style.paint(
+            "1;32",
+            "✓ passed: every pool reaches every endpoint as far as the exports show",
+        )
+    } else {
+        let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
+        let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
+        let (pool, host) = match &report.decided_by {
+            Some(d) => (d.pool.as_str(), d.host.as_str()),
+            None => {
+                let cause = v.cause.as_deref().unwrap_or("nothing analysed");
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.paint("1;33", &format!("? undecided: {cause}"))
+                );
+                return out;
+            }
+        };
+        if v.decided {
+            style.paint(
+                "1;31",
+                &format!("✗ {layer}{mechanism} · pool {pool} · {host}"),
+            )
+        } else {
+            style.paint(
+                "1;33",
+                &format!("? {layer}{mechanism} · pool {pool} · {host} · undecided"),
+            )
+        }
+    };
+    let _ = writeln!(out, "{headline}");
+    out
+}

@@ -1,0 +1,513 @@
+//! The runtime's HTTP proxy, decided as containerd decides it: Go's `net/http` reads
+//! `HTTPS_PROXY`/`https_proxy`, `HTTP_PROXY`/`http_proxy` and `NO_PROXY`/`no_proxy` from the
+//! process's own environment once, and asks for every request URL — the registry, its token
+//! realm, every blob host a redirect reaches — whether it goes through the proxy
+//! (`golang.org/x/net/http/httpproxy`, `Config.ProxyFunc`). This file is that decision, pure;
+//! where the runtime's environment comes from is [`RuntimeEnvironment`]'s job.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use url::Url;
+
+/// The proxy settings of one process, as Go reads them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyConfig {
+    /// The proxy for `https://` requests (`HTTPS_PROXY`, else `https_proxy`).
+    pub https_proxy: Option<Url>,
+    /// The proxy for `http://` requests (`HTTP_PROXY`, else `http_proxy`).
+    pub http_proxy: Option<Url>,
+    /// `NO_PROXY` (else `no_proxy`) as written.
+    pub no_proxy: String,
+}
+
+impl ProxyConfig {
+    /// From environment variables, Go's way: the upper-case name first, then the lower-case one;
+    /// an empty value counts as unset; `host:port` means `http://host:port`.
+    pub fn from_env(env: &BTreeMap<String, String>) -> ProxyConfig {
+        let any = |names: [&str; 2]| {
+            names
+                .iter()
+                .filter_map(|n| env.get(*n))
+                .find(|v| !v.is_empty())
+                .cloned()
+        };
+        ProxyConfig {
+            https_proxy: any(["HTTPS_PROXY", "https_proxy"]).and_then(|v| parse_proxy(&v)),
+            http_proxy: any(["HTTP_PROXY", "http_proxy"]).and_then(|v| parse_proxy(&v)),
+            no_proxy: any(["NO_PROXY", "no_proxy"]).unwrap_or_default(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.https_proxy.is_none() && self.http_proxy.is_none()
+    }
+
+    /// The proxy a request for `url` goes through, or `None` for a direct connection.
+    pub fn proxy_for(&self, url: &Url) -> Option<&Url> {
+        let proxy = match url.scheme() {
+            "https" => self.https_proxy.as_ref(),
+            "http" => self.http_proxy.as_ref(),
+            _ => None,
+        }?;
+        let host = url
+            .host_str()?
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = url.port_or_known_default()?;
+        self.use_proxy(&host.to_ascii_lowercase(), port)
+            .then_some(proxy)
+    }
+
+    /// Go's `useProxy`: never for localhost or a loopback address; not for a `NO_PROXY` match.
+    fn use_proxy(&self, host: &str, port: u16) -> bool {
+        if host == "localhost" {
+            return false;
+        }
+        let ip = host.parse::<IpAddr>().ok();
+        if ip.is_some_and(|ip| ip.is_loopback()) {
+            return false;
+        }
+        !self
+            .no_proxy
+            .split(',')
+            .map(|entry| entry.trim().to_ascii_lowercase())
+            .filter(|entry| !entry.is_empty())
+            .any(|entry| no_proxy_matches(&entry, host, port, ip))
+    }
+}
+
+/// One `NO_PROXY` entry against a request's host and port (Go's matchers: `*`, CIDR, IP with an
+/// optional port, and domains — `foo.com` matches it and its subdomains, `.foo.com` and
+/// `*.foo.com` subdomains only; a domain never matches an IP literal).
+fn no_proxy_matches(entry: &str, host: &str, port: u16, ip: Option<IpAddr>) -> bool {
+    if entry == "*" {
+        return true;
+    }
+    if let Some((net, bits)) = entry.split_once('/')
+        && let (Ok(net), Ok(bits)) = (net.parse::<IpAddr>(), bits.parse::<u8>())
+    {
+        return ip.is_some_and(|ip| in_cidr(ip, net, bits));
+    }
+    let (entry_host, entry_port) = split_host_port(entry);
+    let port_ok = entry_port.is_none_or(|p| p == port);
+    if let Ok(entry_ip) = entry_host.parse::<IpAddr>() {
+        return ip == Some(entry_ip) && port_ok;
+    }
+    if ip.is_some() || entry_host.is_empty() {
+        return false;
+    }
+    let domain = entry_host.strip_prefix('*').unwrap_or(entry_host);
+    let (suffix, also_exact) = match domain.strip_prefix('.') {
+        Some(_) => (domain.to_string(), false),
+        None => (format!(".{domain}"), true),
+    };
+    (host.ends_with(&suffix) || (also_exact && host == &suffix[1..])) && port_ok
+}
+
+/// `host:port` (or `[v6]:port`) → (host, port); a bare host has no port.
+fn split_host_port(entry: &str) -> (&str, Option<u16>) {
+    if let Some(rest) = entry.strip_prefix('[')
+        && let Some((ip, after)) = rest.split_once(']')
+    {
+        return (ip, after.strip_prefix(':').and_then(|p| p.parse().ok()));
+    }
+    match entry.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => match port.parse() {
+            Ok(port) => (host, Some(port)),
+            Err(_) => (entry, None),
+        },
+        _ => (entry, None),
+    }
+}
+
+fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(ip), IpAddr::V4(net)) if bits <= 32 => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            u32::from(ip) & mask == u32::from(net) & mask
+        }
+        (IpAddr::V6(ip), IpAddr::V6(net)) if bits <= 128 => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            u128::from(ip) & mask == u128::from(net) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Go's `parseProxy`: a URL, or `host[:port]` taken as `http://host[:port]`.
+fn parse_proxy(value: &str) -> Option<Url> {
+    match Url::parse(value) {
+        Ok(url) if url.host_str().is_some() && !url.scheme().is_empty() => Some(url),
+        _ => Url::parse(&format!("http://{value}")).ok(),
+    }
+}
+
+/// A proxy URL fit to print: its password replaced.
+pub fn redact_proxy(url: &Url) -> String {
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some("REDACTED"));
+    }
+    shown.to_string()
+}
+
+/// Where the runtime's proxy settings were found, value by value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeEnvironment {
+    /// The proxy variables in force, and where each came from.
+    pub vars: BTreeMap<String, (String, String)>,
+    /// What a reader must know: a drop-in the running process does not have, an unreadable
+    /// file …
+    pub notes: Vec<String>,
+}
+
+/// The proxy variables Go reads.
+pub const PROXY_VARS: [&str; 6] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
+
+impl RuntimeEnvironment {
+    pub fn config(&self) -> ProxyConfig {
+        let env = self
+            .vars
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect();
+        ProxyConfig::from_env(&env)
+    }
+
+    /// The runtime's environment: the running process's when `process` is given, else its
+    /// systemd unit's; flags (`overrides`) win over both. The two are compared: a drop-in
+    /// changed without a restart is not what the runtime runs with.
+    pub fn decide(
+        process: Option<(u32, BTreeMap<String, String>)>,
+        unit: Option<(String, BTreeMap<String, (String, String)>)>,
+        overrides: &BTreeMap<String, String>,
+    ) -> RuntimeEnvironment {
+        let mut found = RuntimeEnvironment::default();
+        let proxy_only = |k: &String| PROXY_VARS.contains(&k.as_str());
+        match (&process, &unit) {
+            (Some((pid, env)), unit) => {
+                for (k, v) in env.iter().filter(|(k, _)| proxy_only(k)) {
+                    found.vars.insert(
+                        k.clone(),
+                        (
+                            v.clone(),
+                            format!("/proc/{pid}/environ (the running containerd)"),
+                        ),
+                    );
+                }
+                if let Some((unit_name, unit_env)) = unit {
+                    let unit_values: BTreeMap<&String, &String> = unit_env
+                        .iter()
+                        .filter(|(k, _)| proxy_only(k))
+                        .map(|(k, (v, _))| (k, v))
+                        .collect();
+                    let running: BTreeMap<&String, &String> =
+                        env.iter().filter(|(k, _)| proxy_only(k)).collect();
+                    if unit_values != running {
+                        found.notes.push(format!(
+                            "{unit_name} on disk sets {} but the running containerd (pid {pid}) has {}: the runtime reads its environment when it starts, so the change takes effect only after `systemctl daemon-reload && systemctl restart containerd`; this probe follows the running process",
+                            words(&unit_values),
+                            words(&running)
+                        ));
+                    }
+                }
+            }
+            (None, Some((_, unit_env))) => {
+                for (k, (v, source)) in unit_env.iter().filter(|(k, _)| proxy_only(k)) {
+                    found.vars.insert(k.clone(), (v.clone(), source.clone()));
+                }
+                found.notes.push(
+                    "the running containerd's environment is not visible here (no /proc of its pid namespace): the proxy settings come from its systemd unit, which the running process may not have loaded yet"
+                        .into(),
+                );
+            }
+            (None, None) => {}
+        }
+        for (k, v) in overrides {
+            found
+                .vars
+                .insert(k.clone(), (v.clone(), "command line".into()));
+        }
+        found
+    }
+}
+
+/// `HTTPS_PROXY=http://p:3128, NO_PROXY=…` (proxy passwords redacted), or `no proxy`.
+fn words(vars: &BTreeMap<&String, &String>) -> String {
+    if vars.is_empty() {
+        return "no proxy".into();
+    }
+    vars.iter()
+        .map(|(k, v)| {
+            let shown = Url::parse(v)
+                .ok()
+                .filter(|u| u.password().is_some())
+                .map_or_else(|| (*v).clone(), |u| redact_proxy(&u));
+            format!("{k}={shown}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The environment of the first running `containerd` found under `proc` (its pid and vars).
+pub fn running_containerd(proc: &Path) -> Option<(u32, BTreeMap<String, String>)> {
+    let mut pids: Vec<u32> = std::fs::read_dir(proc)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids.into_iter().find_map(|pid| {
+        let dir = proc.join(pid.to_string());
+        let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+        (comm.trim() == "containerd").then_some(())?;
+        let environ = std::fs::read(dir.join("environ")).ok()?;
+        Some((pid, parse_environ(&environ)))
+    })
+}
+
+/// `/proc/<pid>/environ`: NUL-separated `KEY=value`.
+pub fn parse_environ(bytes: &[u8]) -> BTreeMap<String, String> {
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|kv| {
+            let text = String::from_utf8_lossy(kv);
+            let (k, v) = text.split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// containerd's environment as systemd would give it: `containerd.service` under `systemd_dir`
+/// (and `/lib/systemd/system`), then its drop-ins `containerd.service.d/*.conf` in name order;
+/// `Environment=` and `EnvironmentFile=` lines, later ones winning, each value with its file.
+pub fn unit_environment(
+    systemd_dirs: &[PathBuf],
+) -> Option<(String, BTreeMap<String, (String, String)>)> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in systemd_dirs {
+        let unit = dir.join("containerd.service");
+        if unit.is_file() {
+            files.push(unit);
+            break;
+        }
+    }
+    let mut dropins: Vec<PathBuf> = systemd_dirs
+        .iter()
+        .flat_map(|d| {
+            std::fs::read_dir(d.join("containerd.service.d"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    dropins.sort_by_key(|p| p.file_name().map(|n| n.to_os_string()));
+    files.extend(dropins);
+    if files.is_empty() {
+        return None;
+    }
+    let mut env = BTreeMap::new();
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let source = file.display().to_string();
+        for line in text.lines().map(str::trim) {
+            if let Some(value) = line.strip_prefix("Environment=") {
+                for (k, v) in environment_assignments(value) {
+                    env.insert(k, (v, source.clone()));
+                }
+            } else if let Some(path) = line.strip_prefix("EnvironmentFile=") {
+                let path = path.trim_start_matches('-');
+                if let Ok(text) = std::fs::read_to_string(path) {
+                    for (k, v) in text.lines().filter_map(|l| {
+                        let l = l.trim();
+                        if l.starts_with('#') {
+                            return None;
+                        }
+                        let (k, v) = l.split_once('=')?;
+                        Some((k.trim().to_string(), unquote(v.trim())))
+                    }) {
+                        env.insert(k, (v, path.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    Some(("containerd.service".into(), env))
+}
+
+/// `"A=1" B=2 "C=x y"` → pairs, as systemd splits an `Environment=` line.
+fn environment_assignments(value: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = value.trim();
+    while !rest.is_empty() {
+        let (word, after) = if let Some(quoted) = rest.strip_prefix('"') {
+            match quoted.find('"') {
+                Some(end) => (&quoted[..end], &quoted[end + 1..]),
+                None => (quoted, ""),
+            }
+        } else {
+            match rest.find(char::is_whitespace) {
+                Some(end) => (&rest[..end], &rest[end..]),
+                None => (rest, ""),
+            }
+        };
+        if let Some((k, v)) = word.split_once('=') {
+            out.push((k.to_string(), v.to_string()));
+        }
+        rest = after.trim_start();
+    }
+    out
+}
+
+fn unquote(v: &str) -> String {
+    v.strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(v)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(https: &str, no_proxy: &str) -> ProxyConfig {
+        let mut env = BTreeMap::new();
+        env.insert("HTTPS_PROXY".to_string(), https.to_string());
+        env.insert("no_proxy".to_string(), no_proxy.to_string());
+        ProxyConfig::from_env(&env)
+    }
+
+    fn proxied(c: &ProxyConfig, url: &str) -> bool {
+        c.proxy_for(&Url::parse(url).expect("url")).is_some()
+    }
+
+    #[test]
+    fn names_and_forms_as_go_reads_them() {
+        let mut env = BTreeMap::new();
+        env.insert("https_proxy".to_string(), "proxy.corp:3128".to_string());
+        env.insert("HTTPS_PROXY".to_string(), String::new());
+        env.insert("HTTP_PROXY".to_string(), "http://p2:8080".to_string());
+        let c = ProxyConfig::from_env(&env);
+        assert_eq!(
+            c.https_proxy.as_ref().map(Url::as_str),
+            Some("http://proxy.corp:3128/")
+        );
+        assert_eq!(
+            c.http_proxy.as_ref().map(Url::as_str),
+            Some("http://p2:8080/")
+        );
+        // https:// requests use HTTPS_PROXY only; http:// ones HTTP_PROXY only.
+        let only_http = ProxyConfig::from_env(&BTreeMap::from([(
+            "HTTP_PROXY".to_string(),
+            "p:1".to_string(),
+        )]));
+        assert!(!proxied(&only_http, "https://r.example/v2/"));
+        assert!(proxied(&only_http, "http://store.example/blob"));
+    }
+
+    #[test]
+    fn no_proxy_matching_follows_go() {
+        let c = config(
+            "http://proxy:3128",
+            "foo.com, .y.com, *.z.com, 10.0.0.0/8, 192.168.1.5, r.example:5000, [fd00::1]:443",
+        );
+        for (url, want) in [
+            ("https://foo.com/", false),
+            ("https://bar.foo.com/", false),
+            ("https://xfoo.com/", true),
+            ("https://x.y.com/", false),
+            ("https://y.com/", true),
+            ("https://a.z.com/", false),
+            ("https://z.com/", true),
+            ("https://10.1.2.3/", false),
+            ("https://11.1.2.3/", true),
+            ("https://192.168.1.5/", false),
+            ("https://r.example:5000/", false),
+            ("https://r.example/", true),
+            ("https://[fd00::1]/", false),
+            ("https://localhost:5000/", false),
+            ("https://127.0.0.1/", false),
+            ("https://[::1]/", false),
+            ("https://FOO.com/", false),
+        ] {
+            assert_eq!(proxied(&c, url), want, "{url}");
+        }
+        assert!(!proxied(&config("p:1", "*"), "https://anything.example/"));
+        // A domain entry never matches an IP literal, nor a CIDR a name.
+        let c = config("p:1", "10.0.0.1.nip.io,10.0.0.0/8");
+        assert!(proxied(&c, "https://10.nip.example/"));
+        assert!(!proxied(&config("", "x"), "https://r.example/"));
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        let url = Url::parse("http://user:s3cret@proxy:3128").expect("url");
+        let shown = redact_proxy(&url);
+        assert!(!shown.contains("s3cret") && shown.contains("user"));
+    }
+
+    #[test]
+    fn the_running_process_wins_over_a_changed_drop_in() {
+        let running = BTreeMap::from([("HTTPS_PROXY".to_string(), "http://old:3128".to_string())]);
+        let unit = BTreeMap::from([(
+            "HTTPS_PROXY".to_string(),
+            (
+                "http://user:pw@new:3128".to_string(),
+                "/etc/systemd/system/containerd.service.d/http-proxy.conf".to_string(),
+            ),
+        )]);
+        let env = RuntimeEnvironment::decide(
+            Some((42, running)),
+            Some(("containerd.service".into(), unit)),
+            &BTreeMap::new(),
+        );
+        assert_eq!(env.vars["HTTPS_PROXY"].0, "http://old:3128");
+        assert!(
+            env.notes[0].contains("restart containerd"),
+            "{:?}",
+            env.notes
+        );
+        assert!(!env.notes[0].contains(":pw@"), "{:?}", env.notes);
+        let flags = BTreeMap::from([("NO_PROXY".to_string(), "r.example".to_string())]);
+        let env = RuntimeEnvironment::decide(None, None, &flags);
+        assert_eq!(
+            env.vars["NO_PROXY"],
+            ("r.example".into(), "command line".into())
+        );
+    }
+
+    #[test]
+    fn systemd_environment_lines() {
+        assert_eq!(
+            environment_assignments(r#""HTTPS_PROXY=http://p:3128" NO_PROXY=a,b "X=y z""#),
+            [
+                ("HTTPS_PROXY".to_string(), "http://p:3128".to_string()),
+                ("NO_PROXY".to_string(), "a,b".to_string()),
+                ("X".to_string(), "y z".to_string())
+            ]
+        );
+        let environ = b"PATH=/bin\0HTTPS_PROXY=http://p:3128\0\0";
+        assert_eq!(parse_environ(environ)["HTTPS_PROXY"], "http://p:3128");
+    }
+}
