@@ -12,6 +12,8 @@ pub mod exit;
 pub mod failure_text;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
+/// A Pod and its Events, pasted or from the API → the image pulls it is stuck on.
+pub mod pod;
 /// `pullpath probe`: the pull path walked hop by hop from this namespace.
 pub mod probe;
 /// Text and JSON renderers.
@@ -20,5 +22,7 @@ pub mod render;
 pub mod report;
 /// The node's container runtime, asked through CRI as the kubelet asks it.
 pub mod runtime;
+/// The multi-finding report (several pods, `explain pod/NAME`, `scan`) and its grouping.
+pub mod scan_report;
 /// Layers, hops, owners, runtimes: the words every verdict uses.
 pub mod vocab;

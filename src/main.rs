@@ -9,7 +9,7 @@ use pullpath::cli::{Cli, Command, ExplainArgs, Output, ProbeArgs};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
-use pullpath::{exit, failure_text, report};
+use pullpath::{exit, failure_text, report, scan_report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
@@ -67,6 +67,22 @@ fn read_input(args: &ExplainArgs) -> anyhow::Result<String> {
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let input = read_input(&args)?;
+    let messages = failure_text::input::messages(&input);
+    if failure_text::names_pods(&messages) {
+        // Input about pods: one verdict per (pod, image), grouped, worst first.
+        let explained: Vec<_> = failure_text::explain_each(messages)
+            .into_iter()
+            .map(|e| (e, scan_report::FindingInput::default()))
+            .collect();
+        if !explained.is_empty() {
+            let report = scan_report::findings_report("explain", &explained, None, Vec::new());
+            match args.output {
+                Output::Json => print!("{}", render::json::render(&report)),
+                Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
+            }
+            return Ok(exit::for_verdict(&report.verdict));
+        }
+    }
     let explanation = failure_text::explain(&input);
     let Some(report) = report::explain_report(&explanation) else {
         bail!(

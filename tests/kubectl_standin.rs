@@ -13,15 +13,31 @@ fn kubectl_reads_pods_events_and_nodes_from_the_stand_in() {
     let config = server.kubeconfig(&dir, "shop");
     let text = kube_api::run_kubectl(&config, &["get", "pod,events,nodes", "-o", "json"]);
     let list: serde_json::Value = serde_json::from_str(&text).expect("kubectl prints JSON");
-    let kinds: Vec<&str> = list["items"].as_array().expect("items").iter().filter_map(|i| i["kind"].as_str()).collect();
-    assert!(kinds.contains(&"Pod") && kinds.contains(&"Event") && kinds.contains(&"Node"), "{kinds:?}");
+    let kinds: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"Pod") && kinds.contains(&"Event") && kinds.contains(&"Node"),
+        "{kinds:?}"
+    );
     // Namespaced lists are the context's namespace only; nodes are cluster-wide.
-    assert_eq!(kinds.iter().filter(|k| **k == "Pod").count(), 7, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "Pod").count(),
+        7,
+        "{kinds:?}"
+    );
     assert_eq!(kinds.iter().filter(|k| **k == "Node").count(), 6);
 }
 
 fn tempdir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("pullpath-kubectl-{}-{:?}", std::process::id(), std::thread::current().id()));
+    let dir = std::env::temp_dir().join(format!(
+        "pullpath-kubectl-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
@@ -29,13 +45,20 @@ fn tempdir() -> std::path::PathBuf {
 /// `kubectl describe pod` sends the field selector the stand-in must honour.
 #[test]
 fn kubectl_describe_asks_for_the_pods_events_by_uid() {
-    let server = ApiServer::start(World::load("aks-shop").as_if_now_were(REFERENCE));
+    let server = ApiServer::start(World::load("aks-shop").pinned_at(REFERENCE));
     let dir = tempdir();
     let config = server.kubeconfig(&dir, "shop");
     let text = kube_api::run_kubectl(&config, &["describe", "pod", "worker-0"]);
     println!("{text}");
     assert!(text.contains("Init Containers:"), "{text}");
-    assert!(server.served().iter().any(|r| r.contains("fieldSelector=involvedObject")), "{:?}", server.served());
+    assert!(
+        server
+            .served()
+            .iter()
+            .any(|r| r.contains("fieldSelector=involvedObject")),
+        "{:?}",
+        server.served()
+    );
 }
 
 /// "Now" for `describe`: every event of the world is at least ten minutes older, so kubectl
@@ -47,22 +70,69 @@ const REFERENCE: &str = "2026-12-01T09:10:00Z";
 /// `describe` prints ages relative to now, so those are produced with the world's timestamps
 /// moved to make [`REFERENCE`] now (its absolute times are not compared).
 const KUBECTL_FIXTURES: &[(&str, &str, &[&str], bool)] = &[
-    ("describe-pod-worker-0.txt", "shop", &["describe", "pod", "worker-0"], true),
-    ("describe-pods-shop.txt", "shop", &["describe", "pods"], true),
-    ("get-pod-worker-0.json", "shop", &["get", "pod", "worker-0", "-o", "json"], false),
-    ("get-pod-web-k2x9p.yaml", "shop", &["get", "pod", "web-6d8f7c9b5-k2x9p", "-o", "yaml"], false),
-    ("get-pods-shop.json", "shop", &["get", "pods", "-o", "json"], false),
-    ("get-pods-shop.yaml", "shop", &["get", "pods", "-o", "yaml"], false),
-    ("get-events-shop.json", "shop", &["get", "events", "-o", "json"], false),
-    ("get-events-billing.json", "billing", &["get", "events", "-o", "json"], false),
-    ("get-pod-events-nodes-shop.json", "shop", &["get", "pod,events,nodes", "-o", "json"], false),
+    (
+        "describe-pod-worker-0.txt",
+        "shop",
+        &["describe", "pod", "worker-0"],
+        true,
+    ),
+    // kubectl 1.37 shows events for several objects only when asked.
+    (
+        "describe-pods-shop.txt",
+        "shop",
+        &["describe", "pods", "--show-events=true"],
+        true,
+    ),
+    (
+        "get-pod-worker-0.json",
+        "shop",
+        &["get", "pod", "worker-0", "-o", "json"],
+        false,
+    ),
+    (
+        "get-pod-web-k2x9p.yaml",
+        "shop",
+        &["get", "pod", "web-6d8f7c9b5-k2x9p", "-o", "yaml"],
+        false,
+    ),
+    (
+        "get-pods-shop.json",
+        "shop",
+        &["get", "pods", "-o", "json"],
+        false,
+    ),
+    (
+        "get-pods-shop.yaml",
+        "shop",
+        &["get", "pods", "-o", "yaml"],
+        false,
+    ),
+    (
+        "get-events-shop.json",
+        "shop",
+        &["get", "events", "-o", "json"],
+        false,
+    ),
+    (
+        "get-events-billing.json",
+        "billing",
+        &["get", "events", "-o", "json"],
+        false,
+    ),
+    (
+        "get-pod-events-nodes-shop.json",
+        "shop",
+        &["get", "pod,events,nodes", "-o", "json"],
+        false,
+    ),
 ];
 
 /// The text with the absolute times `describe` prints (`Start Time:`, `Started:`) masked: with
 /// pinned ages they move with the clock.
 fn comparable(text: &str) -> String {
-    let time = regex::Regex::new(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")
-        .expect("time pattern");
+    let time =
+        regex::Regex::new(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")
+            .expect("time pattern");
     time.replace_all(text, "<time>").into_owned()
 }
 
@@ -71,11 +141,16 @@ fn comparable(text: &str) -> String {
 #[test]
 fn the_kubectl_fixtures_are_what_kubectl_prints() {
     let dir = tempdir();
-    let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kubectl");
+    let fixtures =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kubectl");
     let regenerate = std::env::var_os("PULLPATH_REGENERATE_FIXTURES").is_some();
     for (file, namespace, args, pinned) in KUBECTL_FIXTURES {
         let world = World::load("aks-shop");
-        let world = if *pinned { world.as_if_now_were(REFERENCE) } else { world };
+        let world = if *pinned {
+            world.pinned_at(REFERENCE)
+        } else {
+            world
+        };
         let server = ApiServer::start(world);
         let config = server.kubeconfig(&dir, namespace);
         let printed = kube_api::run_kubectl(&config, args);
@@ -85,7 +160,14 @@ fn the_kubectl_fixtures_are_what_kubectl_prints() {
             std::fs::write(&path, &printed).expect("write fixture");
             continue;
         }
-        let kept = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run scripts/kubectl-fixtures.sh)", path.display()));
-        assert_eq!(comparable(&kept), comparable(&printed), "{file} differs from `kubectl -n {namespace} {}`", args.join(" "));
+        let kept = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (run scripts/kubectl-fixtures.sh)", path.display())
+        });
+        assert_eq!(
+            comparable(&kept),
+            comparable(&printed),
+            "{file} differs from `kubectl -n {namespace} {}`",
+            args.join(" ")
+        );
     }
 }

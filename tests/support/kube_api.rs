@@ -30,13 +30,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use base64::Engine;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use base64::Engine;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
@@ -55,18 +55,102 @@ struct Resource {
 }
 
 const RESOURCES: &[Resource] = &[
-    Resource { group: "", version: "v1", plural: "pods", kind: "Pod", namespaced: true, short_names: &["po"] },
-    Resource { group: "", version: "v1", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"] },
-    Resource { group: "", version: "v1", plural: "nodes", kind: "Node", namespaced: false, short_names: &["no"] },
-    Resource { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true, short_names: &[] },
-    Resource { group: "", version: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short_names: &["sa"] },
-    Resource { group: "", version: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, short_names: &["ns"] },
-    Resource { group: "apps", version: "v1", plural: "deployments", kind: "Deployment", namespaced: true, short_names: &["deploy"] },
-    Resource { group: "apps", version: "v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short_names: &["rs"] },
-    Resource { group: "apps", version: "v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short_names: &["sts"] },
-    Resource { group: "apps", version: "v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short_names: &["ds"] },
-    Resource { group: "batch", version: "v1", plural: "jobs", kind: "Job", namespaced: true, short_names: &[] },
-    Resource { group: "events.k8s.io", version: "v1", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"] },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        kind: "Pod",
+        namespaced: true,
+        short_names: &["po"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        kind: "Node",
+        namespaced: false,
+        short_names: &["no"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        kind: "Secret",
+        namespaced: true,
+        short_names: &[],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short_names: &["sa"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        namespaced: false,
+        short_names: &["ns"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        kind: "Deployment",
+        namespaced: true,
+        short_names: &["deploy"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "replicasets",
+        kind: "ReplicaSet",
+        namespaced: true,
+        short_names: &["rs"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "statefulsets",
+        kind: "StatefulSet",
+        namespaced: true,
+        short_names: &["sts"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "daemonsets",
+        kind: "DaemonSet",
+        namespaced: true,
+        short_names: &["ds"],
+    },
+    Resource {
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        kind: "Job",
+        namespaced: true,
+        short_names: &[],
+    },
+    Resource {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+    },
 ];
 
 /// A request the stand-in refuses, as RBAC would: `verb` on `plural` (of `group`).
@@ -80,11 +164,21 @@ pub struct Fault {
 
 impl Fault {
     pub fn forbid(verb: &'static str, group: &'static str, plural: &'static str) -> Fault {
-        Fault { verb, group, plural, code: 403 }
+        Fault {
+            verb,
+            group,
+            plural,
+            code: 403,
+        }
     }
     /// The resource is not served at all (404 on its discovery document and its paths).
     pub fn not_served(group: &'static str, plural: &'static str) -> Fault {
-        Fault { verb: "*", group, plural, code: 404 }
+        Fault {
+            verb: "*",
+            group,
+            plural,
+            code: 404,
+        }
     }
 }
 
@@ -114,11 +208,16 @@ impl World {
         files.sort();
         let mut objects = Vec::new();
         for file in files {
-            let list: Value = serde_json::from_str(&std::fs::read_to_string(&file).expect("fixture"))
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let list: Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).expect("fixture"))
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             objects.extend(list["items"].as_array().cloned().unwrap_or_default());
         }
-        World { objects, faults: Vec::new(), shift_seconds: 0 }
+        World {
+            objects,
+            faults: Vec::new(),
+            shift_seconds: 0,
+        }
     }
 
     pub fn with_fault(mut self, fault: Fault) -> World {
@@ -127,7 +226,7 @@ impl World {
     }
 
     /// Serve every timestamp moved so that `reference` is now (kubectl's ages then stay stable).
-    pub fn as_if_now_were(mut self, reference: &str) -> World {
+    pub fn pinned_at(mut self, reference: &str) -> World {
         let reference = parse_time(reference).expect("reference time");
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -191,7 +290,13 @@ impl ApiServer {
                 }
             });
         });
-        ApiServer { addr, requests, ca_pem, stop: Some(stop), thread: Some(thread) }
+        ApiServer {
+            addr,
+            requests,
+            ca_pem,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -269,12 +374,20 @@ fn status(code: u16, reason: &str, message: String, details: Value) -> Response<
     )
 }
 
-fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn handle(
+    world: &World,
+    log: &Mutex<Vec<String>>,
+    req: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let query: BTreeMap<String, String> = req
         .uri()
         .query()
-        .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
         .unwrap_or_default();
     log.lock()
         .expect("log")
@@ -288,18 +401,38 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Incoming>) -> R
         return status(401, "Unauthorized", "Unauthorized".into(), json!({}));
     }
     if req.method() != hyper::Method::GET {
-        return status(405, "MethodNotAllowed", "the stand-in only reads".into(), json!({}));
+        return status(
+            405,
+            "MethodNotAllowed",
+            "the stand-in only reads".into(),
+            json!({}),
+        );
     }
-    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segments: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     match segments.as_slice() {
-        ["version"] => respond(200, &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5", "platform": "linux/amd64"})),
-        ["api"] => respond(200, &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]})),
+        ["version"] => respond(
+            200,
+            &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5", "platform": "linux/amd64"}),
+        ),
+        ["api"] => respond(
+            200,
+            &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]}),
+        ),
         ["apis"] => respond(200, &group_list(world)),
         ["api", "v1"] => resource_list(world, "", "v1"),
         ["apis", group, version] => resource_list(world, group, version),
         ["api", "v1", rest @ ..] => objects(world, "", "v1", rest, &query),
         ["apis", group, version, rest @ ..] => objects(world, group, version, rest, &query),
-        _ => status(404, "NotFound", "the server could not find the requested resource".into(), json!({})),
+        _ => status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        ),
     }
 }
 
@@ -312,13 +445,18 @@ fn served(world: &World, group: &str, plural: &str) -> bool {
 
 fn group_list(world: &World) -> Value {
     let mut groups: Vec<Value> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty() && served(world, r.group, r.plural)) {
+    for r in RESOURCES
+        .iter()
+        .filter(|r| !r.group.is_empty() && served(world, r.group, r.plural))
+    {
         if groups.iter().any(|g| g["name"] == r.group) {
             continue;
         }
         let gv = format!("{}/{}", r.group, r.version);
-        groups.push(json!({"name": r.group, "versions": [{"groupVersion": gv, "version": r.version}],
-            "preferredVersion": {"groupVersion": gv, "version": r.version}}));
+        groups.push(
+            json!({"name": r.group, "versions": [{"groupVersion": gv, "version": r.version}],
+            "preferredVersion": {"groupVersion": gv, "version": r.version}}),
+        );
     }
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
@@ -333,10 +471,22 @@ fn resource_list(world: &World, group: &str, version: &str) -> Response<Full<Byt
         })
         .collect();
     if resources.is_empty() {
-        return status(404, "NotFound", "the server could not find the requested resource".into(), json!({}));
+        return status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        );
     }
-    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    respond(200, &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}))
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    respond(
+        200,
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
 }
 
 fn objects(
@@ -352,25 +502,41 @@ fn objects(
         ["namespaces", ns] => (None, "namespaces", Some(*ns)),
         [plural] => (None, *plural, None),
         [plural, name] => (None, *plural, Some(*name)),
-        _ => return status(404, "NotFound", "the server could not find the requested resource".into(), json!({})),
+        _ => {
+            return status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource".into(),
+                json!({}),
+            );
+        }
     };
-    let Some(resource) = RESOURCES
-        .iter()
-        .find(|r| r.group == group && r.version == version && r.plural == plural && served(world, group, plural))
-    else {
-        return status(404, "NotFound", "the server could not find the requested resource".into(), json!({}));
+    let Some(resource) = RESOURCES.iter().find(|r| {
+        r.group == group
+            && r.version == version
+            && r.plural == plural
+            && served(world, group, plural)
+    }) else {
+        return status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        );
     };
     let verb = if name.is_some() { "get" } else { "list" };
-    if world
-        .faults
-        .iter()
-        .any(|f| f.code == 403 && (f.verb == verb || f.verb == "*") && f.group == group && f.plural == plural)
-    {
+    if world.faults.iter().any(|f| {
+        f.code == 403 && (f.verb == verb || f.verb == "*") && f.group == group && f.plural == plural
+    }) {
         let scope = match namespace {
             Some(ns) => format!(" in the namespace \"{ns}\""),
             None => " at the cluster scope".to_string(),
         };
-        let qualified = if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") };
+        let qualified = if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        };
         let named = name.map(|n| format!(" \"{n}\"")).unwrap_or_default();
         return status(
             403,
@@ -381,16 +547,27 @@ fn objects(
             json!({"name": name.unwrap_or(""), "group": group, "kind": plural}),
         );
     }
-    let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let candidates: Vec<Value> = world
         .objects
         .iter()
         .filter(|o| o["kind"] == resource.kind)
-        .filter(|o| !resource.namespaced || namespace.is_none() || o["metadata"]["namespace"] == namespace.unwrap_or(""))
+        .filter(|o| {
+            !resource.namespaced
+                || namespace.is_none()
+                || o["metadata"]["namespace"] == namespace.unwrap_or("")
+        })
         .map(|o| world.present(o, group))
         .collect();
     if let Some(name) = name {
-        return match candidates.into_iter().find(|o| o["metadata"]["name"] == name) {
+        return match candidates
+            .into_iter()
+            .find(|o| o["metadata"]["name"] == name)
+        {
             Some(mut object) => {
                 object["apiVersion"] = json!(api_version);
                 respond(200, &object)
@@ -406,10 +583,20 @@ fn objects(
     let fields = query.get("fieldSelector").map(String::as_str).unwrap_or("");
     let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
     let Some(field_terms) = parse_field_selector(fields) else {
-        return status(400, "BadRequest", format!("invalid field selector {fields:?}"), json!({}));
+        return status(
+            400,
+            "BadRequest",
+            format!("invalid field selector {fields:?}"),
+            json!({}),
+        );
     };
     let Some(label_terms) = parse_label_selector(labels) else {
-        return status(400, "BadRequest", format!("unable to parse requirement: {labels:?}"), json!({}));
+        return status(
+            400,
+            "BadRequest",
+            format!("unable to parse requirement: {labels:?}"),
+            json!({}),
+        );
     };
     let items: Vec<Value> = candidates
         .into_iter()
@@ -502,8 +689,14 @@ pub fn parse_time(text: &str) -> Option<i64> {
     let t = text.strip_suffix('Z')?;
     let (date, time) = t.split_once('T')?;
     let time = time.split('.').next()?;
-    let d: Vec<i64> = date.split('-').map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let h: Vec<i64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let h: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
     if d.len() != 3 || h.len() != 3 {
         return None;
     }
@@ -514,7 +707,12 @@ fn format_time(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 // Howard Hinnant's civil-date algorithms.
@@ -536,7 +734,15 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
 }
 
 struct FieldTerm {
@@ -654,7 +860,10 @@ pub fn kubectl() -> PathBuf {
         return PathBuf::from(path);
     }
     let scripts = std::process::Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('scripts'))",
+        ])
         .output()
         .ok()
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("kubectl"));
