@@ -6,6 +6,8 @@
 pub mod advice;
 /// The command line definitions.
 pub mod cli;
+/// Cluster mode: `explain pod/NAME` and `scan` from the Kubernetes API.
+pub mod cluster;
 /// Exit statuses.
 pub mod exit;
 /// Failure text → error chain → diagnosis.

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use pullpath::cli::{Cli, Command, ExplainArgs, Output, ProbeArgs};
+use pullpath::cli::{Cli, Command, ExplainArgs, KubeArgs, Output, ProbeArgs, ScanArgs};
+use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Explain(args) => explain(args),
         Command::Probe(args) => probe_command(args),
+        Command::Scan(args) => scan(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -66,6 +68,17 @@ fn read_input(args: &ExplainArgs) -> anyhow::Result<String> {
 }
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
+    if let [only] = args.text.as_slice()
+        && let Some(object) = ObjectRef::parse(only)
+    {
+        return cluster_command(&args.kube, false, args.output, Some(object));
+    }
+    let k = &args.kube;
+    if k.kubeconfig.is_some() || k.context.is_some() || k.namespace.is_some() || k.read_secrets {
+        bail!(
+            "--kubeconfig, --context, -n and --read-secrets go with `explain pod/NAME` (or deploy/, statefulset/, daemonset/, job/), not with failure text"
+        );
+    }
     let input = read_input(&args)?;
     let messages = failure_text::input::messages(&input);
     if failure_text::names_pods(&messages) {
@@ -168,6 +181,72 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     match args.output {
         Output::Json => print!("{}", render::json::render(&report)),
         Output::Text => print!("{}", render::text::probe(&report, Style::detect())),
+    }
+    Ok(exit::for_verdict(&report.verdict))
+}
+
+fn scan(args: ScanArgs) -> anyhow::Result<u8> {
+    cluster_command(&args.kube, args.all_namespaces, args.output, None)
+}
+
+/// `explain pod/NAME` (with `object`) or `scan`: read the cluster, explain each failing pull
+/// as `explain` would, print the findings. API errors are pullpath's own: one line, exit 70.
+fn cluster_command(
+    kube: &KubeArgs,
+    all_namespaces: bool,
+    output: Output,
+    object: Option<ObjectRef>,
+) -> anyhow::Result<u8> {
+    let target = cluster::Target {
+        kubeconfig: kube.kubeconfig.clone(),
+        context: kube.context.clone(),
+        namespace: kube.namespace.clone(),
+        all_namespaces,
+        read_secrets: kube.read_secrets,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("pullpath: cannot start the async runtime: {e}");
+            return Ok(exit::INTERNAL);
+        }
+    };
+    let read = runtime.block_on(async {
+        let session = cluster::read::connect(&target).await?;
+        match &object {
+            Some(object) => session.read_object(&target, object).await,
+            None => session.read_scan(&target).await,
+        }
+    });
+    let snapshot = match read {
+        Ok(snapshot) => snapshot,
+        Err(e) => {
+            eprintln!("pullpath: {e}");
+            return Ok(exit::INTERNAL);
+        }
+    };
+    let findings = cluster::findings::findings(&snapshot);
+    let scope = scan_report::ScopeReport {
+        namespace: snapshot.namespace.clone(),
+        all_namespaces: snapshot.all_namespaces,
+        pods_read: snapshot.pods.len(),
+    };
+    let unread = snapshot
+        .unread
+        .iter()
+        .map(|u| scan_report::UnreadReport {
+            what: u.what.clone(),
+            reason: u.reason.clone(),
+        })
+        .collect();
+    let command = if object.is_some() { "explain" } else { "scan" };
+    let report = scan_report::findings_report(command, &findings, Some(scope), unread);
+    match output {
+        Output::Json => print!("{}", render::json::render(&report)),
+        Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
     }
     Ok(exit::for_verdict(&report.verdict))
 }
