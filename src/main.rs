@@ -166,16 +166,8 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            // Not the user's input: pullpath itself could not run.
-            eprintln!("pullpath: cannot start the async runtime: {e}");
-            return Ok(exit::INTERNAL);
-        }
+    let Some(runtime) = async_runtime() else {
+        return Ok(exit::INTERNAL);
     };
     let report = runtime.block_on(probe::run(config));
     match args.output {
@@ -204,15 +196,8 @@ fn cluster_command(
         all_namespaces,
         read_secrets: kube.read_secrets,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("pullpath: cannot start the async runtime: {e}");
-            return Ok(exit::INTERNAL);
-        }
+    let Some(runtime) = async_runtime() else {
+        return Ok(exit::INTERNAL);
     };
     let read = runtime.block_on(async {
         let session = cluster::read::connect(&target).await?;
@@ -249,4 +234,19 @@ fn cluster_command(
         Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
     }
     Ok(exit::for_verdict(&report.verdict))
+}
+
+/// The async runtime; `None` (said on stderr) when it cannot start: not the user's input,
+/// pullpath itself could not run.
+fn async_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("pullpath: cannot start the async runtime: {e}");
+            None
+        }
+    }
 }

@@ -151,6 +151,14 @@ pub fn image_waits(pod: &Pod) -> Vec<ImageWait> {
     waits
 }
 
+/// The pods stuck on an image.
+pub fn stuck(pods: &[Pod]) -> Vec<Pod> {
+    pods.iter()
+        .filter(|p| !image_waits(p).is_empty())
+        .cloned()
+        .collect()
+}
+
 /// The image reason and message of a status: waiting now, else terminated on one.
 fn image_state(status: &ContainerStatus) -> Option<(String, Option<String>)> {
     let is_image = |r: &Option<String>| r.as_deref().is_some_and(|r| IMAGE_REASONS.contains(&r));

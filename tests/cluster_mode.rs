@@ -80,6 +80,22 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// (layer, pool, count) of each group, in report order.
+fn groups(report: &Value) -> Vec<(&str, &str, u64)> {
+    report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["layer"].as_str().unwrap_or(""),
+                g["pool"].as_str().unwrap_or(""),
+                g["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
 fn finding<'a>(report: &'a Value, pod: &str) -> &'a Value {
     report["findings"]
         .as_array()
@@ -320,18 +336,7 @@ fn scan_groups_three_failing_workloads_in_two_groups() {
     assert_eq!(r["command"], "scan");
     assert_eq!(r["scope"]["namespace"], "shop");
     assert_eq!(r["scope"]["pods_read"], 7);
-    let groups: Vec<(&str, &str, u64)> = r["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .map(|g| {
-            (
-                g["layer"].as_str().unwrap_or(""),
-                g["pool"].as_str().unwrap_or(""),
-                g["count"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
+    let groups = groups(&r);
     assert_eq!(groups, vec![("dns", "userv2", 3), ("notfound", "user", 1)]);
     assert_eq!(r["groups"][0]["nodes"].as_array().map(Vec::len), Some(2));
     assert_eq!(
@@ -368,18 +373,7 @@ fn scan_of_all_namespaces_orders_groups_worst_first() {
     let c = shop();
     let (code, r) = c.json(&["scan", "-A"]);
     assert_eq!(code, 10);
-    let groups: Vec<(&str, &str, u64)> = r["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .map(|g| {
-            (
-                g["layer"].as_str().unwrap_or(""),
-                g["pool"].as_str().unwrap_or(""),
-                g["count"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
+    let groups = groups(&r);
     assert_eq!(
         groups,
         vec![

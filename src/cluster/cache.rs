@@ -48,16 +48,7 @@ pub fn cache_state(image: &str, failing: &NodeFacts, nodes: &[Node], pods: &[Pod
             .iter()
             .find(|n| n.name == name)
             .cloned()
-            .unwrap_or_else(|| NodeFacts {
-                name: name.to_string(),
-                pool: None,
-                created: None,
-                created_seconds: None,
-                kubelet: None,
-                runtime: None,
-                os_image: None,
-                zone: None,
-            })
+            .unwrap_or_else(|| NodeFacts::named(name))
     };
     let mut holders: Vec<Holder> = Vec::new();
     for p in pods {

@@ -18,12 +18,7 @@ use crate::scan_report::{
 
 /// One finding per (pod, image) stuck on its pull, with its cluster context.
 pub fn findings(snapshot: &Snapshot) -> Vec<(Explained, FindingInput)> {
-    let failing: Vec<Pod> = snapshot
-        .pods
-        .iter()
-        .filter(|p| !pod::image_waits(p).is_empty())
-        .cloned()
-        .collect();
+    let failing = pod::stuck(&snapshot.pods);
     let messages = failure_text::input::from_objects(&failing, &snapshot.events);
     failure_text::explain_each(messages)
         .into_iter()
@@ -46,18 +41,9 @@ fn context(s: &Snapshot, failing: &[Pod], e: &Explained) -> FindingInput {
     let node = node_name
         .as_ref()
         .and_then(|n| s.nodes.iter().find(|x| x.metadata.name.as_ref() == Some(n)));
-    let facts = node.map(facts).or_else(|| {
-        node_name.clone().map(|name| NodeFacts {
-            name,
-            pool: None,
-            created: None,
-            created_seconds: None,
-            kubelet: None,
-            runtime: None,
-            os_image: None,
-            zone: None,
-        })
-    });
+    let facts = node
+        .map(facts)
+        .or_else(|| node_name.as_deref().map(NodeFacts::named));
     let image = subject.image.clone().unwrap_or_default();
     let location = facts.as_ref().map(|f| {
         let cache = cache_state(&image, f, &s.nodes, &s.other_pods);

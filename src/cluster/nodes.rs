@@ -34,6 +34,22 @@ pub struct NodeFacts {
     pub zone: Option<String>,
 }
 
+impl NodeFacts {
+    /// A node known only by name (Nodes not readable, or not listed).
+    pub fn named(name: &str) -> NodeFacts {
+        NodeFacts {
+            name: name.to_string(),
+            pool: None,
+            created: None,
+            created_seconds: None,
+            kubelet: None,
+            runtime: None,
+            os_image: None,
+            zone: None,
+        }
+    }
+}
+
 pub fn facts(node: &Node) -> NodeFacts {
     let labels = node.metadata.labels.clone().unwrap_or_default();
     let pool = POOL_LABELS

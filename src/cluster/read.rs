@@ -223,12 +223,7 @@ impl Session {
             read_secrets: target.read_secrets,
             ..Snapshot::default()
         };
-        let failing: Vec<Pod> = snapshot
-            .pods
-            .iter()
-            .filter(|p| !pod::image_waits(p).is_empty())
-            .cloned()
-            .collect();
+        let failing = pod::stuck(&snapshot.pods);
         for p in &failing {
             let uid = p.metadata.uid.clone().unwrap_or_default();
             let name = p.metadata.name.clone().unwrap_or_default();
@@ -282,12 +277,7 @@ impl Session {
             read_secrets: target.read_secrets,
             ..Snapshot::default()
         };
-        let failing: Vec<Pod> = snapshot
-            .pods
-            .iter()
-            .filter(|p| !pod::image_waits(p).is_empty())
-            .cloned()
-            .collect();
+        let failing = pod::stuck(&snapshot.pods);
         if !failing.is_empty() {
             let events = match &ns {
                 Some(ns) => self.events(ns, None, &mut snapshot.unread).await?,
