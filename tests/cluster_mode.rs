@@ -606,3 +606,124 @@ fn verdicts_equal_explain_of_the_same_objects_pasted() {
         assert_eq!(from_api["verdict"], from_text["verdict"], "{pod}");
     }
 }
+
+/// (API group, resource, verb) of a request path as RBAC sees it.
+fn rbac_request(request: &str) -> Option<(String, String, String)> {
+    let path = request.split_whitespace().nth(1)?.split('?').next()?;
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["api", "v1", rest @ ..] => ("", rest),
+        ["apis", group, _, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let (resource, named) = match rest {
+        ["namespaces", _, resource] => (*resource, false),
+        ["namespaces", _, resource, _] => (*resource, true),
+        [resource] => (*resource, false),
+        [resource, _] => (*resource, true),
+        _ => return None,
+    };
+    Some((
+        group.into(),
+        resource.into(),
+        if named { "get" } else { "list" }.into(),
+    ))
+}
+
+/// The rules of each ClusterRole in deploy/rbac-read.yaml: (role, group, resource, verb).
+fn rbac_rules() -> Vec<(String, String, String, String)> {
+    let text =
+        std::fs::read_to_string(support::repo().join("deploy/rbac-read.yaml")).expect("rbac file");
+    let mut rules = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(doc).expect("YAML document");
+        if value["kind"] != "ClusterRole" {
+            continue;
+        }
+        let role = value["metadata"]["name"].as_str().unwrap_or("").to_string();
+        for rule in value["rules"].as_array().into_iter().flatten() {
+            let strings = |key: &str| -> Vec<String> {
+                rule[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            };
+            for g in strings("apiGroups") {
+                for r in strings("resources") {
+                    for v in strings("verbs") {
+                        rules.push((role.clone(), g.clone(), r.clone(), v.clone()));
+                    }
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// deploy/rbac-read.yaml grants every request pullpath makes in these scenarios, secrets only
+/// in the --read-secrets role, and no verb that is not a read.
+#[test]
+fn rbac_read_yaml_grants_what_pullpath_asks_and_no_more() {
+    let rules = rbac_rules();
+    assert!(
+        rules.iter().all(|r| r.3 == "get" || r.3 == "list"),
+        "{rules:?}"
+    );
+    assert!(
+        rules
+            .iter()
+            .filter(|r| r.2 == "secrets")
+            .all(|r| r.0 == "pullpath-read-secrets"),
+        "{rules:?}"
+    );
+    let c = shop();
+    for args in [
+        &["scan", "-A", "--read-secrets"][..],
+        &["explain", "deploy/web"],
+        &["explain", "statefulset/worker"],
+        &[
+            "explain",
+            "pod/billing-api-7c9d8e6f5-x1y2z",
+            "-n",
+            "billing",
+            "--read-secrets",
+        ],
+    ] {
+        assert!(
+            c.pullpath(args).status.code().is_some_and(|s| s != 70),
+            "{args:?}"
+        );
+    }
+    let mut needed: std::collections::BTreeSet<(String, String, String)> =
+        std::collections::BTreeSet::new();
+    for request in c.server.served() {
+        needed.insert(
+            rbac_request(&request).unwrap_or_else(|| panic!("unexpected request {request}")),
+        );
+    }
+    for (group, resource, verb) in &needed {
+        assert!(
+            rules
+                .iter()
+                .any(|r| &r.1 == group && &r.2 == resource && &r.3 == verb),
+            "deploy/rbac-read.yaml lacks {verb} {resource} in group {group:?}"
+        );
+    }
+    // Least privilege: every rule is used by some scenario (events.k8s.io and daemonsets/jobs
+    // are the fallbacks and the other workload kinds).
+    let unused: Vec<_> = rules
+        .iter()
+        .filter(|r| !needed.contains(&(r.1.clone(), r.2.clone(), r.3.clone())))
+        .map(|r| format!("{} {} {}", r.3, r.1, r.2))
+        .collect();
+    assert_eq!(
+        unused,
+        vec![
+            "list events.k8s.io events",
+            "get apps daemonsets",
+            "get batch jobs"
+        ]
+    );
+}

