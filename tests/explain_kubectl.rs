@@ -259,3 +259,25 @@ fn the_findings_schema_checks_each_findings_explain_report() {
         "a finding's failed verdict must name its layer"
     );
 }
+
+#[test]
+fn debian_kubectl_1_20_describe_gives_the_same_verdicts() {
+    // Older kubectl prints no field path before the message: the image joins each event to
+    // its container.
+    for (old, new) in [
+        (
+            "describe-pod-worker-0.kubectl-1.20.txt",
+            "describe-pod-worker-0.txt",
+        ),
+        (
+            "describe-pods-shop.kubectl-1.20.txt",
+            "describe-pods-shop.txt",
+        ),
+    ] {
+        let (old_code, old_report) = report(old);
+        let (new_code, new_report) = report(new);
+        assert_eq!(verdicts(&old_report), verdicts(&new_report), "{old}");
+        assert_eq!(causes(&old_report), causes(&new_report), "{old}");
+        assert_eq!(old_code, new_code);
+    }
+}

@@ -66,7 +66,9 @@ fn kubectl_describe_asks_for_the_pods_events_by_uid() {
 const REFERENCE: &str = "2026-12-01T09:10:00Z";
 
 /// The kubectl outputs `pullpath explain` is tested on (tests/fixtures/kubectl/), each with the
-/// command that produced it: (file, context namespace, kubectl arguments, ages pinned).
+/// command that produced it: (file, context namespace, kubectl arguments, ages pinned). Files
+/// named `*.kubectl-1.20.*` come from Debian's kubectl 1.20, where the shape differs (describe:
+/// no field path before the message, events of several pods shown by default).
 /// `describe` prints ages relative to now, so those are produced with the world's timestamps
 /// moved to make [`REFERENCE`] now (its absolute times are not compared).
 const KUBECTL_FIXTURES: &[(&str, &str, &[&str], bool)] = &[
@@ -125,6 +127,18 @@ const KUBECTL_FIXTURES: &[(&str, &str, &[&str], bool)] = &[
         &["get", "pod,events,nodes", "-o", "json"],
         false,
     ),
+    (
+        "describe-pod-worker-0.kubectl-1.20.txt",
+        "shop",
+        &["describe", "pod", "worker-0"],
+        true,
+    ),
+    (
+        "describe-pods-shop.kubectl-1.20.txt",
+        "shop",
+        &["describe", "pods"],
+        true,
+    ),
 ];
 
 /// The text with the absolute times `describe` prints (`Start Time:`, `Started:`) masked: with
@@ -153,7 +167,11 @@ fn the_kubectl_fixtures_are_what_kubectl_prints() {
         };
         let server = ApiServer::start(world);
         let config = server.kubeconfig(&dir, namespace);
-        let printed = kube_api::run_kubectl(&config, args);
+        let printed = if file.contains(".kubectl-1.20.") {
+            kube_api::run_old_kubectl(&config, args)
+        } else {
+            kube_api::run_kubectl(&config, args)
+        };
         let path = fixtures.join(file);
         if regenerate {
             std::fs::create_dir_all(&fixtures).expect("fixture dir");

@@ -873,9 +873,26 @@ pub fn kubectl() -> PathBuf {
     }
 }
 
+/// Debian 12's own kubectl 1.20 (package kubernetes-client), unpacked by
+/// scripts/install-deps.sh: `$PULLPATH_KUBECTL_OLD`, else /opt/pullpath/kubectl-1.20.
+pub fn old_kubectl() -> PathBuf {
+    std::env::var_os("PULLPATH_KUBECTL_OLD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/pullpath/kubectl-1.20/usr/bin/kubectl"))
+}
+
 /// Run the real kubectl against `kubeconfig`; panics with kubectl's stderr when it fails.
 pub fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(kubectl())
+    run(&kubectl(), kubeconfig, args)
+}
+
+/// The same with Debian's kubectl 1.20.
+pub fn run_old_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    run(&old_kubectl(), kubeconfig, args)
+}
+
+fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(args)
