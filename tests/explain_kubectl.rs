@@ -281,3 +281,64 @@ fn debian_kubectl_1_20_describe_gives_the_same_verdicts() {
         assert_eq!(old_code, new_code);
     }
 }
+
+/// `explain` with stdin and arguments: (exit status, stdout, stderr).
+fn explain_args(args: &[&str], input: &[u8]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pullpath runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("exits");
+    let _ = writer.join();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn hostile_yaml_is_refused_quickly_and_plainly() {
+    // A billion-laughs alias bomb and a deep nesting: the YAML reader refuses both; the text is
+    // then read as text and said to name no pull step. No hang, no panic.
+    let mut bomb = String::from("apiVersion: v1\nkind: Pod\na: &a [x,x,x,x,x,x,x,x,x,x]\n");
+    for i in 1..12u8 {
+        let (name, prev) = ((b'a' + i) as char, (b'a' + i - 1) as char);
+        bomb.push_str(&format!(
+            "{name}: &{name} [{}]\n",
+            vec![format!("*{prev}"); 10].join(",")
+        ));
+    }
+    let deep = format!(
+        "apiVersion: v1\nkind: Pod\na:\n{}",
+        (0..3000)
+            .map(|i| format!("{}- \n", " ".repeat(i)))
+            .collect::<String>()
+    );
+    for input in [bomb, deep] {
+        let started = std::time::Instant::now();
+        let (code, out, err) = explain_args(&["explain"], input.as_bytes());
+        assert_eq!(code, 3, "{out}{err}");
+        assert!(out.contains("names no image pull step"), "{out}");
+        assert!(
+            err.is_empty() && started.elapsed() < std::time::Duration::from_secs(20),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn cluster_flags_with_failure_text_are_a_usage_error() {
+    let (code, _, err) = explain_args(
+        &["explain", "-n", "shop", "Back-off pulling image \"a\""],
+        b"",
+    );
+    assert_eq!(code, 64);
+    assert!(err.contains("go with `explain pod/NAME`"), "{err}");
+}
