@@ -727,3 +727,57 @@ fn rbac_read_yaml_grants_what_pullpath_asks_and_no_more() {
         ]
     );
 }
+
+#[test]
+fn a_pod_that_pulled_its_image_passes() {
+    let c = shop();
+    let (code, r) = c.json(&["explain", "pod/web-6d8f7c9b5-7tqlw"]);
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["verdict"]["passed"], true);
+    assert_eq!(r["findings"], serde_json::json!([]));
+    let text = String::from_utf8_lossy(&c.pullpath(&["explain", "pod/web-6d8f7c9b5-7tqlw"]).stdout)
+        .into_owned();
+    assert!(text.contains("1 read, none waiting on an image"), "{text}");
+}
+
+#[test]
+fn core_events_not_served_fall_back_to_events_k8s_io() {
+    let c = cluster(
+        World::load("aks-shop").with_fault(Fault::not_served("", "events")),
+        "shop",
+    );
+    let (code, r) = c.json(&["explain", "pod/worker-0"]);
+    assert_eq!(code, 16, "{r:#}");
+    assert_eq!(
+        r["findings"][0]["report"]["verdict"]["cause"],
+        "shopacr.azurecr.io/shop/migrate:1.9.0: not found"
+    );
+    assert!(r.get("unread").is_none(), "{r:#}");
+}
+
+#[test]
+fn unreadable_nodes_leave_the_pool_unknown_and_say_so() {
+    let c = cluster(
+        World::load("aks-shop").with_fault(Fault::forbid("list", "", "nodes")),
+        "shop",
+    );
+    let (code, r) = c.json(&["scan"]);
+    assert_eq!(code, 10);
+    assert_eq!(r["unread"][0]["what"], "list nodes (cluster scope)");
+    let f = finding(&r, "web-6d8f7c9b5-k2x9p");
+    assert!(f.get("pool").is_none(), "{f:#}");
+    assert_eq!(f["where"]["node"]["name"], "aks-userv2-16180339-vmss000000");
+    // The running pods still show which nodes hold the image; their age is unknown, so no lie
+    // is claimed.
+    assert_eq!(
+        f["where"]["cache"]["holders"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(f["where"]["cache"]["cache_lie"], false);
+    let summary = f["where"]["cache"]["summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("creation times were not read"),
+        "{summary}"
+    );
+    assert_eq!(groups(&r), vec![("dns", "", 3), ("notfound", "", 1)]);
+}

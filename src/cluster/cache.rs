@@ -114,6 +114,20 @@ pub fn cache_state(image: &str, failing: &NodeFacts, nodes: &[Node], pods: &[Pod
             failing.name,
             failing.created.as_deref().unwrap_or("at an unknown time"),
         )
+    } else if !holders.is_empty()
+        && (failing.created_seconds.is_none()
+            || holders.iter().any(|h| h.node.created_seconds.is_none()))
+    {
+        format!(
+            "{} node{} {image} ({evidence}); their creation times were not read, so whether {} is newer than they are is unknown",
+            holders.len(),
+            if holders.len() == 1 {
+                " holds"
+            } else {
+                "s hold"
+            },
+            failing.name
+        )
     } else if !holders.is_empty() {
         format!(
             "{} node{} {image} ({evidence}), none older than {}: compare their pull path (pool, subnet, resolver) with this node's",
