@@ -127,6 +127,9 @@ pub struct KubeArgs {
     /// ever printed).
     #[arg(long)]
     pub read_secrets: bool,
+    /// How long one API request may take (connect, TLS, response), as kubectl's flag.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
 }
 
 #[derive(Debug, clap::Args)]

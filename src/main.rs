@@ -195,6 +195,7 @@ fn cluster_command(
         namespace: kube.namespace.clone(),
         all_namespaces,
         read_secrets: kube.read_secrets,
+        request_timeout: kube.request_timeout,
     };
     let Some(runtime) = async_runtime() else {
         return Ok(exit::INTERNAL);

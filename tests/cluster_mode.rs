@@ -781,3 +781,49 @@ fn unreadable_nodes_leave_the_pool_unknown_and_say_so() {
     );
     assert_eq!(groups(&r), vec![("dns", "", 3), ("notfound", "", 1)]);
 }
+
+/// An API server that accepts the connection and never answers: `--request-timeout` bounds it.
+#[test]
+fn a_silent_api_server_times_out_with_one_line() {
+    let c = shop();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    // Hold every connection open without a byte in reply, until the test ends.
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().take(4).flatten() {
+            held.push(stream);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(8));
+    });
+    let text = std::fs::read_to_string(&c.config)
+        .expect("kubeconfig")
+        .replace(&c.server.addr.port().to_string(), &port.to_string());
+    let path = c.dir.join("silent");
+    std::fs::write(&path, text).expect("write");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["scan", "--request-timeout", "1s", "--kubeconfig"])
+        .arg(&path)
+        .output()
+        .expect("runs");
+    let elapsed = started.elapsed();
+    assert_eq!(out.status.code(), Some(70), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("pullpath: cannot reach the API server https://127.0.0.1:"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("deadline has elapsed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(7),
+        "took {elapsed:?}: {}",
+        stderr(&out)
+    );
+    drop(holder);
+}

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where to read, as kubectl's flags say it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Target {
     /// `--kubeconfig`; else `KUBECONFIG` (a list of files), else `~/.kube/config`, else the
     /// in-cluster service account.
@@ -29,12 +29,13 @@ pub struct Target {
     pub all_namespaces: bool,
     /// `--read-secrets`: read pull secrets' registry keys (RBAC `get secrets`).
     pub read_secrets: bool,
+    /// `--request-timeout`: one API request, connect and TLS included.
+    pub request_timeout: Duration,
 }
 
-/// How long one API request may take, and the whole read.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-pub const READ_DEADLINE: Duration = Duration::from_secs(120);
+/// The whole read may take this many request timeouts (a scan makes a handful of requests
+/// plus one per service account and secret).
+pub const READ_DEADLINE_REQUESTS: u32 = 6;
 
 /// What `explain` was asked about: `pod/NAME` or a workload resolved to its pods.
 #[derive(Debug, Clone, PartialEq, Eq)]

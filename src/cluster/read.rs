@@ -14,14 +14,14 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use super::{
-    CONNECT_TIMEOUT, ClusterError, ObjectRef, READ_DEADLINE, REQUEST_TIMEOUT, Target, WorkloadKind,
-    keyring, one_line,
+    ClusterError, ObjectRef, READ_DEADLINE_REQUESTS, Target, WorkloadKind, keyring, one_line,
 };
 use crate::pod::{self, PodEvent};
 
 /// A connected client and what its configuration says.
 pub struct Session {
     client: Client,
+    deadline: std::time::Duration,
     pub server: String,
     pub default_namespace: String,
 }
@@ -116,14 +116,15 @@ pub async fn connect(target: &Target) -> Result<Session, ClusterError> {
             ))
         })?
     };
-    config.connect_timeout = Some(CONNECT_TIMEOUT);
-    config.read_timeout = Some(REQUEST_TIMEOUT);
-    config.write_timeout = Some(REQUEST_TIMEOUT);
+    config.connect_timeout = Some(target.request_timeout);
+    config.read_timeout = Some(target.request_timeout);
+    config.write_timeout = Some(target.request_timeout);
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();
     let client = Client::try_from(config).map_err(|e| ClusterError::Config(one_line(&e)))?;
     Ok(Session {
         client,
+        deadline: target.request_timeout * READ_DEADLINE_REQUESTS,
         server: server.trim_end_matches('/').to_string(),
         default_namespace,
     })
@@ -172,11 +173,11 @@ impl Session {
             .clone()
             .unwrap_or_else(|| self.default_namespace.clone());
         tokio::time::timeout(
-            READ_DEADLINE,
+            self.deadline,
             self.read_object_in(target, object, &namespace),
         )
         .await
-        .map_err(|_| ClusterError::Timeout(READ_DEADLINE))?
+        .map_err(|_| ClusterError::Timeout(self.deadline))?
     }
 
     async fn read_object_in(
@@ -238,9 +239,9 @@ impl Session {
 
     /// `scan`: every pod of the namespace (or all), and the context of the failing ones.
     pub async fn read_scan(&self, target: &Target) -> Result<Snapshot, ClusterError> {
-        tokio::time::timeout(READ_DEADLINE, self.read_scan_in(target))
+        tokio::time::timeout(self.deadline, self.read_scan_in(target))
             .await
-            .map_err(|_| ClusterError::Timeout(READ_DEADLINE))?
+            .map_err(|_| ClusterError::Timeout(self.deadline))?
     }
 
     async fn read_scan_in(&self, target: &Target) -> Result<Snapshot, ClusterError> {
