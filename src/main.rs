@@ -83,9 +83,24 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let messages = failure_text::input::messages(&input);
     if failure_text::names_pods(&messages) {
         // Input about pods: one verdict per (pod, image), grouped, worst first.
+        // Nodes in the input (`kubectl get pod,events,nodes`) name the pools, as scan groups.
+        let nodes: Vec<_> = failure_text::input::nodes(&input)
+            .iter()
+            .map(cluster::nodes::facts)
+            .collect();
         let explained: Vec<_> = failure_text::explain_each(messages)
             .into_iter()
-            .map(|e| (e, scan_report::FindingInput::default()))
+            .map(|e| {
+                let pool = nodes
+                    .iter()
+                    .find(|n| Some(&n.name) == e.subject.node.as_ref())
+                    .and_then(|n| n.pool.as_ref().map(|p| p.1.clone()));
+                let extra = scan_report::FindingInput {
+                    pool,
+                    ..scan_report::FindingInput::default()
+                };
+                (e, extra)
+            })
             .collect();
         if !explained.is_empty() {
             let report = scan_report::findings_report("explain", &explained, None, Vec::new());

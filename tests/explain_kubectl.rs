@@ -224,6 +224,19 @@ fn a_mixed_list_joins_each_pods_status_and_events() {
         "{origins:?}"
     );
     assert_eq!(origins.len(), 7, "six events and the status: {origins:?}");
+    // The Nodes in the list name the pools: grouped as scan groups.
+    let groups: Vec<(&str, &str)> = r["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["layer"].as_str().unwrap_or(""),
+                g["pool"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(groups, vec![("dns", "userv2"), ("notfound", "user")]);
 }
 
 #[test]

@@ -62,17 +62,7 @@ const FAILURE_MARKERS: [&str; 14] = [
 
 pub fn messages(input: &str) -> Vec<Message> {
     let trimmed = input.trim_start_matches('\u{feff}').trim();
-    if (trimmed.starts_with('{') || trimmed.starts_with('['))
-        && let Ok(value) = serde_json::from_str::<Value>(trimmed)
-    {
-        let found = from_json(&value);
-        if !found.is_empty() {
-            return found;
-        }
-    }
-    if looks_like_yaml_object(trimmed)
-        && let Ok(value) = serde_yaml_ng::from_str::<Value>(trimmed)
-    {
+    if let Some(value) = api_document(trimmed) {
         let found = from_json(&value);
         if !found.is_empty() {
             return found;
@@ -84,6 +74,41 @@ pub fn messages(input: &str) -> Vec<Message> {
     from_text(trimmed)
 }
 
+/// The input as API objects, when it is `kubectl get … -o json|yaml` output.
+fn api_document(trimmed: &str) -> Option<Value> {
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        serde_json::from_str::<Value>(trimmed).ok()
+    } else if looks_like_yaml_object(trimmed) {
+        serde_yaml_ng::from_str::<Value>(trimmed).ok()
+    } else {
+        None
+    }
+}
+
+/// The Nodes in the input (`kubectl get pod,events,nodes -o json`), for their pools.
+pub fn nodes(input: &str) -> Vec<k8s_openapi::api::core::v1::Node> {
+    let trimmed = input.trim_start_matches('\u{feff}').trim();
+    let Some(value) = api_document(trimmed) else {
+        return Vec::new();
+    };
+    items(&value)
+        .into_iter()
+        .filter(|i| i["kind"] == "Node")
+        .filter_map(|i| serde_json::from_value(i.clone()).ok())
+        .collect()
+}
+
+fn items(value: &Value) -> Vec<&Value> {
+    match value {
+        Value::Array(items) => items.iter().collect(),
+        Value::Object(o) if o.contains_key("items") => o["items"]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default(),
+        other => vec![other],
+    }
+}
+
 /// `kubectl get … -o yaml` starts with `apiVersion:` (or `kind:`/`items:` when reordered).
 fn looks_like_yaml_object(text: &str) -> bool {
     ["apiVersion:", "kind:", "items:"]
@@ -93,14 +118,7 @@ fn looks_like_yaml_object(text: &str) -> bool {
 
 /// API objects (one, a list, or an array) → the messages of their pods and events.
 pub fn from_json(value: &Value) -> Vec<Message> {
-    let items: Vec<&Value> = match value {
-        Value::Array(items) => items.iter().collect(),
-        Value::Object(o) if o.contains_key("items") => o["items"]
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default(),
-        other => vec![other],
-    };
+    let items = items(value);
     let mut events = Vec::new();
     let mut pods = Vec::new();
     for item in items {

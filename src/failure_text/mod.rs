@@ -156,3 +156,62 @@ fn merge(into: &mut Subject, from: &Subject) {
         into.container_kind = from.container_kind;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(pod: &str, image: Option<&str>, text: &str) -> Message {
+        Message {
+            text: text.into(),
+            origin: format!("{pod}: {text}"),
+            subject: Subject {
+                namespace: Some("shop".into()),
+                pod: Some(pod.into()),
+                image: image.map(str::to_string),
+                ..Subject::default()
+            },
+            seen: None,
+        }
+    }
+
+    #[test]
+    fn each_pod_and_image_is_explained_on_its_own() {
+        let explained = explain_each(vec![
+            message(
+                "a",
+                Some("r/a:1"),
+                r#"Failed to pull image "r/a:1": rpc error: code = NotFound desc = r/a:1: not found"#,
+            ),
+            message("a", None, "Error: ErrImagePull"),
+            message("b", Some("r/b:1"), r#"Back-off pulling image "r/b:1""#),
+            message("c", Some("r/c:1"), r#"Started container c"#),
+        ]);
+        let found: Vec<(Option<&str>, Option<&str>, usize)> = explained
+            .iter()
+            .map(|e| {
+                (
+                    e.subject.pod.as_deref(),
+                    e.subject.image.as_deref(),
+                    e.explanation.messages.len(),
+                )
+            })
+            .collect();
+        // `Error: ErrImagePull` joins pod a's only image; pod c never failed.
+        assert_eq!(
+            found,
+            vec![(Some("a"), Some("r/a:1"), 2), (Some("b"), Some("r/b:1"), 1)]
+        );
+        assert_eq!(
+            explained[0].explanation.verdict().map(|d| d.layer),
+            Some(Layer::NotFound)
+        );
+    }
+
+    #[test]
+    fn plain_text_names_no_pod() {
+        assert!(!names_pods(&input::messages(
+            r#"Back-off pulling image "r/a:1""#
+        )));
+    }
+}
