@@ -117,6 +117,8 @@ pub enum ClusterError {
     Forbidden { message: String },
     #[error("{what} not found (404)")]
     NotFound { what: String },
+    #[error("{what}: it has no label selector to find its pods by")]
+    NoSelector { what: String },
     #[error("the API server answered {code} to {what}: {message}")]
     Api {
         code: u16,

@@ -202,11 +202,7 @@ impl Session {
                     .await
                     .map_err(|e| self.fail(e, &what))?;
                 let Some(selector) = selector.as_ref().and_then(label_selector) else {
-                    return Err(ClusterError::Api {
-                        code: 200,
-                        what,
-                        message: "the workload has no label selector".into(),
-                    });
+                    return Err(ClusterError::NoSelector { what });
                 };
                 let what = format!("list pods in {ns} (labelSelector {selector})");
                 pods_api
