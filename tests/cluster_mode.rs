@@ -683,6 +683,8 @@ fn rbac_read_yaml_grants_what_pullpath_asks_and_no_more() {
         &["scan", "-A", "--read-secrets"][..],
         &["explain", "deploy/web"],
         &["explain", "statefulset/worker"],
+        &["explain", "ds/node-agent", "-n", "kube-system"],
+        &["explain", "job/ledger-export-29391840", "-n", "billing"],
         &[
             "explain",
             "pod/billing-api-7c9d8e6f5-x1y2z",
@@ -711,21 +713,14 @@ fn rbac_read_yaml_grants_what_pullpath_asks_and_no_more() {
             "deploy/rbac-read.yaml lacks {verb} {resource} in group {group:?}"
         );
     }
-    // Least privilege: every rule is used by some scenario (events.k8s.io and daemonsets/jobs
-    // are the fallbacks and the other workload kinds).
+    // Least privilege: every rule is used by some scenario (events.k8s.io is the fallback,
+    // tested on its own above).
     let unused: Vec<_> = rules
         .iter()
         .filter(|r| !needed.contains(&(r.1.clone(), r.2.clone(), r.3.clone())))
         .map(|r| format!("{} {} {}", r.3, r.1, r.2))
         .collect();
-    assert_eq!(
-        unused,
-        vec![
-            "list events.k8s.io events",
-            "get apps daemonsets",
-            "get batch jobs"
-        ]
-    );
+    assert_eq!(unused, vec!["list events.k8s.io events"]);
 }
 
 #[test]
@@ -826,4 +821,35 @@ fn a_silent_api_server_times_out_with_one_line() {
         stderr(&out)
     );
     drop(holder);
+}
+
+#[test]
+fn daemonsets_and_jobs_resolve_by_their_selectors() {
+    let c = shop();
+    let (code, r) = c.json(&["explain", "daemonset/node-agent", "-n", "kube-system"]);
+    assert_eq!(
+        (code, r["scope"]["pods_read"].as_u64()),
+        (0, Some(1)),
+        "{r:#}"
+    );
+    assert!(
+        c.server
+            .served()
+            .iter()
+            .any(|q| q.contains("labelSelector=app+in+%28node-agent%29")),
+        "{:?}",
+        c.server.served()
+    );
+    let (code, r) = c.json(&["explain", "job/ledger-export-29391840", "-n", "billing"]);
+    assert_eq!(
+        (code, r["scope"]["pods_read"].as_u64()),
+        (0, Some(1)),
+        "{r:#}"
+    );
+    let out = c.pullpath(&["explain", "deploy/nope"]);
+    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(
+        stderr(&out),
+        "pullpath: get deployments \"nope\" in shop not found (404)\n"
+    );
 }
