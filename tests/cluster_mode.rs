@@ -240,6 +240,7 @@ fn a_pull_secret_for_another_registry_is_named_without_its_value() {
     assert_eq!(out.status.code(), Some(14));
     let f = &r["findings"][0];
     assert_eq!(f["report"]["verdict"]["layer"], "auth");
+    assert_eq!(f["pod"]["workload"], "Deployment/billing-api");
     let secrets = f["pull_secrets"].as_array().expect("secrets");
     assert_eq!(
         secrets.len(),

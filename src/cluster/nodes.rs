@@ -106,11 +106,12 @@ pub fn same_image(a: &ImageRef, b: &ImageRef) -> bool {
 }
 
 /// An image the node already holds, for `kubectl debug node/…` (its debug pod must not need a
-/// pull through the broken path).
+/// pull through the broken path): the smallest listed (the kubelet lists largest first), which
+/// tends to be a system image.
 pub fn an_image_it_holds(node: &Node) -> Option<String> {
     node.status
         .iter()
-        .flat_map(|s| s.images.iter().flatten())
+        .flat_map(|s| s.images.iter().flatten().rev())
         .flat_map(|i| i.names.iter().flatten())
         .find(|n| !n.contains('@'))
         .cloned()
