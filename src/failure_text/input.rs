@@ -29,7 +29,9 @@ pub struct Subject {
 /// One message found in the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
-    /// The message text (event prefixes such as `Warning Failed 2m kubelet` kept: harmless).
+    /// The message text: a describe table's Message column without its field path, an event's
+    /// message, a status's message; a plain line as it was (prefixes such as
+    /// `Warning Failed 2m kubelet` kept: harmless).
     pub text: String,
     /// Where it came from, for the report: `line 12`, `event 3`.
     pub origin: String,
