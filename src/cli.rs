@@ -37,8 +37,13 @@ pub enum Command {
     /// Read failure text and name the layer, hop, host and owner.
     ///
     /// Accepts an event message, `kubectl describe pod` output, `kubectl get events -o json`,
-    /// `kubectl get pod -o json` or a runtime log: as arguments, from a file, or on stdin.
+    /// `kubectl get pod -o json|yaml` or a runtime log: as arguments, from a file, or on stdin.
+    /// `pullpath explain pod/NAME` (or deploy/, statefulset/, daemonset/, job/) reads the pod,
+    /// its events, its node and pull secrets from the Kubernetes API instead.
     Explain(ExplainArgs),
+    /// Every pod waiting on an image in a namespace (or all), from the Kubernetes API, grouped
+    /// by layer, host and node pool, worst first.
+    Scan(ScanArgs),
     /// Walk the pull path of IMAGE from this network namespace, hop by hop.
     ///
     /// Run it where the node's runtime runs: on the node, or in a hostNetwork pod with the
@@ -212,10 +217,47 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// How to reach the cluster, as kubectl spells it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KubeArgs {
+    /// The kubeconfig file (default: KUBECONFIG, a list of files; then ~/.kube/config; then the
+    /// in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace (default: the context's).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Read the pull secrets to see which registries they hold (RBAC `get secrets`; no value is
+    /// ever printed).
+    #[arg(long)]
+    pub read_secrets: bool,
+    /// How long one API request may take (connect, TLS, response), as kubectl's flag.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
-    /// The failure text (several arguments are joined by spaces). Reads stdin when absent.
+    /// The failure text (several arguments are joined by spaces), or `pod/NAME` (`po/`,
+    /// `deploy/`, `statefulset/`, `daemonset/`, `job/`) to read it from the cluster. Reads
+    /// stdin when absent.
     pub text: Vec<String>,
+    #[command(flatten)]
+    pub kube: KubeArgs,
     /// Read the failure text from this file (`-` for stdin).
     #[arg(short = 'f', long = "file", conflicts_with = "text")]
     pub file: Option<PathBuf>,

@@ -10,12 +10,16 @@ pub mod azure;
 pub mod cli;
 /// Shell completions and man pages, generated from the command line definitions.
 pub mod cli_docs;
+/// Cluster mode: `explain pod/NAME` and `scan` from the Kubernetes API.
+pub mod cluster;
 /// Exit statuses.
 pub mod exit;
 /// Failure text → error chain → diagnosis.
 pub mod failure_text;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
+/// A Pod and its Events, pasted or from the API → the image pulls it is stuck on.
+pub mod pod;
 /// `pullpath probe`: the pull path walked hop by hop from this namespace.
 pub mod probe;
 /// Text and JSON renderers.
@@ -24,5 +28,7 @@ pub mod render;
 pub mod report;
 /// The node's container runtime, asked through CRI as the kubelet asks it.
 pub mod runtime;
+/// The multi-finding report (several pods, `explain pod/NAME`, `scan`) and its grouping.
+pub mod scan_report;
 /// Layers, hops, owners, runtimes: the words every verdict uses.
 pub mod vocab;

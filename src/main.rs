@@ -5,12 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use pullpath::cli::{
-    self, AzureArgs, AzureCommand, Command, ExplainArgs, ManArgs, Output, ProbeArgs,
+    self, AzureArgs, AzureCommand, Command, ExplainArgs, KubeArgs, ManArgs, Output, ProbeArgs,
+    ScanArgs,
 };
+use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
-use pullpath::{azure, cli_docs, exit, failure_text, report};
+use pullpath::{azure, cli_docs, exit, failure_text, report, scan_report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         }
         Command::Man(args) => man(args),
         Command::Azure(args) => azure_command(args),
+        Command::Scan(args) => scan(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -93,7 +96,49 @@ fn read_input(args: &ExplainArgs) -> anyhow::Result<String> {
 }
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
+    if let [only] = args.text.as_slice()
+        && let Some(object) = ObjectRef::parse(only)
+    {
+        return cluster_command(&args.kube, false, args.output, Some(object));
+    }
+    let k = &args.kube;
+    if k.kubeconfig.is_some() || k.context.is_some() || k.namespace.is_some() || k.read_secrets {
+        bail!(
+            "--kubeconfig, --context, -n and --read-secrets go with `explain pod/NAME` (or deploy/, statefulset/, daemonset/, job/), not with failure text"
+        );
+    }
     let input = read_input(&args)?;
+    let messages = failure_text::input::messages(&input);
+    if failure_text::names_pods(&messages) {
+        // Input about pods: one verdict per (pod, image), grouped, worst first.
+        // Nodes in the input (`kubectl get pod,events,nodes`) name the pools, as scan groups.
+        let nodes: Vec<_> = failure_text::input::nodes(&input)
+            .iter()
+            .map(cluster::nodes::facts)
+            .collect();
+        let explained: Vec<_> = failure_text::explain_each(messages)
+            .into_iter()
+            .map(|e| {
+                let pool = nodes
+                    .iter()
+                    .find(|n| Some(&n.name) == e.subject.node.as_ref())
+                    .and_then(|n| n.pool.as_ref().map(|p| p.1.clone()));
+                let extra = scan_report::FindingInput {
+                    pool,
+                    ..scan_report::FindingInput::default()
+                };
+                (e, extra)
+            })
+            .collect();
+        if !explained.is_empty() {
+            let report = scan_report::findings_report("explain", &explained, None, Vec::new());
+            match args.output {
+                Output::Json => print!("{}", render::json::render(&report)),
+                Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
+            }
+            return Ok(exit::for_verdict(&report.verdict));
+        }
+    }
     let explanation = failure_text::explain(&input);
     let Some(report) = report::explain_report(&explanation) else {
         bail!(
@@ -164,16 +209,8 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            // Not the user's input: pullpath itself could not run.
-            eprintln!("pullpath: cannot start the async runtime: {e}");
-            return Ok(exit::INTERNAL);
-        }
+    let Some(runtime) = async_runtime() else {
+        return Ok(exit::INTERNAL);
     };
     let report = match runtime.block_on(probe::run(config)) {
         Ok(report) => report,
@@ -210,6 +247,81 @@ fn azure_command(args: AzureArgs) -> anyhow::Result<u8> {
                 Output::Text => print!("{}", azure::text::render(&report, Style::detect())),
             }
             Ok(exit::for_verdict(&report.verdict))
+        }
+    }
+}
+
+fn scan(args: ScanArgs) -> anyhow::Result<u8> {
+    cluster_command(&args.kube, args.all_namespaces, args.output, None)
+}
+
+/// `explain pod/NAME` (with `object`) or `scan`: read the cluster, explain each failing pull
+/// as `explain` would, print the findings. API errors are pullpath's own: one line, exit 70.
+fn cluster_command(
+    kube: &KubeArgs,
+    all_namespaces: bool,
+    output: Output,
+    object: Option<ObjectRef>,
+) -> anyhow::Result<u8> {
+    let target = cluster::Target {
+        kubeconfig: kube.kubeconfig.clone(),
+        context: kube.context.clone(),
+        namespace: kube.namespace.clone(),
+        all_namespaces,
+        read_secrets: kube.read_secrets,
+        request_timeout: kube.request_timeout,
+    };
+    let Some(runtime) = async_runtime() else {
+        return Ok(exit::INTERNAL);
+    };
+    let read = runtime.block_on(async {
+        let session = cluster::read::connect(&target).await?;
+        match &object {
+            Some(object) => session.read_object(&target, object).await,
+            None => session.read_scan(&target).await,
+        }
+    });
+    let snapshot = match read {
+        Ok(snapshot) => snapshot,
+        Err(e) => {
+            eprintln!("pullpath: {e}");
+            return Ok(exit::INTERNAL);
+        }
+    };
+    let findings = cluster::findings::findings(&snapshot);
+    let scope = scan_report::ScopeReport {
+        namespace: snapshot.namespace.clone(),
+        all_namespaces: snapshot.all_namespaces,
+        pods_read: snapshot.pods.len(),
+    };
+    let unread = snapshot
+        .unread
+        .iter()
+        .map(|u| scan_report::UnreadReport {
+            what: u.what.clone(),
+            reason: u.reason.clone(),
+        })
+        .collect();
+    let command = if object.is_some() { "explain" } else { "scan" };
+    let report = scan_report::findings_report(command, &findings, Some(scope), unread);
+    match output {
+        Output::Json => print!("{}", render::json::render(&report)),
+        Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
+    }
+    Ok(exit::for_verdict(&report.verdict))
+}
+
+/// The async runtime; `None` (said on stderr) when it cannot start: not the user's input,
+/// pullpath itself could not run.
+fn async_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("pullpath: cannot start the async runtime: {e}");
+            None
         }
     }
 }

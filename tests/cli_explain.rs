@@ -80,7 +80,11 @@ fn describe_output_the_earliest_real_cause_wins_over_back_off() {
     let out = pullpath(&["explain", "-o", "json"], describe.as_bytes());
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["verdict"]["layer"], "dns");
-    assert_eq!(report["messages"].as_array().map(Vec::len), Some(3));
+    // A describe names its pod: the multi-finding report, one finding for pod `web`.
+    assert_eq!(report["schema"], "pullpath.findings/v1");
+    assert_eq!(report["findings"][0]["pod"]["name"], "web");
+    let messages = &report["findings"][0]["report"]["messages"];
+    assert_eq!(messages.as_array().map(Vec::len), Some(3));
 }
 
 #[test]

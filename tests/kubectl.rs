@@ -421,24 +421,24 @@ fn read_rbac_reads_pods_events_nodes_and_owners_and_never_secrets() {
         panic!("one ClusterRole: {objects:#?}");
     };
     let granted = grants(role);
-    for (group, resource) in [
-        ("", "pods"),
-        ("", "events"),
-        ("", "nodes"),
-        ("events.k8s.io", "events"),
-        ("apps", "replicasets"),
-        ("apps", "deployments"),
-        ("apps", "statefulsets"),
-        ("apps", "daemonsets"),
-        ("batch", "jobs"),
-        ("batch", "cronjobs"),
+    // What pullpath asks the API for (tests/cluster_mode.rs checks it against every request
+    // the cluster commands send, and that nothing more is granted).
+    for (group, resource, verb) in [
+        ("", "pods", "get"),
+        ("", "pods", "list"),
+        ("", "events", "list"),
+        ("", "nodes", "list"),
+        ("", "serviceaccounts", "get"),
+        ("events.k8s.io", "events", "list"),
+        ("apps", "deployments", "get"),
+        ("apps", "statefulsets", "get"),
+        ("apps", "daemonsets", "get"),
+        ("batch", "jobs", "get"),
     ] {
-        for verb in ["get", "list"] {
-            assert!(
-                granted.contains(&grant(group, resource, verb)),
-                "{group}/{resource} {verb}"
-            );
-        }
+        assert!(
+            granted.contains(&grant(group, resource, verb)),
+            "{group}/{resource} {verb}"
+        );
     }
     assert!(
         granted

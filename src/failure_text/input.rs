@@ -1,18 +1,44 @@
-//! Whatever the user pasted → the failure messages in it, oldest first.
+//! Whatever the user pasted → the failure messages in it, oldest first, each with what it is
+//! about (pod, container, image, node) when the input says.
 //!
-//! Accepted: one message; many lines of messages or a runtime log; `kubectl describe pod`
-//! output (its `Events:` table); `kubectl get events -o json` (an `EventList` or one `Event`);
-//! `kubectl get pod -o json` (the waiting reasons of its container statuses).
+//! Accepted: one message; many lines of messages or a runtime log; `kubectl describe pod[s]`
+//! output (every pod's `Events:` table, read by its columns); `kubectl get events -o json`
+//! (core/v1 or events.k8s.io/v1); `kubectl get pod[s] -o json|yaml` (a `Pod`, a `PodList`, a
+//! `List` such as `kubectl get pod,events,nodes -o json`): every container, init container and
+//! ephemeral container waiting on its image, read by [`crate::pod`].
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use crate::pod::{self, ContainerKind};
+
+/// What a message is about, as far as the input says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Subject {
+    pub namespace: Option<String>,
+    pub pod: Option<String>,
+    pub node: Option<String>,
+    pub container: Option<String>,
+    pub container_kind: Option<ContainerKind>,
+    pub image: Option<String>,
+    /// The container status's `waiting.reason` (`ImagePullBackOff`, …).
+    pub waiting_reason: Option<String>,
+}
 
 /// One message found in the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
-    /// The message text (event prefixes such as `Warning Failed 2m kubelet` kept: harmless).
+    /// The message text: a describe table's Message column without its field path, an event's
+    /// message, a status's message; a plain line as it was (prefixes such as
+    /// `Warning Failed 2m kubelet` kept: harmless).
     pub text: String,
     /// Where it came from, for the report: `line 12`, `event 3`.
     pub origin: String,
+    /// What it is about; empty for plain text.
+    pub subject: Subject,
+    /// When it was first seen (an event's first timestamp, RFC 3339), when the input says.
+    pub seen: Option<String>,
 }
 
 /// Longest message we classify; the tail of a longer one is cut (and said so by `origin`).
@@ -38,59 +64,346 @@ const FAILURE_MARKERS: [&str; 14] = [
 
 pub fn messages(input: &str) -> Vec<Message> {
     let trimmed = input.trim_start_matches('\u{feff}').trim();
-    if (trimmed.starts_with('{') || trimmed.starts_with('['))
-        && let Ok(value) = serde_json::from_str::<Value>(trimmed)
-    {
+    if let Some(value) = api_document(trimmed) {
         let found = from_json(&value);
         if !found.is_empty() {
             return found;
         }
     }
+    if let Some(found) = from_describe(trimmed) {
+        return found;
+    }
     from_text(trimmed)
 }
 
-fn from_json(value: &Value) -> Vec<Message> {
-    let mut events: Vec<(String, String)> = Vec::new();
-    let items: Vec<&Value> = match value {
+/// The input as API objects, when it is `kubectl get … -o json|yaml` output.
+fn api_document(trimmed: &str) -> Option<Value> {
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        serde_json::from_str::<Value>(trimmed).ok()
+    } else if looks_like_yaml_object(trimmed) {
+        serde_yaml_ng::from_str::<Value>(trimmed).ok()
+    } else {
+        None
+    }
+}
+
+/// The Nodes in the input (`kubectl get pod,events,nodes -o json`), for their pools.
+pub fn nodes(input: &str) -> Vec<k8s_openapi::api::core::v1::Node> {
+    let trimmed = input.trim_start_matches('\u{feff}').trim();
+    let Some(value) = api_document(trimmed) else {
+        return Vec::new();
+    };
+    items(&value)
+        .into_iter()
+        .filter(|i| i["kind"] == "Node")
+        .filter_map(|i| serde_json::from_value(i.clone()).ok())
+        .collect()
+}
+
+fn items(value: &Value) -> Vec<&Value> {
+    match value {
         Value::Array(items) => items.iter().collect(),
         Value::Object(o) if o.contains_key("items") => o["items"]
             .as_array()
             .map(|a| a.iter().collect())
             .unwrap_or_default(),
         other => vec![other],
-    };
+    }
+}
+
+/// `kubectl get … -o yaml` starts with `apiVersion:` (or `kind:`/`items:` when reordered).
+fn looks_like_yaml_object(text: &str) -> bool {
+    ["apiVersion:", "kind:", "items:"]
+        .iter()
+        .any(|k| text.starts_with(k) || text.contains(&format!("\n{k}")))
+}
+
+/// API objects (one, a list, or an array) → the messages of their pods and events.
+pub fn from_json(value: &Value) -> Vec<Message> {
+    let items = items(value);
+    let mut events = Vec::new();
+    let mut pods = Vec::new();
     for item in items {
-        if let Some(message) = item.get("message").and_then(Value::as_str) {
-            // Event: order by when it first happened.
-            let when = ["eventTime", "firstTimestamp", "lastTimestamp"]
-                .iter()
-                .find_map(|k| item.get(*k).and_then(Value::as_str))
-                .unwrap_or("")
-                .to_string();
-            events.push((when, message.to_string()));
-        } else if let Some(statuses) = item
-            .pointer("/status/containerStatuses")
-            .and_then(Value::as_array)
+        let kind = item["kind"].as_str().unwrap_or("");
+        if kind == "Pod" || (kind.is_empty() && item.pointer("/status/containerStatuses").is_some())
         {
-            // Pod: the waiting or terminated message of each container.
-            for status in statuses {
-                for path in ["/state/waiting/message", "/lastState/terminated/message"] {
-                    if let Some(m) = status.pointer(path).and_then(Value::as_str) {
-                        events.push((String::new(), m.to_string()));
-                    }
+            if let Ok(p) = pod::from_value(item.clone()) {
+                pods.push(p);
+            }
+        } else if let Some(event) = pod::event_from_value(item) {
+            events.push(event);
+        }
+    }
+    from_objects(&pods, &events)
+}
+
+/// A pod's containers: (list, name, image).
+type Containers = Vec<(ContainerKind, String, String)>;
+
+/// Pods and events, however they were read → messages: the events oldest first, then what
+/// each pod's statuses say now. The one conversion `explain` and cluster mode share.
+pub fn from_objects(
+    pods: &[k8s_openapi::api::core::v1::Pod],
+    events: &[pod::PodEvent],
+) -> Vec<Message> {
+    // What the pods say about their containers, to fill in what an event leaves out.
+    let mut known: BTreeMap<(Option<String>, String), (Option<String>, Containers)> =
+        BTreeMap::new();
+    for p in pods {
+        let id = pod::pod_id(p);
+        let spec = p.spec.as_ref();
+        let mut containers = Vec::new();
+        for c in spec.iter().flat_map(|s| s.init_containers.iter().flatten()) {
+            containers.push((
+                ContainerKind::Init,
+                c.name.clone(),
+                c.image.clone().unwrap_or_default(),
+            ));
+        }
+        for c in spec.iter().flat_map(|s| s.containers.iter()) {
+            containers.push((
+                ContainerKind::App,
+                c.name.clone(),
+                c.image.clone().unwrap_or_default(),
+            ));
+        }
+        for c in spec
+            .iter()
+            .flat_map(|s| s.ephemeral_containers.iter().flatten())
+        {
+            containers.push((
+                ContainerKind::Ephemeral,
+                c.name.clone(),
+                c.image.clone().unwrap_or_default(),
+            ));
+        }
+        known.insert((id.namespace, id.name), (pod::node_name(p), containers));
+    }
+    let mut sorted: Vec<&pod::PodEvent> = events.iter().collect();
+    sorted.sort_by(|a, b| a.first_seen.cmp(&b.first_seen));
+    let mut out: Vec<Message> = Vec::new();
+    for (i, event) in sorted.into_iter().enumerate() {
+        let key = (event.pod.namespace.clone(), event.pod.name.clone());
+        let about = known.get(&key);
+        let image = image_named(&event.message).or_else(|| {
+            let (kind, name) = event.container.as_ref()?;
+            about?
+                .1
+                .iter()
+                .find(|(k, n, _)| k == kind && n == name)
+                .map(|c| c.2.clone())
+        });
+        let subject = Subject {
+            namespace: event.pod.namespace.clone(),
+            pod: (!event.pod.name.is_empty()).then(|| event.pod.name.clone()),
+            node: event
+                .node
+                .clone()
+                .or_else(|| about.and_then(|a| a.0.clone())),
+            container: event.container.as_ref().map(|c| c.1.clone()),
+            container_kind: event.container.as_ref().map(|c| c.0),
+            image,
+            waiting_reason: None,
+        };
+        out.push(Message {
+            text: cap(strip_aggregation(&event.message).to_string()),
+            origin: format!("event {}", i + 1),
+            subject,
+            seen: (!event.first_seen.is_empty()).then(|| event.first_seen.clone()),
+        });
+    }
+    for p in pods {
+        let id = pod::pod_id(p);
+        for wait in pod::image_waits(p) {
+            let text = wait
+                .message
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| wait.reason.clone());
+            out.push(Message {
+                text: cap(text),
+                origin: format!("{}Statuses[{}]", status_list(wait.kind), wait.container),
+                subject: Subject {
+                    namespace: id.namespace.clone(),
+                    pod: Some(id.name.clone()),
+                    node: pod::node_name(p),
+                    container: Some(wait.container.clone()),
+                    container_kind: Some(wait.kind),
+                    image: Some(wait.image.clone()),
+                    waiting_reason: Some(wait.reason.clone()),
+                },
+                seen: None,
+            });
+        }
+    }
+    out
+}
+
+fn status_list(kind: ContainerKind) -> &'static str {
+    match kind {
+        ContainerKind::Init => "status.initContainer",
+        ContainerKind::App => "status.container",
+        ContainerKind::Ephemeral => "status.ephemeralContainer",
+    }
+}
+
+/// client-go's aggregator prefixes repeated similar events (`tools/record/events_cache.go`).
+fn strip_aggregation(message: &str) -> &str {
+    message
+        .strip_prefix("(combined from similar events): ")
+        .unwrap_or(message)
+}
+
+/// The image a kubelet message names: `… image "X"…`.
+pub fn image_named(message: &str) -> Option<String> {
+    let at = message.find("image \"")? + "image \"".len();
+    let end = message[at..].find('"')?;
+    let image = &message[at..at + end];
+    (!image.is_empty() && !image.contains(char::is_whitespace)).then(|| image.to_string())
+}
+
+/// `kubectl describe pod[s]`: each pod's header (name, namespace, node, container images) and
+/// its `Events:` table read by columns, so only the Message column is the message; recent
+/// kubectl prefixes it with the field path (`spec.initContainers{migrate}: …`).
+fn from_describe(text: &str) -> Option<Vec<Message>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let has_events = lines.iter().any(|l| l.trim_start().starts_with("Events:"));
+    let has_pod = lines.iter().any(|l| l.starts_with("Name:"))
+        && lines.iter().any(|l| l.trim_end().ends_with("Containers:"));
+    if !has_events && !has_pod {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut current = Subject::default();
+    let mut images: Vec<(ContainerKind, String, String)> = Vec::new();
+    let mut section: Option<ContainerKind> = None;
+    let mut container: Option<String> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
+        let field = |name: &str| line.strip_prefix(name).map(|v| v.trim().to_string());
+        if let Some(name) = field("Name:") {
+            current = Subject {
+                pod: Some(name),
+                ..Subject::default()
+            };
+            images.clear();
+            section = None;
+        } else if let Some(ns) = field("Namespace:") {
+            current.namespace = Some(ns);
+        } else if let Some(node) = field("Node:") {
+            let node = node.split('/').next().unwrap_or("").to_string();
+            current.node = (!node.is_empty() && node != "<none>").then_some(node);
+        } else if line.trim_start().starts_with("Events:") {
+            let (consumed, rows) = events_table(&lines[i..]);
+            i += consumed;
+            for (number, message) in rows {
+                let (field_path, message) = split_field_path(&message);
+                let message = strip_aggregation(message);
+                if !is_failure_line(message) {
+                    continue;
                 }
+                let mut subject = current.clone();
+                if let Some((kind, name)) = field_path {
+                    subject.image = images
+                        .iter()
+                        .find(|(k, n, _)| *k == kind && *n == name)
+                        .map(|c| c.2.clone());
+                    subject.container = Some(name);
+                    subject.container_kind = Some(kind);
+                }
+                if let Some(image) = image_named(message) {
+                    subject.image = Some(image);
+                }
+                out.push(Message {
+                    text: cap(message.to_string()),
+                    origin: format!("line {}", i - consumed + number + 1),
+                    subject,
+                    seen: None,
+                });
+            }
+            section = None;
+        } else if !line.starts_with(' ') {
+            section = match line.trim_end() {
+                "Init Containers:" => Some(ContainerKind::Init),
+                "Containers:" => Some(ContainerKind::App),
+                "Ephemeral Containers:" => Some(ContainerKind::Ephemeral),
+                _ => None,
+            };
+            container = None;
+        } else if let Some(kind) = section {
+            let trimmed = line.trim();
+            if line.starts_with("  ") && !line.starts_with("   ") && trimmed.ends_with(':') {
+                container = Some(trimmed.trim_end_matches(':').to_string());
+            } else if let (Some(image), Some(name)) = (trimmed.strip_prefix("Image:"), &container) {
+                images.push((kind, name.clone(), image.trim().to_string()));
+            } else if let (Some(reason), Some(name)) = (trimmed.strip_prefix("Reason:"), &container)
+                && pod::IMAGE_REASONS.contains(&reason.trim())
+            {
+                // The container's state: describe prints the waiting reason, not its message.
+                let reason = reason.trim().to_string();
+                out.push(Message {
+                    text: reason.clone(),
+                    origin: format!("line {i}"),
+                    subject: Subject {
+                        container: Some(name.clone()),
+                        container_kind: Some(kind),
+                        image: images
+                            .iter()
+                            .find(|(k, n, _)| *k == kind && n == name)
+                            .map(|c| c.2.clone()),
+                        waiting_reason: Some(reason),
+                        ..current.clone()
+                    },
+                    seen: None,
+                });
             }
         }
     }
-    events.sort_by(|a, b| a.0.cmp(&b.0));
-    events
-        .into_iter()
-        .enumerate()
-        .map(|(i, (_, text))| Message {
-            text: cap(text),
-            origin: format!("event {}", i + 1),
-        })
-        .collect()
+    (!out.is_empty()).then_some(out)
+}
+
+/// The rows of an events table (lines after `Events:`): (row index, Message column). Returns
+/// how many lines the table used.
+fn events_table(lines: &[&str]) -> (usize, Vec<(usize, String)>) {
+    let mut message_column: Option<usize> = None;
+    let mut rows = Vec::new();
+    let mut used = 0;
+    for (n, line) in lines.iter().enumerate() {
+        if !line.starts_with(' ') || line.trim().is_empty() {
+            break;
+        }
+        used = n + 1;
+        if message_column.is_none() && line.split_whitespace().take(2).eq(["Type", "Reason"]) {
+            message_column = line.find("Message");
+            continue;
+        }
+        if is_table_header(line) {
+            continue;
+        }
+        let message = match message_column {
+            Some(at)
+                if line.len() > at && line.is_char_boundary(at) && line[..at].ends_with(' ') =>
+            {
+                line[at..].trim()
+            }
+            _ => line.trim(),
+        };
+        rows.push((n, message.to_string()));
+    }
+    (used, rows)
+}
+
+/// `spec.containers{web}: Failed to pull …` → (field path, message).
+fn split_field_path(message: &str) -> (Option<(ContainerKind, String)>, &str) {
+    if message.starts_with("spec.")
+        && let Some(end) = message.find("}: ")
+        && let Some(path) = pod::parse_field_path(&message[..=end])
+    {
+        return (Some(path), &message[end + 3..]);
+    }
+    (None, message)
 }
 
 fn from_text(text: &str) -> Vec<Message> {
@@ -118,6 +431,8 @@ fn from_text(text: &str) -> Vec<Message> {
         return vec![Message {
             text: cap(joined),
             origin: "input".into(),
+            subject: Subject::default(),
+            seen: None,
         }];
     }
     // Each failure line starts a message. A line that is not a log record of its own continues
@@ -128,6 +443,8 @@ fn from_text(text: &str) -> Vec<Message> {
             out.push(Message {
                 text: cap(line.trim().to_string()),
                 origin: format!("line {}", number + 1),
+                subject: Subject::default(),
+                seen: None,
             });
         } else if let Some(last) = out.last_mut()
             && !is_log_record(line)
@@ -158,7 +475,8 @@ fn is_log_record(line: &str) -> bool {
         || (line.starts_with(|c: char| !c.is_whitespace()) && l.contains(" kubelet "))
 }
 
-fn is_failure_line(line: &str) -> bool {
+/// Whether a line speaks of a pull failure (or its back-off).
+pub fn is_failure_line(line: &str) -> bool {
     FAILURE_MARKERS.iter().any(|m| line.contains(m))
 }
 
@@ -207,6 +525,74 @@ mod tests {
         let found = messages(pod);
         assert_eq!(found.len(), 1);
         assert!(found[0].text.contains("x509"));
+    }
+
+    #[test]
+    fn describe_columns_field_paths_and_aggregation_stay_out_of_the_message() {
+        let describe = "Name:             worker-0\nNamespace:        shop\nNode:             n1/10.0.0.4\nInit Containers:\n  migrate:\n    Image:          r/m:1\n    State:          Waiting\n      Reason:       ImagePullBackOff\nContainers:\n  app:\n    Image:          r/app:1\nEvents:\n  Type     Reason   Age                From     Message\n  ----     ------   ----               ----     -------\n  Warning  Failed   28m (x4 over 34m)  kubelet  spec.initContainers{migrate}: Failed to pull image \"r/m:1\": rpc error: code = NotFound desc = r/m:1: not found\n  Normal   BackOff  5m (x14 over 34m)  kubelet  spec.initContainers{migrate}: (combined from similar events): Back-off pulling image \"r/m:1\"\n";
+        let found = messages(describe);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert_eq!(found[0].text, "ImagePullBackOff");
+        assert!(
+            found[1].text.starts_with("Failed to pull image"),
+            "{found:#?}"
+        );
+        assert_eq!(found[2].text, "Back-off pulling image \"r/m:1\"");
+        let s = &found[1].subject;
+        assert_eq!(
+            (
+                s.pod.as_deref(),
+                s.namespace.as_deref(),
+                s.node.as_deref(),
+                s.container.as_deref(),
+                s.image.as_deref()
+            ),
+            (
+                Some("worker-0"),
+                Some("shop"),
+                Some("n1"),
+                Some("migrate"),
+                Some("r/m:1")
+            )
+        );
+        assert_eq!(s.container_kind, Some(ContainerKind::Init));
+    }
+
+    #[test]
+    fn describe_without_events_still_names_the_waiting_containers() {
+        let describe = "Name:         a\nNamespace:    shop\nContainers:\n  web:\n    Image:          r/web:1\n    State:          Waiting\n      Reason:       ErrImagePull\n\n\nName:         b\nContainers:\n  web:\n    Image:          r/web:1\n    State:          Running\n";
+        let found = messages(describe);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].subject.pod.as_deref(), Some("a"));
+        assert_eq!(
+            found[0].subject.waiting_reason.as_deref(),
+            Some("ErrImagePull")
+        );
+    }
+
+    #[test]
+    fn pod_yaml_is_read_as_a_pod() {
+        let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web-1\n  namespace: shop\nspec:\n  nodeName: n2\n  containers:\n  - name: web\n    image: r/web:1\nstatus:\n  containerStatuses:\n  - name: web\n    image: r/web:1\n    imageID: \"\"\n    ready: false\n    restartCount: 0\n    state:\n      waiting:\n        reason: ErrImagePull\n        message: 'rpc error: code = NotFound desc = r/web:1: not found'\n";
+        let found = messages(yaml);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(
+            found[0].text,
+            "rpc error: code = NotFound desc = r/web:1: not found"
+        );
+        assert_eq!(found[0].subject.node.as_deref(), Some("n2"));
+        assert_eq!(found[0].origin, "status.containerStatuses[web]");
+    }
+
+    #[test]
+    fn malformed_yaml_and_json_fall_back_to_text_without_panicking() {
+        for text in [
+            "apiVersion: v1\nkind: Pod\n  - : [",
+            "{\"kind\": \"Pod\", \"status\": 5}",
+            "kind: Pod\nstatus: {containerStatuses: 7}",
+            "{\"items\": [{\"kind\":\"Pod\",\"status\":{\"containerStatuses\":[{\"state\":{\"waiting\":{\"reason\":7}}}]}}]}",
+        ] {
+            let _ = messages(text);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub mod classify;
 pub mod input;
 
 pub use classify::{Ambiguity, Credential, Diagnosis};
-pub use input::Message;
+pub use input::{Message, Subject};
 
 use crate::vocab::Layer;
 
@@ -28,7 +28,12 @@ impl Explanation {
 
 /// Explain pasted failure text.
 pub fn explain(input: &str) -> Explanation {
-    let messages: Vec<(Message, Diagnosis)> = input::messages(input)
+    explain_messages(input::messages(input))
+}
+
+/// The messages of one subject → one verdict.
+pub fn explain_messages(messages: Vec<Message>) -> Explanation {
+    let messages: Vec<(Message, Diagnosis)> = messages
         .into_iter()
         .map(|m| {
             let diagnosis = diagnose_message(&m.text);
@@ -61,4 +66,152 @@ pub fn diagnose_message(text: &str) -> Diagnosis {
         .into_iter()
         .nth(pick)
         .expect("chain::parse yields at least one attempt")
+}
+
+/// The explanation of one (pod, image): what [`explain_each`] returns per subject.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    /// The pod and image, with container, node and waiting reason as the messages said them.
+    pub subject: Subject,
+    pub explanation: Explanation,
+}
+
+/// Whether the messages are about pods (then each pod and image gets its own verdict); plain
+/// failure text is not, and keeps its single verdict.
+pub fn names_pods(messages: &[Message]) -> bool {
+    messages.iter().any(|m| m.subject.pod.is_some())
+}
+
+/// One verdict per (pod, image), each ranked exactly as [`explain`] ranks one pod's messages.
+/// Messages that name the pod but not the image (`Error: ErrImagePull`) join the pod's image
+/// when it has one; subjects with no failure at all (a healthy pod's `Started`) are left out.
+pub fn explain_each(messages: Vec<Message>) -> Vec<Explained> {
+    type Key = (Option<String>, Option<String>, Option<String>);
+    let pod_key = |s: &Subject| (s.namespace.clone(), s.pod.clone());
+    // The images each pod's messages name.
+    let mut images: std::collections::BTreeMap<(Option<String>, Option<String>), Vec<String>> =
+        std::collections::BTreeMap::new();
+    for m in &messages {
+        if let Some(image) = &m.subject.image {
+            let list = images.entry(pod_key(&m.subject)).or_default();
+            if !list.contains(image) {
+                list.push(image.clone());
+            }
+        }
+    }
+    let mut groups: Vec<(Key, Subject, Vec<Message>)> = Vec::new();
+    for m in messages {
+        if m.subject.pod.is_none() {
+            continue;
+        }
+        let image = m
+            .subject
+            .image
+            .clone()
+            .or_else(|| match images.get(&pod_key(&m.subject)) {
+                Some(list) if list.len() == 1 => Some(list[0].clone()),
+                _ => None,
+            });
+        let key = (
+            m.subject.namespace.clone(),
+            m.subject.pod.clone(),
+            image.clone(),
+        );
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(group) => {
+                merge(&mut group.1, &m.subject);
+                group.2.push(m);
+            }
+            None => {
+                let mut subject = m.subject.clone();
+                subject.image = image;
+                groups.push((key, subject, vec![m]));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, subject, messages)| {
+            subject.waiting_reason.is_some()
+                || messages.iter().any(|m| input::is_failure_line(&m.text))
+        })
+        .map(|(_, subject, messages)| Explained {
+            subject,
+            explanation: explain_messages(messages),
+        })
+        .collect()
+}
+
+/// Fill what `into` does not know yet from `from`.
+fn merge(into: &mut Subject, from: &Subject) {
+    let fill = |a: &mut Option<String>, b: &Option<String>| {
+        if a.is_none() {
+            a.clone_from(b);
+        }
+    };
+    fill(&mut into.node, &from.node);
+    fill(&mut into.container, &from.container);
+    fill(&mut into.waiting_reason, &from.waiting_reason);
+    if into.container_kind.is_none() {
+        into.container_kind = from.container_kind;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(pod: &str, image: Option<&str>, text: &str) -> Message {
+        Message {
+            text: text.into(),
+            origin: format!("{pod}: {text}"),
+            subject: Subject {
+                namespace: Some("shop".into()),
+                pod: Some(pod.into()),
+                image: image.map(str::to_string),
+                ..Subject::default()
+            },
+            seen: None,
+        }
+    }
+
+    #[test]
+    fn each_pod_and_image_is_explained_on_its_own() {
+        let explained = explain_each(vec![
+            message(
+                "a",
+                Some("r/a:1"),
+                r#"Failed to pull image "r/a:1": rpc error: code = NotFound desc = r/a:1: not found"#,
+            ),
+            message("a", None, "Error: ErrImagePull"),
+            message("b", Some("r/b:1"), r#"Back-off pulling image "r/b:1""#),
+            message("c", Some("r/c:1"), r#"Started container c"#),
+        ]);
+        let found: Vec<(Option<&str>, Option<&str>, usize)> = explained
+            .iter()
+            .map(|e| {
+                (
+                    e.subject.pod.as_deref(),
+                    e.subject.image.as_deref(),
+                    e.explanation.messages.len(),
+                )
+            })
+            .collect();
+        // `Error: ErrImagePull` joins pod a's only image; pod c never failed.
+        assert_eq!(
+            found,
+            vec![(Some("a"), Some("r/a:1"), 2), (Some("b"), Some("r/b:1"), 1)]
+        );
+        assert_eq!(
+            explained[0].explanation.verdict().map(|d| d.layer),
+            Some(Layer::NotFound)
+        );
+    }
+
+    #[test]
+    fn plain_text_names_no_pod() {
+        assert!(!names_pods(&input::messages(
+            r#"Back-off pulling image "r/a:1""#
+        )));
+    }
 }

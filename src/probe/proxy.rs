@@ -161,11 +161,14 @@ pub fn redact_proxy(url: &Url) -> String {
     shown.to_string()
 }
 
+/// Variables with the file each came from.
+pub type SourcedVars = BTreeMap<String, (String, String)>;
+
 /// Where the runtime's proxy settings were found, value by value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeEnvironment {
     /// The proxy variables in force, and where each came from.
-    pub vars: BTreeMap<String, (String, String)>,
+    pub vars: SourcedVars,
     /// What a reader must know: a drop-in the running process does not have, an unreadable
     /// file …
     pub notes: Vec<String>,
@@ -196,7 +199,7 @@ impl RuntimeEnvironment {
     /// changed without a restart is not what the runtime runs with.
     pub fn decide(
         process: Option<(u32, BTreeMap<String, String>)>,
-        unit: Option<(String, BTreeMap<String, (String, String)>)>,
+        unit: Option<(String, SourcedVars)>,
         overrides: &BTreeMap<String, String>,
     ) -> RuntimeEnvironment {
         let mut found = RuntimeEnvironment::default();
@@ -298,9 +301,7 @@ pub fn parse_environ(bytes: &[u8]) -> BTreeMap<String, String> {
 /// containerd's environment as systemd would give it: `containerd.service` under `systemd_dir`
 /// (and `/lib/systemd/system`), then its drop-ins `containerd.service.d/*.conf` in name order;
 /// `Environment=` and `EnvironmentFile=` lines, later ones winning, each value with its file.
-pub fn unit_environment(
-    systemd_dirs: &[PathBuf],
-) -> Option<(String, BTreeMap<String, (String, String)>)> {
+pub fn unit_environment(systemd_dirs: &[PathBuf]) -> Option<(String, SourcedVars)> {
     let mut files: Vec<PathBuf> = Vec::new();
     for dir in systemd_dirs {
         let unit = dir.join("containerd.service");

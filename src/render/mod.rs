@@ -1,5 +1,6 @@
 //! Renderers read a report and print it; they never look at the engine.
 
+pub mod findings;
 pub mod json;
 pub mod text;
 

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::Style;
 use crate::report::{ExplainReport, Verdict};
 
-fn headline(verdict: &Verdict, style: Style) -> String {
+pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
     if verdict.passed {
         return style.paint("1;32", "✓ passed");
     }
@@ -26,7 +26,7 @@ fn headline(verdict: &Verdict, style: Style) -> String {
     style.paint("1;31", &line)
 }
 
-fn field(out: &mut String, name: &str, value: &str) {
+pub(super) fn field(out: &mut String, name: &str, value: &str) {
     let _ = writeln!(out, "  {name:<12}{value}");
 }
 
@@ -46,7 +46,7 @@ fn owner_and_candidates(out: &mut String, v: &Verdict, style: Style) {
     }
 }
 
-fn list(out: &mut String, name: &str, items: &[String]) {
+pub(super) fn list(out: &mut String, name: &str, items: &[String]) {
     for (i, item) in items.iter().enumerate() {
         field(out, if i == 0 { name } else { "" }, &format!("- {item}"));
     }

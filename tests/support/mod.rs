@@ -156,18 +156,51 @@ impl LabGuard {
 
 /// Validate a report against docs/report.schema.json; panics listing every violation.
 pub fn assert_valid_report(report: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("docs/report.schema.json")).expect("schema file"),
+    let validator =
+        jsonschema::validator_for(&docs_schema("report.schema.json")).expect("schema compiles");
+    assert_valid(&validator, "report.schema.json", report);
+}
+
+/// Validate a multi-finding report against docs/findings.schema.json, its references into
+/// report.schema.json resolved from docs/ (never fetched).
+pub fn assert_valid_findings(report: &serde_json::Value) {
+    let validator = jsonschema::options()
+        .with_retriever(DocsSchemas)
+        .build(&docs_schema("findings.schema.json"))
+        .expect("findings schema compiles");
+    assert_valid(&validator, "findings.schema.json", report);
+}
+
+fn docs_schema(file: &str) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs").join(file)).expect("schema file"),
     )
-    .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    .expect("schema is JSON")
+}
+
+/// Serves `https://pullpath.invalid/<file>` from docs/.
+struct DocsSchemas;
+
+impl jsonschema::Retrieve for DocsSchemas {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
+        match uri.path().as_str().trim_start_matches('/') {
+            file @ ("report.schema.json" | "findings.schema.json") => Ok(docs_schema(file)),
+            other => Err(format!("no local schema {other}").into()),
+        }
+    }
+}
+
+fn assert_valid(validator: &jsonschema::Validator, file: &str, report: &serde_json::Value) {
     let errors: Vec<String> = validator
         .iter_errors(report)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "report violates docs/report.schema.json:\n{}\n{report:#}",
+        "report violates docs/{file}:\n{}\n{report:#}",
         errors.join("\n")
     );
 }

