@@ -24,6 +24,7 @@ is linked to the root namespace, so nothing can leave the lab):
                             redirect blob downloads once more
     (pp-blob's nginx also serves front.example.test, a registry.k8s.io-style front that 307s
      every /v2/ request to the registry, and the blobs over plain HTTP on port 80)
+    pp-proxy     10.10.9.2  tinyproxy on 3128: the runtime's HTTPS_PROXY in the proxy scenarios
     pp-router    10.10.N.1  routes between the subnets above, nothing else
 
 Every namespace also has fd00:10:N::2/64 (the router fd00:10:N::1): registry6.example.test has
@@ -56,6 +57,7 @@ HOSTS = {
     "pod": 6,
     "oldnode": 7,
     "mirror": 8,
+    "proxy": 9,
 }
 NODES = {"node": "pp-node", "old-node": "pp-oldnode"}
 NODE_RESOLVER = "10.10.5.2"
@@ -73,6 +75,8 @@ FRONT = "front.example.test"
 RELAY = "relay.example.test"
 RELAY_REL = "relay-rel.example.test"
 RELAY_ADDRESS = "10.10.8.3"
+PROXY_URL = "http://10.10.9.2:3128"
+PROXY_USER, PROXY_PASSWORD = "proxyuser", "proxy-secret"
 # Where the registry's redirect middleware sends blob downloads, per scenario.
 REDIRECTS = {"labstore": f"https://{BLOB}", "plain": f"http://{BLOB}", "relay": f"https://{RELAY}",
              "relay-rel": f"https://{RELAY_REL}"}
@@ -135,14 +139,16 @@ def log_tail(log: str, lines: int = 30) -> str:
 # ---------------------------------------------------------------- processes
 
 
-def start(server: str, namespace: str, *cmd):
-    """Start a server inside a namespace, detached, logging to LOGS/server.log."""
+def start(server: str, namespace: str, *cmd, env: dict = None):
+    """Start a server inside a namespace, detached, logging to LOGS/server.log; `env` is added
+    to its environment (as a systemd drop-in's Environment= would)."""
     stop(server)
     log = os.path.join(LOGS, f"{server}.log")
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", namespace, *cmd],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     with open(os.path.join(PIDS, f"{server}.pid"), "w") as f:
         f.write(str(proc.pid))
@@ -392,6 +398,8 @@ def node_files(hosts_extra: str = ""):
     for name in ("node", "oldnode"):
         write(f"/etc/netns/{ns(name)}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
         write(f"/etc/netns/{ns(name)}/hosts", "127.0.0.1 localhost\n::1 localhost\n" + hosts_extra)
+    write(f"/etc/netns/{ns('proxy')}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
+    write(f"/etc/netns/{ns('proxy')}/hosts", "127.0.0.1 localhost\n")
     write(f"/etc/netns/{ns('pod')}/resolv.conf",
           f"search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver {CLUSTER_RESOLVER}\noptions ndots:5\n")
     write(f"/etc/netns/{ns('pod')}/hosts", "127.0.0.1 localhost\n")
@@ -565,6 +573,43 @@ def start_blob():
     wait_listening("blob", ns("blob"), addr("blob"), 80)
 
 
+def start_proxy(mode: str = "open"):
+    """tinyproxy in pp-proxy: `open`, `auth` (Basic credentials required: 407 without them) or
+    `deny-registry` (its filter refuses CONNECT to the registry: 403)."""
+    base = os.path.join(STATE, "proxy")
+    os.makedirs(base, exist_ok=True)
+    lines = [
+        "User root", "Group root", "Port 3128", f"Listen {addr('proxy')}", "Timeout 30",
+        f'LogFile "{LOGS}/proxy-access.log"', "LogLevel Info", f'PidFile "{base}/tinyproxy.pid"',
+        "MaxClients 64", "Allow 10.10.0.0/16", "ConnectPort 443", "ConnectPort 80",
+        "DisableViaHeader Yes",
+    ]
+    if mode == "auth":
+        lines.append(f"BasicAuth {PROXY_USER} {PROXY_PASSWORD}")
+    elif mode == "deny-registry":
+        with open(os.path.join(base, "filter"), "w") as f:
+            f.write("^registry\\.example\\.test$\n")
+        lines += [f'Filter "{base}/filter"', "FilterExtended On", "FilterDefaultDeny No", "FilterURLs Off"]
+    write(os.path.join(base, "tinyproxy.conf"), "\n".join(lines) + "\n")
+    start("proxy", ns("proxy"), "tinyproxy", "-d", "-c", os.path.join(base, "tinyproxy.conf"))
+    wait_listening("proxy", ns("proxy"), addr("proxy"), 3128)
+
+
+def systemd_dir() -> str:
+    """Where the lab keeps the node's containerd unit drop-ins (probe --systemd-dir)."""
+    return os.path.join(STATE, "systemd")
+
+
+def write_dropin(env: dict):
+    """A drop-in as the AKS HTTP proxy feature writes one; empty `env` removes it."""
+    path = os.path.join(systemd_dir(), "containerd.service.d", "http-proxy.conf")
+    if not env:
+        shutil.rmtree(os.path.join(systemd_dir(), "containerd.service.d"), ignore_errors=True)
+        return
+    values = " ".join(f'"{k}={v}"' for k, v in env.items())
+    write(path, f"[Service]\nEnvironment={values}\n")
+
+
 def start_relay():
     """Relays on 10.10.8.3: relay.example.test sends each blob request on to the blob host (a
     chain through two hosts); relay-rel.example.test answers with a relative Location and
@@ -604,7 +649,7 @@ def containerd_socket(node: str) -> str:
     return os.path.join(containerd_dir(node), "containerd.sock")
 
 
-def start_containerd(node: str, fresh: bool, mirrors: tuple = ()):
+def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None):
     """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
     ahead of the registry."""
     base = containerd_dir(node)
@@ -670,7 +715,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "{base}/certs.d"
 """)
-    start(server, NODES[node], "containerd", "--config", conf)
+    start(server, NODES[node], "containerd", "--config", conf, env=env)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if os.path.exists(containerd_socket(node)):
@@ -742,6 +787,14 @@ def apply_fault(fault: str, state: dict):
         state["mirror_damage"] = args[0]
     elif kind == "registry-redirect":
         state["redirect"] = args[0]
+    elif kind == "runtime-proxy":
+        state["runtime_env"] = {"HTTPS_PROXY": PROXY_URL, **({"NO_PROXY": args[0]} if args else {})}
+    elif kind == "runtime-proxy-with-credentials":
+        state["runtime_env"] = {"HTTPS_PROXY": PROXY_URL.replace("http://", f"http://{PROXY_USER}:{PROXY_PASSWORD}@")}
+    elif kind == "proxy-mode":
+        state["proxy_mode"] = args[0]
+    elif kind == "dropin-proxy":
+        state["dropin"] = {"HTTPS_PROXY": PROXY_URL}
     elif kind == "registry-cert":
         state["cert"] = f"registry-{args[0]}"
     else:
@@ -754,7 +807,8 @@ def switch(name: str):
         raise SetupFailed(f"no scenario {name!r}; known: {', '.join(sorted(scenarios))}")
     require_up()
     state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
-             "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore"}
+             "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore",
+             "runtime_env": {}, "proxy_mode": "open", "dropin": {}}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -773,10 +827,13 @@ def switch(name: str):
     mirror = [state["mirror_redirect"], state["mirror_damage"]]
     if current.get("mirror") != mirror or not alive(pid_of("mirror")):
         start_mirror(*mirror)
-    start_containerd("node", fresh=True, mirrors=state["mirrors"])
+    if current.get("proxy_mode", "open") != state["proxy_mode"] or not alive(pid_of("proxy")):
+        start_proxy(state["proxy_mode"])
+    write_dropin(state["dropin"])
+    start_containerd("node", fresh=True, mirrors=state["mirrors"], env=state["runtime_env"])
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
-                   "redirect": state["redirect"], "mirror": mirror}, f)
+                   "redirect": state["redirect"], "mirror": mirror, "proxy_mode": state["proxy_mode"]}, f)
 
 
 def require_up():
@@ -803,6 +860,7 @@ def up(large: bool):
         ("test images", lambda: push_images(large)),
         ("mirror (Distribution)", start_mirror),
         ("relays (nginx)", start_relay),
+        ("proxy (tinyproxy)", start_proxy),
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),
@@ -889,6 +947,8 @@ def status() -> dict:
     out["ca"] = os.path.join(PKI, "ca.pem")
     out["images"] = os.path.join(STATE, "images.json")
     out["logs"] = LOGS
+    out["pids"] = {server: pid_of(server) for server in out["servers"] if pid_of(server)}
+    out["systemd"] = systemd_dir()
     return out
 
 

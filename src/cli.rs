@@ -32,6 +32,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run and matched once: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Read failure text and name the layer, hop, host and owner.
@@ -174,6 +176,23 @@ pub struct ProbeArgs {
     /// Where resolv.conf and hosts are read from.
     #[arg(long, value_name = "DIR", default_value = "/etc", hide = true)]
     pub etc: PathBuf,
+    /// The runtime's HTTPS proxy, instead of the one its environment has (`HTTPS_PROXY`).
+    #[arg(long, value_name = "URL")]
+    pub https_proxy: Option<String>,
+    /// The runtime's HTTP proxy, instead of its environment's (`HTTP_PROXY`).
+    #[arg(long, value_name = "URL")]
+    pub http_proxy: Option<String>,
+    /// The runtime's NO_PROXY list, instead of its environment's.
+    #[arg(long, value_name = "LIST")]
+    pub no_proxy: Option<String>,
+    /// Where containerd's systemd unit and its drop-ins live, read for `Environment=` lines
+    /// (repeatable; default: /etc/systemd/system, /run/systemd/system, /lib/systemd/system).
+    #[arg(long = "systemd-dir", value_name = "DIR")]
+    pub systemd_dirs: Vec<PathBuf>,
+    /// The running containerd's pid, whose environment (/proc/PID/environ) is the runtime's
+    /// proxy configuration (default: the process named containerd).
+    #[arg(long, value_name = "PID")]
+    pub runtime_pid: Option<u32>,
     /// Per-query DNS timeout.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub dns_timeout: Duration,

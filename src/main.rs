@@ -206,6 +206,29 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         progress: args.output == Output::Text
             && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         etc: args.etc.clone(),
+        proxy: probe::ProxySources {
+            overrides: [
+                ("HTTPS_PROXY", &args.https_proxy),
+                ("HTTP_PROXY", &args.http_proxy),
+                ("NO_PROXY", &args.no_proxy),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
+            .collect(),
+            systemd_dirs: if args.systemd_dirs.is_empty() {
+                // Where systemd itself looks: local configuration, runtime, then the vendor's.
+                [
+                    "/etc/systemd/system",
+                    "/run/systemd/system",
+                    "/lib/systemd/system",
+                ]
+                .map(std::path::PathBuf::from)
+                .to_vec()
+            } else {
+                args.systemd_dirs.clone()
+            },
+            runtime_pid: args.runtime_pid,
+        },
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
     };

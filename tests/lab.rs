@@ -275,6 +275,15 @@ scenarios! {
     containerd_registry_ipv6_only => "registry-ipv6-only",
     containerd_registry_ipv6_only_no_route => "registry-ipv6-only-no-route",
     containerd_registry_dual_stack_v6_route_missing => "registry-dual-stack-v6-route-missing",
+    containerd_proxy_healthy => "proxy-healthy",
+    containerd_proxy_unreachable => "proxy-unreachable",
+    containerd_proxy_refused => "proxy-refused",
+    containerd_proxy_auth_required => "proxy-auth-required",
+    containerd_proxy_auth_given => "proxy-auth-given",
+    containerd_proxy_denies_registry => "proxy-denies-registry",
+    containerd_no_proxy_blob_via_proxy => "no-proxy-blob-via-proxy",
+    containerd_no_proxy_registry_route_cut => "no-proxy-registry-route-cut",
+    containerd_proxy_dropin_not_loaded => "proxy-dropin-not-loaded",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

@@ -24,6 +24,12 @@ fn probe(lab: &LabGuard, ns: &str, image: &str, identity: &str, extra: &[&str]) 
     ])
     .arg("--containerd-certs")
     .arg(&certs)
+    // The node's runtime is this containerd (the lab runs two): its environment is the proxy's
+    // source, its drop-ins are in the lab's systemd directory.
+    .arg("--runtime-pid")
+    .arg(lab.runtime_pid("node").to_string())
+    .arg("--systemd-dir")
+    .arg(&lab.status.systemd)
     .args(["--connect-timeout", "2s", "--dns-timeout", "2s"])
     .args(extra);
     let secret = password(identity);
@@ -156,6 +162,74 @@ scenarios! {
     probe_index_with_attestation => "index-with-attestation",
     probe_docker_schema2 => "docker-schema2",
     probe_registry_ipv6_only_no_route => "registry-ipv6-only-no-route",
+    probe_proxy_unreachable => "proxy-unreachable",
+    probe_proxy_refused => "proxy-refused",
+    probe_proxy_auth_required => "proxy-auth-required",
+    probe_proxy_denies_registry => "proxy-denies-registry",
+    probe_no_proxy_registry_route_cut => "no-proxy-registry-route-cut",
+}
+
+/// Through the runtime's proxy only (the node has no route to any registry host): the path
+/// shows the proxy and every host's CONNECT; the proxy's source is the running containerd.
+#[test]
+fn probe_proxy_healthy_goes_through_the_proxy() {
+    let report = check_scenario("proxy-healthy");
+    assert!(
+        hosts_on(&report, "proxy").contains(&"10.10.9.2:3128".to_string()),
+        "{report:#}"
+    );
+    let path = report["path"].to_string();
+    assert!(path.contains("CONNECT"), "{report:#}");
+    let proxy = report["proxy"].as_array().expect("proxy variables");
+    assert!(
+        proxy.iter().any(|v| v["name"] == "HTTPS_PROXY"
+            && v["value"] == "http://10.10.9.2:3128"
+            && v["source"].as_str().is_some_and(|s| s.contains("/environ"))),
+        "{report:#}"
+    );
+}
+
+/// NO_PROXY is decided per host: the registry direct, the blob host through the proxy.
+#[test]
+fn probe_no_proxy_sends_only_the_blob_host_through_the_proxy() {
+    let report = check_scenario("no-proxy-blob-via-proxy");
+    let tunneled: Vec<&str> = report["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .filter(|h| h["tunnel"].is_object())
+        .filter_map(|h| h["host"].as_str())
+        .collect();
+    assert_eq!(tunneled, ["labstore.blob.example.test"], "{report:#}");
+}
+
+/// A proxy URL with credentials: the pull goes through, and the proxy's password appears
+/// nowhere in the report.
+#[test]
+fn probe_proxy_auth_given_passes_and_never_shows_the_password() {
+    let report = check_scenario("proxy-auth-given");
+    let text = report.to_string();
+    assert!(
+        !text.contains("proxy-secret"),
+        "the proxy password leaked: {report:#}"
+    );
+    assert!(
+        text.contains("proxyuser"),
+        "the proxy's user is shown: {report:#}"
+    );
+}
+
+/// A drop-in the running containerd has not loaded: the probe follows the running process and
+/// says so.
+#[test]
+fn probe_proxy_dropin_not_loaded_is_named() {
+    let report = check_scenario("proxy-dropin-not-loaded");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("restart containerd"), "{report:#}");
+    assert!(
+        report["proxy"].as_array().is_none_or(Vec::is_empty),
+        "{report:#}"
+    );
 }
 
 /// Over IPv6 only, and dual-stack with the IPv6 route missing: the probe connects as the

@@ -181,7 +181,7 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     });
     Diagnosis {
         layer,
-        mechanism: (layer == Layer::Blob || layer == Layer::Proxy).then_some(mechanism),
+        mechanism: (layer == Layer::Blob).then_some(mechanism),
         hop,
         host,
         url: request.map(|r| r.url.clone()),

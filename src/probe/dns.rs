@@ -41,7 +41,7 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct Resolution {
     pub host: String,
-    /// `hosts-file`, `dns` or `ip-literal`.
+    /// `hosts-file`, `dns`, `ip-literal`, or `proxy` (the proxy resolves it, not the node).
     pub source: &'static str,
     pub addresses: Vec<IpAddr>,
     pub cname_chain: Vec<String>,
@@ -65,6 +65,19 @@ pub struct PublicBehindPrivateLink {
 }
 
 impl Resolution {
+    /// A host the node does not resolve because the runtime's proxy does (`CONNECT host`).
+    pub fn by_proxy(host: &str) -> Resolution {
+        Resolution {
+            host: host.to_string(),
+            source: "proxy",
+            addresses: vec![],
+            cname_chain: vec![],
+            answered_by: None,
+            servers: vec![],
+            hand_fix: None,
+        }
+    }
+
     /// The privatelink rule, in one place.
     pub fn public_behind_private_link(&self) -> Option<PublicBehindPrivateLink> {
         let via = self

@@ -40,7 +40,20 @@ pub struct HostCheck {
     pub tls: Option<TlsEvidence>,
     /// The address that worked: later HTTP requests go exactly there.
     pub address: Option<SocketAddr>,
+    /// For a host reached through the runtime's proxy: the proxy's answer to `CONNECT`.
+    pub tunnel: Option<Tunnel>,
     pub failure: Option<Failure>,
+}
+
+/// What the proxy said to `CONNECT host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tunnel {
+    /// The proxy, `host:port` (its credentials never shown).
+    pub proxy: String,
+    /// Its status line's code, when it answered.
+    pub status: Option<u16>,
+    /// The status line and the start of any body, in words.
+    pub detail: String,
 }
 
 /// Check `host:port` from DNS up; `trust` is `None` for a plain-HTTP host (no handshake).
@@ -62,6 +75,7 @@ pub async fn check(
         connect: vec![],
         tls: None,
         address: None,
+        tunnel: None,
         failure: None,
     };
     if let Some(why) = check.dns.failure() {
@@ -148,4 +162,100 @@ fn outcome_words(a: &Attempt) -> String {
         ConnectOutcome::Connected => "connected".into(),
         ConnectOutcome::Error => a.error.clone().unwrap_or_default(),
     }
+}
+
+/// A host the node itself resolves and dials nothing for (it goes through the proxy).
+pub fn unchecked(host: &str, port: u16, hop: Hop) -> HostCheck {
+    HostCheck {
+        host: host.to_string(),
+        port,
+        hop,
+        dns: Resolution::by_proxy(host),
+        routes: vec![],
+        connect: vec![],
+        tls: None,
+        address: None,
+        tunnel: None,
+        failure: None,
+    }
+}
+
+/// `host:port` through an HTTP proxy at `proxy` (already checked, proven at `address`): TCP to
+/// it, `CONNECT`, then the TLS handshake with `host` inside the tunnel when `trust` is given.
+/// The node resolves nothing: the proxy does.
+#[allow(clippy::too_many_arguments)]
+pub async fn check_through_proxy(
+    host: &str,
+    port: u16,
+    hop: Hop,
+    proxy: &url::Url,
+    address: SocketAddr,
+    trust: Option<&Trust>,
+    timeouts: Timeouts,
+) -> HostCheck {
+    let shown = super::proxy::redact_proxy(proxy);
+    let mut check = unchecked(host, port, hop);
+    let fail = |check: &mut HostCheck, layer: Layer, step: &'static str, detail: String| {
+        check.failure = Some(Failure {
+            layer,
+            step,
+            detail,
+        });
+    };
+    let stream =
+        match tokio::time::timeout(timeouts.connect, tokio::net::TcpStream::connect(address)).await
+        {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                let layer = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                    Layer::Refused
+                } else {
+                    Layer::Route
+                };
+                fail(
+                    &mut check,
+                    layer,
+                    "connect",
+                    format!("{address} (the proxy {shown}): {e}"),
+                );
+                return check;
+            }
+            Err(_) => {
+                let detail = format!(
+                    "{address} (the proxy {shown}): no answer within {} ms",
+                    timeouts.connect.as_millis()
+                );
+                fail(&mut check, Layer::Route, "connect", detail);
+                return check;
+            }
+        };
+    let authorization = super::proxy::basic_authorization(proxy);
+    let (stream, tunnel) =
+        super::proxy::connect(stream, host, port, authorization.as_deref(), timeouts.http).await;
+    let tunnel = Tunnel {
+        proxy: shown,
+        ..tunnel
+    };
+    let Some(stream) = stream else {
+        let detail = format!(
+            "CONNECT {host}:{port} through {}: {}",
+            tunnel.proxy, tunnel.detail
+        );
+        check.tunnel = Some(tunnel);
+        fail(&mut check, Layer::Proxy, "CONNECT", detail);
+        return check;
+    };
+    check.tunnel = Some(tunnel);
+    let Some(trust) = trust else {
+        return check;
+    };
+    let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
+    if let Some(problem) = &evidence.problem {
+        let detail = format!(
+            "{problem} (through the proxy: a proxy that inspects TLS presents a certificate of its own CA)"
+        );
+        fail(&mut check, Layer::Tls, "tls", detail);
+    }
+    check.tls = Some(evidence);
+    check
 }

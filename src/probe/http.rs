@@ -1,7 +1,9 @@
 //! The real network behind [`super::net::Network`]: each host checked from DNS up
 //! ([`super::host::check`]), then spoken to over HTTP/1.1 by a client pinned to the very
-//! address the check proved, with the TLS trust of the `hosts.toml` host it belongs to. No
-//! proxy and no automatic redirects: the walk decides both.
+//! address the check proved, with the TLS trust of the `hosts.toml` host it belongs to. A host
+//! the runtime reaches through its proxy is checked through a `CONNECT` tunnel and spoken to
+//! through that proxy; which host goes through which proxy, and every redirect, the walk
+//! decides.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +25,8 @@ pub struct LiveNetwork {
     trusts: Vec<(Trust, Arc<ClientConfig>)>,
     timeouts: Timeouts,
     clients: Mutex<HashMap<Target, Client>>,
+    /// The address each directly checked host was proven at (a proxy's is needed later).
+    proven: Mutex<HashMap<super::authority::Authority, std::net::SocketAddr>>,
 }
 
 impl LiveNetwork {
@@ -37,13 +41,17 @@ impl LiveNetwork {
             trusts,
             timeouts,
             clients: Mutex::new(HashMap::new()),
+            proven: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn proven(&self, authority: &super::authority::Authority) -> Option<std::net::SocketAddr> {
+        self.proven.lock().ok()?.get(authority).copied()
     }
 
     fn client(&self, target: &Target, check: &HostCheck) -> reqwest::Result<Client> {
         let mut builder = Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
             .http1_only()
             .connect_timeout(self.timeouts.connect)
             .pool_max_idle_per_host(16)
@@ -51,11 +59,25 @@ impl LiveNetwork {
         if let Some((_, config)) = self.trusts.get(target.trust.0) {
             builder = builder.tls_backend_preconfigured((**config).clone());
         }
-        if let Some(address) = check.address
-            && target.authority.host.parse::<std::net::IpAddr>().is_err()
-        {
-            // Requests go exactly to the address this check proved, not a fresh lookup's.
-            builder = builder.resolve(&target.authority.host, address);
+        match (&target.via, target.proxy()) {
+            (Some(via), Some(proxy)) => {
+                // Through the proxy the check went through, at the address it was proven at.
+                builder = builder.proxy(reqwest::Proxy::all(via.as_str())?);
+                if let Some(address) = self.proven(&proxy.authority)
+                    && proxy.authority.host.parse::<std::net::IpAddr>().is_err()
+                {
+                    builder = builder.resolve(&proxy.authority.host, address);
+                }
+            }
+            _ => {
+                builder = builder.no_proxy();
+                if let Some(address) = check.address
+                    && target.authority.host.parse::<std::net::IpAddr>().is_err()
+                {
+                    // Requests go exactly to the address this check proved, not a fresh lookup's.
+                    builder = builder.resolve(&target.authority.host, address);
+                }
+            }
         }
         builder.build()
     }
@@ -69,15 +91,48 @@ impl Network for LiveNetwork {
             Scheme::Https => self.trusts.get(target.trust.0).map(|(t, _)| t),
             Scheme::Http => None,
         };
-        let mut check = host::check(
-            &target.authority.host,
-            target.authority.port,
-            hop,
-            &self.resolver,
-            trust,
-            self.timeouts,
-        )
-        .await;
+        let mut check = match (&target.via, target.proxy()) {
+            (Some(via), Some(proxy)) => match self.proven(&proxy.authority) {
+                Some(address) => {
+                    host::check_through_proxy(
+                        &target.authority.host,
+                        target.authority.port,
+                        hop,
+                        via,
+                        address,
+                        trust,
+                        self.timeouts,
+                    )
+                    .await
+                }
+                None => {
+                    // Never dialled: the proxy's own check must come first.
+                    return HostCheck {
+                        failure: Some(host::Failure {
+                            layer: crate::vocab::Layer::Other,
+                            step: "CONNECT",
+                            detail: format!("the proxy {} was not checked first", proxy.authority),
+                        }),
+                        ..host::unchecked(&target.authority.host, target.authority.port, hop)
+                    };
+                }
+            },
+            _ => {
+                let check = host::check(
+                    &target.authority.host,
+                    target.authority.port,
+                    hop,
+                    &self.resolver,
+                    trust,
+                    self.timeouts,
+                )
+                .await;
+                if let (Some(address), Ok(mut proven)) = (check.address, self.proven.lock()) {
+                    proven.insert(target.authority.clone(), address);
+                }
+                check
+            }
+        };
         if check.failure.is_none() {
             match self.client(target, &check) {
                 Ok(client) => {

@@ -51,9 +51,37 @@ pub struct ProbeConfig {
     pub progress: bool,
     /// Where resolv.conf and hosts live (normally /etc).
     pub etc: PathBuf,
+    /// Where the runtime's proxy settings are read from.
+    pub proxy: ProxySources,
     /// containerd's `config_path` (`certs.d`), when it has one.
     pub containerd_certs: Option<PathBuf>,
     pub ca_files: Vec<PathBuf>,
+}
+
+/// Where the runtime's proxy environment is read from (pullpath's own environment never is).
+#[derive(Debug, Clone, Default)]
+pub struct ProxySources {
+    /// Flags, which win: `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`.
+    pub overrides: std::collections::BTreeMap<String, String>,
+    /// containerd's systemd unit and drop-ins, first directory first.
+    pub systemd_dirs: Vec<PathBuf>,
+    /// The running containerd; `None` finds the process named containerd.
+    pub runtime_pid: Option<u32>,
+}
+
+impl ProxySources {
+    /// The runtime's environment: the running process's, else its unit's, flags over both.
+    pub fn read(&self) -> proxy::RuntimeEnvironment {
+        let proc = std::path::Path::new("/proc");
+        let process = match self.runtime_pid {
+            Some(pid) => std::fs::read(proc.join(pid.to_string()).join("environ"))
+                .ok()
+                .map(|bytes| (pid, proxy::parse_environ(&bytes))),
+            None => proxy::running_containerd(proc),
+        };
+        let unit = proxy::unit_environment(&self.systemd_dirs);
+        proxy::RuntimeEnvironment::decide(process, unit, &self.overrides)
+    }
 }
 
 /// Why a probe could not start at all (not a finding: the tool's own failure).
@@ -70,6 +98,8 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         hosts_toml::HostsConfig::read(config.containerd_certs.as_deref(), &config.image.registry);
     let mut warnings: Vec<String> = resolver.pod_view.iter().cloned().collect();
     warnings.extend(hosts.notes.iter().cloned());
+    let environment = config.proxy.read();
+    warnings.extend(environment.notes.iter().cloned());
     let (endpoints, trusts) = trusts_for(&hosts.endpoints, &config.ca_files)?;
     let settings = walk::Settings {
         image: config.image.clone(),
@@ -80,6 +110,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         full: config.full,
         parallel: config.parallel,
         progress: config.progress,
+        proxy: environment.config(),
     };
     let network = Arc::new(http::LiveNetwork::new(
         resolver.clone(),
@@ -92,6 +123,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         platform: config.platform.to_string(),
         resolver,
         warnings,
+        proxy: environment,
         full: config.full,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };

@@ -24,20 +24,50 @@ use crate::vocab::Hop;
 pub struct TrustId(pub usize);
 
 /// One host as the walk addresses it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Target {
     pub authority: Authority,
     pub scheme: Scheme,
     pub trust: TrustId,
+    /// The HTTP proxy requests to this host go through (the runtime's `HTTPS_PROXY` …), with
+    /// any credentials it carries; `None` for a direct connection.
+    pub via: Option<Url>,
 }
 
 impl Target {
+    /// A direct target for `url`.
     pub fn of(url: &Url, trust: TrustId) -> Option<Target> {
         Some(Target {
             authority: Authority::of(url)?,
             scheme: Scheme::of(url)?,
             trust,
+            via: None,
         })
+    }
+
+    /// The proxy host itself, as a plain-HTTP target to check from DNS up.
+    pub fn proxy(&self) -> Option<Target> {
+        let proxy = self.via.as_ref()?;
+        Some(Target {
+            authority: Authority::of(proxy)?,
+            scheme: Scheme::Http,
+            trust: self.trust,
+            via: None,
+        })
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The proxy URL may carry a password.
+        let via = self.via.as_ref().map(super::proxy::redact_proxy);
+        write!(
+            f,
+            "Target({}://{}, {:?}, via {via:?})",
+            self.scheme.as_str(),
+            self.authority,
+            self.trust
+        )
     }
 }
 
@@ -90,7 +120,9 @@ pub trait Network: Send + Sync + 'static {
     type Body: Body;
 
     /// Resolve, route, connect and (for `https`) handshake with `target`, recording everything.
-    /// Requests to it are sent only after its check passed.
+    /// For a target `via` a proxy (whose own check passed before), the node resolves nothing:
+    /// it asks the proxy to `CONNECT` and handshakes inside the tunnel. Requests to a target
+    /// are sent only after its check passed.
     fn check_host(&self, target: &Target, hop: Hop) -> impl Future<Output = HostCheck> + Send;
 
     /// Send one GET to a host whose check passed; redirects are the walk's to follow.

@@ -71,6 +71,19 @@ impl Path {
     /// A host's check, step by step, up to the first that failed.
     pub fn record_host(&mut self, authority: &Authority, check: &HostCheck) {
         let hop = check.hop;
+        if let Some(tunnel) = &check.tunnel {
+            let ok = tunnel.status.is_some_and(|s| (200..300).contains(&s));
+            let detail = format!("through {}: {}", tunnel.proxy, tunnel.detail);
+            self.record(hop, authority, "CONNECT", ok, detail, None);
+            self.record_tls(authority, check);
+            return;
+        }
+        if check.dns.source == "proxy" {
+            if let Some(f) = &check.failure {
+                self.record(hop, authority, f.step, false, f.detail.clone(), None);
+            }
+            return;
+        }
         let dns = &check.dns;
         let dns_ok = !dns.addresses.is_empty();
         self.record(hop, authority, "dns", dns_ok, dns_words(check), None);
@@ -108,6 +121,14 @@ impl Path {
             detail,
             None,
         );
+        self.record_tls(authority, check);
+        if let Some(f) = check.failure.as_ref().filter(|f| f.step == "http") {
+            self.record(hop, authority, "http", false, f.detail.clone(), None);
+        }
+    }
+
+    fn record_tls(&mut self, authority: &Authority, check: &HostCheck) {
+        let hop = check.hop;
         if let Some(tls) = &check.tls {
             let detail = match (&tls.problem, tls.chain.first()) {
                 (Some(p), _) => p.clone(),
@@ -121,9 +142,6 @@ impl Path {
             };
             let elapsed = Some(Duration::from_millis(tls.elapsed_ms));
             self.record(hop, authority, "tls", tls.ok, detail, elapsed);
-        }
-        if let Some(f) = check.failure.as_ref().filter(|f| f.step == "http") {
-            self.record(hop, authority, "http", false, f.detail.clone(), None);
         }
     }
 }

@@ -152,6 +152,148 @@ fn parse_proxy(value: &str) -> Option<Url> {
     }
 }
 
+/// `Proxy-Authorization: Basic …` for a proxy URL that carries `user:password`, as Go sends it.
+pub fn basic_authorization(proxy: &Url) -> Option<String> {
+    use base64::Engine;
+    let user = proxy.username();
+    if user.is_empty() {
+        return None;
+    }
+    let decode = |s: &str| percent_decode(s);
+    let pair = format!(
+        "{}:{}",
+        decode(user),
+        decode(proxy.password().unwrap_or(""))
+    );
+    Some(format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    ))
+}
+
+fn percent_decode(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// What a proxy's answer to `CONNECT` means: `Ok` for a 2xx, else its status and words. `head`
+/// is the answer up to the blank line, `body` whatever followed it.
+pub fn interpret_connect(head: &[u8], body: &[u8]) -> Result<u16, (Option<u16>, String)> {
+    let text = String::from_utf8_lossy(head);
+    let status_line = text.lines().next().unwrap_or("").trim().to_string();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .filter(|_| status_line.starts_with("HTTP/"));
+    let Some(code) = status else {
+        return Err((
+            None,
+            format!(
+                "the proxy did not answer in HTTP ({:?})",
+                status_line.chars().take(80).collect::<String>()
+            ),
+        ));
+    };
+    if (200..300).contains(&code) {
+        return Ok(code);
+    }
+    let meaning = match code {
+        407 => {
+            "the proxy wants credentials (Proxy-Authorization) the runtime's proxy URL does not give or it refuses"
+        }
+        403 => "the proxy's policy denies this destination",
+        502..=504 => "the proxy could not reach the destination itself",
+        _ => "the proxy refused the tunnel",
+    };
+    let page: String = String::from_utf8_lossy(body)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
+    let page = if page.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; its page says: {}", page.trim())
+    };
+    Err((Some(code), format!("{status_line}: {meaning}{page}")))
+}
+
+/// `CONNECT host:port` over a connection to the proxy, its answer read within `timeout` (at most
+/// 16 KiB of head). The stream comes back as the tunnel when the proxy said 2xx.
+pub async fn connect(
+    mut stream: tokio::net::TcpStream,
+    host: &str,
+    port: u16,
+    authorization: Option<&str>,
+    timeout: std::time::Duration,
+) -> (Option<tokio::net::TcpStream>, super::host::Tunnel) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let mut request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if let Some(value) = authorization {
+        request.push_str(&format!("Proxy-Authorization: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let exchange = async {
+        stream.write_all(request.as_bytes()).await?;
+        let mut buf = Vec::with_capacity(1024);
+        let mut chunk = [0u8; 1024];
+        loop {
+            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                return Ok::<_, std::io::Error>((buf[..end].to_vec(), buf[end + 4..].to_vec()));
+            }
+            if buf.len() > 16 * 1024 {
+                return Ok((buf, vec![]));
+            }
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok((buf, vec![]));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    };
+    let tunnel = |status, detail| super::host::Tunnel {
+        proxy: String::new(),
+        status,
+        detail,
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Err(_) => (
+            None,
+            tunnel(
+                None,
+                format!("no answer to CONNECT within {} ms", timeout.as_millis()),
+            ),
+        ),
+        Ok(Err(e)) => (
+            None,
+            tunnel(None, format!("the connection broke during CONNECT: {e}")),
+        ),
+        Ok(Ok((head, body))) => match interpret_connect(&head, &body) {
+            Ok(code) => (
+                Some(stream),
+                tunnel(Some(code), format!("{code}: tunnel open")),
+            ),
+            Err((code, detail)) => (None, tunnel(code, detail)),
+        },
+    }
+}
+
+/// A proxy variable's value fit to print: a URL's password replaced.
+pub fn redact_value(value: &str) -> String {
+    match Url::parse(value) {
+        Ok(url) if url.password().is_some() => redact_proxy(&url),
+        _ => value.to_string(),
+    }
+}
+
 /// A proxy URL fit to print: its password replaced.
 pub fn redact_proxy(url: &Url) -> String {
     let mut shown = url.clone();
@@ -258,13 +400,7 @@ fn words(vars: &BTreeMap<&String, &String>) -> String {
         return "no proxy".into();
     }
     vars.iter()
-        .map(|(k, v)| {
-            let shown = Url::parse(v)
-                .ok()
-                .filter(|u| u.password().is_some())
-                .map_or_else(|| (*v).clone(), |u| redact_proxy(&u));
-            format!("{k}={shown}")
-        })
+        .map(|(k, v)| format!("{k}={}", redact_value(v)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -459,6 +595,46 @@ mod tests {
         let c = config("p:1", "10.0.0.1.nip.io,10.0.0.0/8");
         assert!(proxied(&c, "https://10.nip.example/"));
         assert!(!proxied(&config("", "x"), "https://r.example/"));
+    }
+
+    #[test]
+    fn connect_answers() {
+        assert_eq!(
+            interpret_connect(b"HTTP/1.1 200 Connection established", b""),
+            Ok(200)
+        );
+        let (code, words) = interpret_connect(
+            b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic",
+            b"<html>Access denied</html>",
+        )
+        .expect_err("407");
+        assert_eq!(code, Some(407));
+        assert!(
+            words.contains("credentials") && words.contains("Access denied"),
+            "{words}"
+        );
+        let (code, words) = interpret_connect(b"HTTP/1.0 403 Filtered", b"").expect_err("403");
+        assert_eq!(code, Some(403));
+        assert!(words.contains("policy"));
+        assert!(
+            interpret_connect(b"HTTP/1.1 502 Bad Gateway", b"")
+                .expect_err("502")
+                .1
+                .contains("could not reach")
+        );
+        assert_eq!(
+            interpret_connect(b"SSH-2.0-OpenSSH", b"")
+                .expect_err("garbage")
+                .0,
+            None
+        );
+        let auth =
+            basic_authorization(&Url::parse("http://us%40er:p%3Ass@proxy:3128").expect("url"));
+        assert_eq!(auth.as_deref(), Some("Basic dXNAZXI6cDpzcw=="));
+        assert_eq!(
+            basic_authorization(&Url::parse("http://proxy:3128").expect("url")),
+            None
+        );
     }
 
     #[test]

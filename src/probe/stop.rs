@@ -31,6 +31,7 @@ impl Stop {
         let (layer, mechanism) = match (hop, layer) {
             (Hop::Blob, Layer::Blob) => (Layer::Blob, Some(Layer::Other)),
             (Hop::Blob, mechanism) => (Layer::Blob, Some(mechanism)),
+            (Hop::Proxy, _) => (Layer::Proxy, None),
             (_, layer) => (layer, None),
         };
         Stop {
@@ -63,6 +64,14 @@ mod tests {
         );
         let corrupt = Stop::new(Hop::Blob, &host, Layer::Blob, "layer", "digest mismatch");
         assert_eq!(corrupt.mechanism, Some(Layer::Other));
+        let proxy = Stop::new(
+            Hop::Proxy,
+            &host,
+            Layer::Route,
+            "route",
+            "no route to the proxy",
+        );
+        assert_eq!((proxy.layer, proxy.mechanism), (Layer::Proxy, None));
         let registry = Stop::new(Hop::Registry, &host, Layer::Tls, "tls", "expired");
         assert_eq!((registry.layer, registry.mechanism), (Layer::Tls, None));
         assert_eq!(registry.mechanism_or_layer(), Layer::Tls);

@@ -29,6 +29,7 @@ use super::hosts_toml::Endpoint;
 use super::net::{Body, Network, Request, Response, Target, TrustId};
 use super::oci::{self, BlobCheck, Descriptor, MANIFEST_TYPES, Manifest, Platform, ReadManifest};
 use super::path::{Path, PathHop};
+use super::proxy::ProxyConfig;
 use super::redirect::{self, MAX_REDIRECTS, Next};
 use super::registry::{self, Challenge, MAX_ERROR_BODY, MAX_MANIFEST, MAX_TOKEN, Ping};
 use super::stop::Stop;
@@ -49,6 +50,8 @@ pub struct Settings {
     pub full: bool,
     pub parallel: usize,
     pub progress: bool,
+    /// The runtime's proxy settings, decided per request URL as Go decides them.
+    pub proxy: ProxyConfig,
 }
 
 /// A `hosts.toml` host and the trust it is spoken to with.
@@ -499,6 +502,7 @@ impl<N: Network> Walk<N> {
             authority: endpoint.config.authority.clone(),
             scheme: endpoint.config.scheme,
             trust: endpoint.trust,
+            via: None,
         };
         let key = (target, endpoint.config.path.clone());
         if let Some(done) = self.authorized.get(&key) {
@@ -688,13 +692,18 @@ impl<N: Network> Walk<N> {
         let mut at = self.endpoints[i].config.authority.clone();
         self.chain.clear();
         for _ in 0..=MAX_REDIRECTS {
-            let Some(target) = Target::of(&url, trust) else {
+            let Some(mut target) = Target::of(&url, trust) else {
                 let detail = format!("{} is not an http(s) URL", redirect::redact_url(&url));
                 return Err(Stop::new(hop, &at, Layer::Other, step, detail));
             };
+            // Every request URL is asked whether it goes through the runtime's proxy.
+            target.via = self.settings.proxy.proxy_for(&url).cloned();
             at = target.authority.clone();
             if self.chain.last() != Some(&at) {
                 self.chain.push(at.clone());
+            }
+            if let Some(proxy) = target.proxy() {
+                self.check_host(&proxy, Hop::Proxy).await?;
             }
             self.check_host(&target, hop).await?;
             let mut request = Request {
@@ -787,9 +796,17 @@ impl<N: Network> Walk<N> {
         }
         let check = self.net.check_host(target, hop).await;
         self.path.record_host(at, &check);
-        let result = match &check.failure {
-            None => Ok(()),
-            Some(f) => Err(Stop::new(hop, at, f.layer, f.step, f.detail.clone())),
+        let result = match (&check.failure, target.proxy()) {
+            (None, _) => Ok(()),
+            // The proxy refused the tunnel: the proxy's failure, at the proxy.
+            (Some(f), Some(proxy)) if f.step == "CONNECT" => Err(Stop::new(
+                Hop::Proxy,
+                &proxy.authority,
+                f.layer,
+                f.step,
+                f.detail.clone(),
+            )),
+            (Some(f), _) => Err(Stop::new(hop, at, f.layer, f.step, f.detail.clone())),
         };
         self.hosts.push(check);
         self.checked.insert(target.clone(), result.clone());

@@ -123,6 +123,13 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         },
         report.resolver.ndots
     );
+    for var in &report.proxy {
+        let _ = writeln!(
+            out,
+            "proxy     {}={} (from {})",
+            var.name, var.value, var.source
+        );
+    }
     for warning in &report.warnings {
         let _ = writeln!(out, "{} {warning}", style.paint("1;33", "!"));
     }

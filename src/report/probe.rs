@@ -32,6 +32,9 @@ pub struct ProbeReport {
     /// Every host checked, with its full evidence (DNS answers, routes, connects, TLS chain).
     pub hosts: Vec<HostReport>,
     pub blobs: Vec<BlobReport>,
+    /// The runtime's proxy settings and where each came from (none: direct connections).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub proxy: Vec<ProxyVarReport>,
     /// Hosts the pull moved past, as the runtime does, and why.
     pub fallbacks: Vec<FallbackReport>,
     /// Things that work now but will not survive a node replacement.
@@ -51,6 +54,8 @@ pub struct ProbeContext {
     pub platform: String,
     pub resolver: ResolverConfig,
     pub warnings: Vec<String>,
+    /// The runtime's proxy environment, as found.
+    pub proxy: crate::probe::proxy::RuntimeEnvironment,
     /// Whether every layer was downloaded and verified (`--full`).
     pub full: bool,
     pub elapsed_ms: u64,
@@ -100,6 +105,16 @@ impl ProbeReport {
             path: outcome.path.iter().map(HopReport::from).collect(),
             hosts,
             blobs: outcome.blobs.iter().map(BlobReport::from).collect(),
+            proxy: context
+                .proxy
+                .vars
+                .iter()
+                .map(|(name, (value, source))| ProxyVarReport {
+                    name: name.clone(),
+                    value: crate::probe::proxy::redact_value(value),
+                    source: source.clone(),
+                })
+                .collect(),
             fallbacks: outcome.fallbacks.iter().map(FallbackReport::from).collect(),
             hand_fixes,
             warnings,
@@ -255,6 +270,17 @@ impl From<&Blob> for BlobReport {
     }
 }
 
+/// One proxy variable of the runtime's environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxyVarReport {
+    /// `HTTPS_PROXY`, `no_proxy`, …
+    pub name: String,
+    /// Its value, any password replaced.
+    pub value: String,
+    /// Where it was found: `/proc/PID/environ`, a unit file, `command line`.
+    pub source: String,
+}
+
 /// A host the pull moved past.
 #[derive(Debug, Clone, Serialize)]
 pub struct FallbackReport {
@@ -317,14 +343,26 @@ pub struct HostReport {
     /// The address that worked: later requests went exactly there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<SocketAddr>,
+    /// Through the runtime's proxy: what it answered to `CONNECT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct TunnelReport {
+    /// The proxy, `http://host:port/` (credentials redacted).
+    pub proxy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct DnsReport {
     pub host: String,
-    /// `hosts-file`, `dns` or `ip-literal`.
+    /// `hosts-file`, `dns`, `ip-literal`, or `proxy` (the proxy resolved it).
     pub source: &'static str,
     pub addresses: Vec<IpAddr>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -414,6 +452,11 @@ impl From<&HostCheck> for HostReport {
             connect: h.connect.iter().map(ConnectReport::from).collect(),
             tls: h.tls.as_ref().map(TlsReport::from),
             address: h.address,
+            tunnel: h.tunnel.as_ref().map(|t| TunnelReport {
+                proxy: t.proxy.clone(),
+                status: t.status,
+                detail: t.detail.clone(),
+            }),
             failure: h.failure.as_ref().map(|f| FailureReport {
                 layer: f.layer,
                 step: f.step,

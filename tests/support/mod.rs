@@ -92,6 +92,9 @@ pub struct Status {
     pub ca: PathBuf,
     pub images: PathBuf,
     pub logs: PathBuf,
+    /// Where the node's containerd unit drop-ins live (probe `--systemd-dir`).
+    #[serde(default)]
+    pub systemd: PathBuf,
 }
 
 /// Exclusive use of the lab for one test.
@@ -138,6 +141,19 @@ impl LabGuard {
             "switching to scenario {scenario} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// The pid of a node's running containerd (it changes with every scenario switch).
+    pub fn runtime_pid(&self, node: &str) -> u32 {
+        let file = self
+            .status
+            .state
+            .join("pids")
+            .join(format!("containerd-{node}.pid"));
+        std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {}", file.display()))
     }
 
     pub fn socket(&self, node: &str) -> &Path {

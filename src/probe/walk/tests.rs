@@ -74,6 +74,10 @@ type Sent = (String, Vec<(String, String)>);
 #[derive(Default)]
 struct Scripted {
     broken_hosts: HashMap<String, (Layer, &'static str)>,
+    /// Hosts whose `CONNECT` the proxy answers with this status.
+    refused_tunnels: HashMap<String, u16>,
+    /// Every host checked through a proxy, with the proxy.
+    tunneled: Mutex<Vec<(String, String)>>,
     replies: HashMap<String, Reply>,
     /// Every request sent: `host/path` and its headers.
     sent: Mutex<Vec<Sent>>,
@@ -88,6 +92,11 @@ impl Scripted {
 
     fn broken(mut self, host: &str, layer: Layer, step: &'static str) -> Scripted {
         self.broken_hosts.insert(host.to_string(), (layer, step));
+        self
+    }
+
+    fn refuse_tunnel(mut self, host: &str, status: u16) -> Scripted {
+        self.refused_tunnels.insert(host.to_string(), status);
         self
     }
 
@@ -135,6 +144,29 @@ impl Network for Scripted {
 
     async fn check_host(&self, target: &Target, hop: Hop) -> HostCheck {
         let name = target.authority.to_string();
+        if let Some(via) = &target.via {
+            let proxy = Authority::of(via).expect("proxy").to_string();
+            self.tunneled
+                .lock()
+                .expect("lock")
+                .push((name.clone(), proxy.clone()));
+            let mut check =
+                crate::probe::host::unchecked(&target.authority.host, target.authority.port, hop);
+            let status = self.refused_tunnels.get(&name).copied().unwrap_or(200);
+            check.tunnel = Some(crate::probe::host::Tunnel {
+                proxy: proxy.clone(),
+                status: Some(status),
+                detail: format!("{status}"),
+            });
+            if status != 200 {
+                check.failure = Some(Failure {
+                    layer: Layer::Proxy,
+                    step: "CONNECT",
+                    detail: format!("CONNECT {name} through {proxy}: {status}"),
+                });
+            }
+            return check;
+        }
         self.checked.lock().expect("lock").push(name.clone());
         let failure = self.broken_hosts.get(&name).map(|(layer, step)| Failure {
             layer: *layer,
@@ -158,6 +190,7 @@ impl Network for Scripted {
             connect: vec![],
             tls: None,
             address: None,
+            tunnel: None,
             failure,
         }
     }
@@ -321,6 +354,7 @@ fn settings(full: bool) -> Settings {
         full,
         parallel: 2,
         progress: false,
+        proxy: ProxyConfig::default(),
     }
 }
 
@@ -806,4 +840,118 @@ async fn anonymous_pulls_send_no_credential_anywhere() {
             .iter()
             .any(|h| h.steps.iter().any(|s| s.detail.contains("anonymously")))
     );
+}
+
+fn through_proxy(no_proxy: &str) -> Settings {
+    let mut s = settings(false);
+    s.proxy = ProxyConfig::from_env(&std::collections::BTreeMap::from([
+        (
+            "HTTPS_PROXY".to_string(),
+            "http://u:pw@proxy.test:3128".to_string(),
+        ),
+        ("NO_PROXY".to_string(), no_proxy.to_string()),
+    ]));
+    s
+}
+
+#[tokio::test]
+async fn every_host_goes_through_the_runtimes_proxy_and_credentials_stay_home() {
+    let image = Image::new();
+    let net = Arc::new(registry(
+        Scripted::default(),
+        "r.test",
+        "store.test",
+        &image,
+    ));
+    let outcome = Walk::new(
+        through_proxy(""),
+        vec![endpoint("r.test", true)],
+        net.clone(),
+    )
+    .run()
+    .await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let tunneled = net.tunneled.lock().expect("lock").clone();
+    for host in ["r.test", "auth.test", "store.test"] {
+        assert!(
+            tunneled.contains(&(host.to_string(), "proxy.test:3128".to_string())),
+            "{host}: {tunneled:?}"
+        );
+    }
+    // The node itself only dials the proxy, checked once.
+    assert_eq!(*net.checked.lock().expect("lock"), ["proxy.test:3128"]);
+    assert!(outcome.path.iter().any(|h| h.hop == Hop::Proxy));
+    assert!(
+        net.authorization_sent_to()
+            .iter()
+            .all(|h| h == "r.test" || h == "auth.test")
+    );
+}
+
+#[tokio::test]
+async fn no_proxy_is_decided_per_host_registry_direct_blobs_proxied() {
+    let image = Image::new();
+    let net = Arc::new(registry(
+        Scripted::default(),
+        "r.test",
+        "store.test",
+        &image,
+    ));
+    let outcome = Walk::new(
+        through_proxy("r.test,auth.test"),
+        vec![endpoint("r.test", true)],
+        net.clone(),
+    )
+    .run()
+    .await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let tunneled: Vec<String> = net
+        .tunneled
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(h, _)| h.clone())
+        .collect();
+    assert_eq!(tunneled, ["store.test"]);
+    let direct = net.checked.lock().expect("lock").clone();
+    assert!(direct.contains(&"r.test".to_string()) && direct.contains(&"auth.test".to_string()));
+}
+
+#[tokio::test]
+async fn a_proxy_that_refuses_the_tunnel_is_the_proxys_failure() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test", "store.test", &image)
+        .refuse_tunnel("store.test", 407);
+    let outcome = Walk::new(
+        through_proxy("r.test,auth.test"),
+        vec![endpoint("r.test", true)],
+        Arc::new(net),
+    )
+    .run()
+    .await;
+    let s = stop(&outcome);
+    assert_eq!(
+        (s.hop, s.layer, s.authority.to_string().as_str()),
+        (Hop::Proxy, Layer::Proxy, "proxy.test:3128")
+    );
+    assert!(s.detail.contains("CONNECT store.test"), "{}", s.detail);
+
+    let net = registry(Scripted::default(), "r.test", "store.test", &image).broken(
+        "proxy.test:3128",
+        Layer::Dns,
+        "dns",
+    );
+    let outcome = Walk::new(
+        through_proxy(""),
+        vec![endpoint("r.test", true)],
+        Arc::new(net),
+    )
+    .run()
+    .await;
+    let s = stop(&outcome);
+    assert_eq!(
+        (s.hop, s.layer, s.authority.to_string().as_str()),
+        (Hop::Proxy, Layer::Proxy, "proxy.test:3128")
+    );
+    assert!(s.detail.contains("scripted dns failure"), "{}", s.detail);
 }
