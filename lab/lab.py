@@ -76,6 +76,9 @@ RELAY = "relay.example.test"
 RELAY_REL = "relay-rel.example.test"
 RELAY_ADDRESS = "10.10.8.3"
 PROXY_URL = "http://10.10.9.2:3128"
+# mitmproxy, re-signing every TLS connection with a CA of its own the node does not trust.
+INSPECTING_PROXY_URL = "http://10.10.9.2:8080"
+TOOLS = os.environ.get("PULLPATH_TOOLS", "/opt/pullpath-tools")
 PROXY_USER, PROXY_PASSWORD = "proxyuser", "proxy-secret"
 # Where the registry's redirect middleware sends blob downloads, per scenario.
 REDIRECTS = {"labstore": f"https://{BLOB}", "plain": f"http://{BLOB}", "relay": f"https://{RELAY}",
@@ -595,6 +598,16 @@ def start_proxy(mode: str = "open"):
     wait_listening("proxy", ns("proxy"), addr("proxy"), 3128)
 
 
+def start_inspecting_proxy():
+    """mitmdump in pp-proxy on 8080: a TLS-inspecting proxy (its CA is in STATE/mitm)."""
+    confdir = os.path.join(STATE, "mitm")
+    os.makedirs(confdir, exist_ok=True)
+    start("inspecting-proxy", ns("proxy"), os.path.join(TOOLS, "bin", "mitmdump"), "--mode", "regular",
+          "--listen-host", addr("proxy"), "--listen-port", "8080", "--set", f"confdir={confdir}",
+          "--set", "ssl_insecure=true", "--quiet")
+    wait_listening("inspecting-proxy", ns("proxy"), addr("proxy"), 8080, seconds=30)
+
+
 def systemd_dir() -> str:
     """Where the lab keeps the node's containerd unit drop-ins (probe --systemd-dir)."""
     return os.path.join(STATE, "systemd")
@@ -791,6 +804,8 @@ def apply_fault(fault: str, state: dict):
         state["runtime_env"] = {"HTTPS_PROXY": PROXY_URL, **({"NO_PROXY": args[0]} if args else {})}
     elif kind == "runtime-proxy-with-credentials":
         state["runtime_env"] = {"HTTPS_PROXY": PROXY_URL.replace("http://", f"http://{PROXY_USER}:{PROXY_PASSWORD}@")}
+    elif kind == "runtime-proxy-inspecting":
+        state["runtime_env"] = {"HTTPS_PROXY": INSPECTING_PROXY_URL}
     elif kind == "proxy-mode":
         state["proxy_mode"] = args[0]
     elif kind == "dropin-proxy":
@@ -861,6 +876,7 @@ def up(large: bool):
         ("mirror (Distribution)", start_mirror),
         ("relays (nginx)", start_relay),
         ("proxy (tinyproxy)", start_proxy),
+        ("TLS-inspecting proxy (mitmproxy)", start_inspecting_proxy),
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),

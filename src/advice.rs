@@ -25,6 +25,8 @@ pub struct Observed {
     /// Whether the runtime presented a credential for the failing host, in words: the first
     /// thing to check when the answer was about the credential.
     pub credential: Option<String>,
+    /// The failing host was reached through the runtime's proxy (its URL, credentials redacted).
+    pub through_proxy: Option<String>,
 }
 
 /// Advice for a failure, with what was observed about it: computed once, for both commands.
@@ -38,6 +40,23 @@ pub fn advise_observed(
     let mut advice = advise(layer, mechanism, hop, host);
     if let Some(credential) = &observed.credential {
         advice.where_to_look.insert(0, credential.clone());
+    }
+    if let Some(proxy) = &observed.through_proxy
+        && mechanism.unwrap_or(layer) == Layer::Tls
+    {
+        // Through a proxy the certificate may be the proxy's own: check it the way the node
+        // sees it, through the proxy.
+        let authority = url::Url::parse(proxy)
+            .ok()
+            .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+            .unwrap_or_else(|| proxy.clone());
+        advice
+            .where_to_look
+            .retain(|w| !w.contains("openssl s_client"));
+        advice.where_to_look.insert(
+            0,
+            format!("the certificate the node gets through its proxy: `openssl s_client -proxy {authority} -connect {host}:443 -servername {host}`; an issuer of the proxy's own CA means the proxy inspects TLS: exempt the registry's hosts from inspection, or add the proxy's CA to the runtime's trust"),
+        );
     }
     if let Some(zone) = &observed.public_behind_private_link
         && matches!(
@@ -244,6 +263,7 @@ mod tests {
         let observed = Observed {
             public_behind_private_link: Some("r resolves through privatelink".into()),
             credential: None,
+            through_proxy: None,
         };
         let advice = advise_observed(Layer::Route, None, Hop::Registry, "r", &observed);
         assert_eq!(advice.owner, Owner::DnsTeam);

@@ -107,6 +107,7 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
     let observed = Observed {
         public_behind_private_link: None,
         credential: d.credential.map(|c| c.evidence(&d.credential_host())),
+        through_proxy: None,
     };
     let advice: Advice = advise_observed(d.layer, d.mechanism, d.hop, &host, &observed);
     let looks_like_pull = d.about_a_pull;

@@ -219,6 +219,18 @@ fn probe_proxy_auth_given_passes_and_never_shows_the_password() {
     );
 }
 
+/// A TLS-inspecting proxy: the certificate inside the tunnel is the proxy's, and the verdict
+/// names its issuer and says a proxy presented it.
+#[test]
+fn probe_proxy_inspecting_tls_names_the_proxys_ca() {
+    let report = check_scenario("proxy-inspects-tls");
+    let cause = report["verdict"]["cause"].as_str().unwrap_or("");
+    assert!(
+        cause.contains("mitmproxy") && cause.contains("proxy"),
+        "{report:#}"
+    );
+}
+
 /// A drop-in the running containerd has not loaded: the probe follows the running process and
 /// says so.
 #[test]

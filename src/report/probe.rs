@@ -168,9 +168,14 @@ fn advise_stop(stop: &Stop, hosts: &[HostCheck]) -> Advice {
                 )
             })
         });
+    let through_proxy = hosts
+        .iter()
+        .find(|h| h.host == stop.authority.host && h.tunnel.is_some())
+        .and_then(|h| h.tunnel.as_ref().map(|t| t.proxy.clone()));
     let observed = Observed {
         public_behind_private_link,
         credential: None,
+        through_proxy,
     };
     advise_observed(
         stop.layer,
