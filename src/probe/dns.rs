@@ -37,12 +37,36 @@ pub enum Outcome {
     Error,
 }
 
+/// Where a host's addresses came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The node's nameservers.
+    Dns,
+    /// `/etc/hosts` (a hand fix, when it hides what DNS says).
+    HostsFile,
+    /// The name is an IP literal: nothing to look up.
+    IpLiteral,
+    /// The runtime's proxy resolves it (`CONNECT host`), not the node.
+    Proxy,
+}
+
+impl Source {
+    /// The report's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Dns => "dns",
+            Source::HostsFile => "hosts-file",
+            Source::IpLiteral => "ip-literal",
+            Source::Proxy => "proxy",
+        }
+    }
+}
+
 /// The resolution of one host.
 #[derive(Debug, Clone)]
 pub struct Resolution {
     pub host: String,
-    /// `hosts-file`, `dns`, `ip-literal`, or `proxy` (the proxy resolves it, not the node).
-    pub source: &'static str,
+    pub source: Source,
     pub addresses: Vec<IpAddr>,
     pub cname_chain: Vec<String>,
     pub answered_by: Option<IpAddr>,
@@ -69,7 +93,7 @@ impl Resolution {
     pub fn by_proxy(host: &str) -> Resolution {
         Resolution {
             host: host.to_string(),
-            source: "proxy",
+            source: Source::Proxy,
             addresses: vec![],
             cname_chain: vec![],
             answered_by: None,
@@ -135,7 +159,7 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return Resolution {
             host: host.into(),
-            source: "ip-literal",
+            source: Source::IpLiteral,
             addresses: vec![ip],
             cname_chain: vec![],
             answered_by: None,
@@ -161,7 +185,7 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
     };
     Resolution {
         host: host.into(),
-        source: "hosts-file",
+        source: Source::HostsFile,
         addresses: from_hosts.clone(),
         cname_chain: vec![],
         answered_by: None,
@@ -225,7 +249,7 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
             addresses.dedup();
             return Resolution {
                 host: host.into(),
-                source: "dns",
+                source: Source::Dns,
                 addresses,
                 cname_chain: chain,
                 answered_by,
@@ -236,7 +260,7 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
     }
     Resolution {
         host: host.into(),
-        source: "dns",
+        source: Source::Dns,
         addresses: vec![],
         cname_chain: vec![],
         answered_by: None,

@@ -67,16 +67,8 @@ pub async fn check(
 ) -> HostCheck {
     let dns = dns::resolve(host, resolver, timeouts.dns).await;
     let mut check = HostCheck {
-        host: host.to_string(),
-        port,
-        hop,
         dns,
-        routes: vec![],
-        connect: vec![],
-        tls: None,
-        address: None,
-        tunnel: None,
-        failure: None,
+        ..unchecked(host, port, hop)
     };
     if let Some(why) = check.dns.failure() {
         check.failure = Some(Failure {
@@ -164,7 +156,8 @@ fn outcome_words(a: &Attempt) -> String {
     }
 }
 
-/// A host the node itself resolves and dials nothing for (it goes through the proxy).
+/// A host with nothing checked yet: what a check starts from, and all there is for a host the
+/// node itself resolves and dials nothing for (it goes through the proxy).
 pub fn unchecked(host: &str, port: u16, hop: Hop) -> HostCheck {
     HostCheck {
         host: host.to_string(),

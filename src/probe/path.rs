@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::authority::Authority;
-use super::dns::is_private;
+use super::dns::{Source, is_private};
 use super::host::HostCheck;
 use crate::vocab::Hop;
 
@@ -78,7 +78,7 @@ impl Path {
             self.record_tls(authority, check);
             return;
         }
-        if check.dns.source == "proxy" {
+        if check.dns.source == Source::Proxy {
             if let Some(f) = &check.failure {
                 self.record(hop, authority, f.step, false, f.detail.clone(), None);
             }
@@ -152,7 +152,7 @@ fn dns_words(check: &HostCheck) -> String {
     if let Some(why) = dns.failure() {
         return why;
     }
-    if dns.source == "ip-literal" {
+    if dns.source == Source::IpLiteral {
         return "IP literal, no lookup".into();
     }
     let scope = |a: &std::net::IpAddr| if is_private(*a) { "private" } else { "public" };
@@ -166,7 +166,7 @@ fn dns_words(check: &HostCheck) -> String {
         s.push_str(&format!(" via CNAME {}", dns.cname_chain.join(" → ")));
     }
     match (dns.source, dns.answered_by) {
-        ("hosts-file", _) => s.push_str(" from /etc/hosts (hand fix)"),
+        (Source::HostsFile, _) => s.push_str(" from /etc/hosts (hand fix)"),
         (_, Some(server)) => s.push_str(&format!(" (answered by {server})")),
         _ => {}
     }

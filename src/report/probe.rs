@@ -475,7 +475,7 @@ impl From<&dns::Resolution> for DnsReport {
     fn from(r: &dns::Resolution) -> DnsReport {
         DnsReport {
             host: r.host.clone(),
-            source: r.source,
+            source: r.source.as_str(),
             addresses: r.addresses.clone(),
             cname_chain: r.cname_chain.clone(),
             answered_by: r.answered_by,

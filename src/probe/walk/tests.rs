@@ -179,7 +179,7 @@ impl Network for Scripted {
             hop,
             dns: Resolution {
                 host: target.authority.host.clone(),
-                source: "dns",
+                source: crate::probe::dns::Source::Dns,
                 addresses: vec!["10.9.9.9".parse().expect("ip")],
                 cname_chain: vec![],
                 answered_by: None,
@@ -361,6 +361,15 @@ fn settings(full: bool) -> Settings {
 async fn walk(net: Scripted, endpoints: Vec<WalkEndpoint>, full: bool) -> (Outcome, Arc<Scripted>) {
     let net = Arc::new(net);
     let outcome = Walk::new(settings(full), endpoints, net.clone())
+        .run()
+        .await;
+    (outcome, net)
+}
+
+/// A walk of the registry `r.test` alone with these settings.
+async fn walk_with(settings: Settings, net: Scripted) -> (Outcome, Arc<Scripted>) {
+    let net = Arc::new(net);
+    let outcome = Walk::new(settings, vec![endpoint("r.test", true)], net.clone())
         .run()
         .await;
     (outcome, net)
@@ -857,19 +866,8 @@ fn through_proxy(no_proxy: &str) -> Settings {
 #[tokio::test]
 async fn every_host_goes_through_the_runtimes_proxy_and_credentials_stay_home() {
     let image = Image::new();
-    let net = Arc::new(registry(
-        Scripted::default(),
-        "r.test",
-        "store.test",
-        &image,
-    ));
-    let outcome = Walk::new(
-        through_proxy(""),
-        vec![endpoint("r.test", true)],
-        net.clone(),
-    )
-    .run()
-    .await;
+    let net = registry(Scripted::default(), "r.test", "store.test", &image);
+    let (outcome, net) = walk_with(through_proxy(""), net).await;
     assert!(outcome.result.is_ok(), "{:?}", outcome.result);
     let tunneled = net.tunneled.lock().expect("lock").clone();
     for host in ["r.test", "auth.test", "store.test"] {
@@ -891,19 +889,8 @@ async fn every_host_goes_through_the_runtimes_proxy_and_credentials_stay_home() 
 #[tokio::test]
 async fn no_proxy_is_decided_per_host_registry_direct_blobs_proxied() {
     let image = Image::new();
-    let net = Arc::new(registry(
-        Scripted::default(),
-        "r.test",
-        "store.test",
-        &image,
-    ));
-    let outcome = Walk::new(
-        through_proxy("r.test,auth.test"),
-        vec![endpoint("r.test", true)],
-        net.clone(),
-    )
-    .run()
-    .await;
+    let net = registry(Scripted::default(), "r.test", "store.test", &image);
+    let (outcome, net) = walk_with(through_proxy("r.test,auth.test"), net).await;
     assert!(outcome.result.is_ok(), "{:?}", outcome.result);
     let tunneled: Vec<String> = net
         .tunneled
