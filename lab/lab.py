@@ -76,6 +76,9 @@ RELAY = "relay.example.test"
 RELAY_REL = "relay-rel.example.test"
 RELAY_ADDRESS = "10.10.8.3"
 PROXY_URL = "http://10.10.9.2:3128"
+# The same proxy behind TLS (stunnel in front of tinyproxy): an https:// proxy URL.
+PROXY_NAME = "proxy.example.test"
+TLS_PROXY_URL = f"https://{PROXY_NAME}:3129"
 # mitmproxy, re-signing every TLS connection with a CA of its own the node does not trust.
 INSPECTING_PROXY_URL = "http://10.10.9.2:8080"
 TOOLS = os.environ.get("PULLPATH_TOOLS", "/opt/pullpath-tools")
@@ -92,6 +95,7 @@ RECORDS = {
     "cachestore": [(CACHESTORE, "10.10.4.2")],
     "front": [(FRONT, "10.10.4.2")],
     "relay": [(RELAY, RELAY_ADDRESS), (RELAY_REL, RELAY_ADDRESS)],
+    "proxy": [("proxy.example.test", "10.10.9.2")],
     "v6": [(REGISTRY6, "fd00:10:2::2"), (REGISTRY46, "10.10.2.2,fd00:10:2::2")],
 }
 CNAMES = {"registry": [(REGISTRY, REGISTRY_PRIVATE)]}
@@ -347,6 +351,7 @@ def build_pki():
     make_cert("cache", "ca", [CACHE])
     make_cert("front", "ca", [FRONT])
     make_cert("relay", "ca", [RELAY, RELAY_REL])
+    make_cert("proxy", "ca", [PROXY_NAME])
     signer = os.path.join(PKI, "token-signer.pem")
     if not os.path.exists(signer):
         # Self-signed and without extended key usage: the registry verifies the token's x5c
@@ -598,6 +603,23 @@ def start_proxy(mode: str = "open"):
     wait_listening("proxy", ns("proxy"), addr("proxy"), 3128)
 
 
+def start_tls_proxy():
+    """stunnel on 10.10.9.2:3129 in front of tinyproxy: the proxy spoken to over TLS."""
+    base = os.path.join(STATE, "proxy")
+    os.makedirs(base, exist_ok=True)
+    conf = os.path.join(base, "stunnel.conf")
+    write(conf, f"""foreground = yes
+pid =
+[proxy-tls]
+accept = {addr('proxy')}:3129
+connect = {addr('proxy')}:3128
+cert = {PKI}/proxy.pem
+key = {PKI}/proxy.key
+""")
+    start("tls-proxy", ns("proxy"), "stunnel4", conf)
+    wait_listening("tls-proxy", ns("proxy"), addr("proxy"), 3129)
+
+
 def start_inspecting_proxy():
     """mitmdump in pp-proxy on 8080: a TLS-inspecting proxy (its CA is in STATE/mitm)."""
     confdir = os.path.join(STATE, "mitm")
@@ -804,6 +826,8 @@ def apply_fault(fault: str, state: dict):
         state["runtime_env"] = {"HTTPS_PROXY": PROXY_URL, **({"NO_PROXY": args[0]} if args else {})}
     elif kind == "runtime-proxy-with-credentials":
         state["runtime_env"] = {"HTTPS_PROXY": PROXY_URL.replace("http://", f"http://{PROXY_USER}:{PROXY_PASSWORD}@")}
+    elif kind == "runtime-proxy-tls":
+        state["runtime_env"] = {"HTTPS_PROXY": TLS_PROXY_URL}
     elif kind == "runtime-proxy-inspecting":
         state["runtime_env"] = {"HTTPS_PROXY": INSPECTING_PROXY_URL}
     elif kind == "proxy-mode":
@@ -877,6 +901,7 @@ def up(large: bool):
         ("relays (nginx)", start_relay),
         ("proxy (tinyproxy)", start_proxy),
         ("TLS-inspecting proxy (mitmproxy)", start_inspecting_proxy),
+        ("proxy over TLS (stunnel)", start_tls_proxy),
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),

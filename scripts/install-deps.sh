@@ -2,7 +2,7 @@
 # Install what building pullpath and running its lab need (Debian 12, as root). Idempotent.
 set -euo pipefail
 
-packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl tinyproxy
+packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl tinyproxy stunnel4
           curl python3 procps time
           # tests/distribution.rs: each shell checks its completion script; groff renders the man pages
           zsh fish groff-base

@@ -281,6 +281,8 @@ scenarios! {
     containerd_proxy_auth_required => "proxy-auth-required",
     containerd_proxy_auth_given => "proxy-auth-given",
     containerd_proxy_inspects_tls => "proxy-inspects-tls",
+    containerd_proxy_over_tls => "proxy-over-tls",
+    containerd_proxy_silent => "proxy-silent",
     containerd_proxy_denies_registry => "proxy-denies-registry",
     containerd_no_proxy_blob_via_proxy => "no-proxy-blob-via-proxy",
     containerd_no_proxy_registry_route_cut => "no-proxy-registry-route-cut",

@@ -231,6 +231,31 @@ fn probe_proxy_inspecting_tls_names_the_proxys_ca() {
     );
 }
 
+/// An https:// proxy: TLS to the proxy (verified, its chain in the proxy's host check), then
+/// CONNECT inside it, then TLS to each registry host inside the tunnel.
+#[test]
+fn probe_proxy_over_tls_verifies_the_proxy_too() {
+    let report = check_scenario("proxy-over-tls");
+    let proxy = report["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .find(|h| h["hop"] == "proxy")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(proxy["host"], "proxy.example.test", "{report:#}");
+    assert_eq!(proxy["tls"]["ok"], true, "{report:#}");
+}
+
+/// A proxy that never answers costs one connect timeout, not one per host of the pull.
+#[test]
+fn probe_proxy_silent_verdict_within_one_connect_timeout() {
+    let report = check_scenario("proxy-silent");
+    let elapsed = report["elapsed_ms"].as_u64().expect("elapsed");
+    // --connect-timeout 2s in `probe`; nothing else in this scenario waits.
+    assert!(elapsed < 2_000 + 1_500, "verdict after {elapsed} ms");
+}
+
 /// A drop-in the running containerd has not loaded: the probe follows the running process and
 /// says so.
 #[test]

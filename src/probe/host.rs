@@ -184,6 +184,7 @@ pub async fn check_through_proxy(
     proxy: &url::Url,
     address: SocketAddr,
     trust: Option<&Trust>,
+    proxy_trust: Option<&Trust>,
     timeouts: Timeouts,
 ) -> HostCheck {
     let shown = super::proxy::redact_proxy(proxy);
@@ -222,11 +223,59 @@ pub async fn check_through_proxy(
                 return check;
             }
         };
+    if proxy.scheme() != "https" {
+        return through_tunnel(check, stream, host, port, proxy, trust, timeouts).await;
+    }
+    // An https:// proxy: TLS to the proxy itself first, verified with the same trust the
+    // runtime's transport gives the host (Go uses its TLSClientConfig for the proxy too).
+    let proxy_name = proxy
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']']);
+    let Some(proxy_trust) = proxy_trust else {
+        fail(
+            &mut check,
+            Layer::Other,
+            "proxy tls",
+            format!("no trust to verify the proxy {shown} with"),
+        );
+        return check;
+    };
+    match tls::handshake_over(stream, proxy_name, proxy_trust, timeouts.tls).await {
+        (_, Some(session)) => {
+            through_tunnel(check, session, host, port, proxy, trust, timeouts).await
+        }
+        (evidence, None) => {
+            let problem = evidence.problem.unwrap_or_default();
+            fail(
+                &mut check,
+                Layer::Tls,
+                "proxy tls",
+                format!("TLS to the proxy {shown}: {problem}"),
+            );
+            check
+        }
+    }
+}
+
+/// `CONNECT` over a connection to the proxy, then the handshake with `host` inside the tunnel.
+async fn through_tunnel<S>(
+    mut check: HostCheck,
+    stream: S,
+    host: &str,
+    port: u16,
+    proxy: &url::Url,
+    trust: Option<&Trust>,
+    timeouts: Timeouts,
+) -> HostCheck
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let authorization = super::proxy::basic_authorization(proxy);
     let (stream, tunnel) =
         super::proxy::connect(stream, host, port, authorization.as_deref(), timeouts.http).await;
     let tunnel = Tunnel {
-        proxy: shown,
+        proxy: super::proxy::redact_proxy(proxy),
         ..tunnel
     };
     let Some(stream) = stream else {
@@ -235,19 +284,27 @@ pub async fn check_through_proxy(
             tunnel.proxy, tunnel.detail
         );
         check.tunnel = Some(tunnel);
-        fail(&mut check, Layer::Proxy, "CONNECT", detail);
+        check.failure = Some(Failure {
+            layer: Layer::Proxy,
+            step: "CONNECT",
+            detail,
+        });
         return check;
     };
     check.tunnel = Some(tunnel);
     let Some(trust) = trust else {
         return check;
     };
-    let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
+    let (evidence, _) = tls::handshake_over(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
         let detail = format!(
             "{problem} (through the proxy: a proxy that inspects TLS presents a certificate of its own CA)"
         );
-        fail(&mut check, Layer::Tls, "tls", detail);
+        check.failure = Some(Failure {
+            layer: Layer::Tls,
+            step: "tls",
+            detail,
+        });
     }
     check.tls = Some(evidence);
     check

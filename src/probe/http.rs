@@ -101,6 +101,7 @@ impl Network for LiveNetwork {
                         via,
                         address,
                         trust,
+                        self.trusts.get(target.trust.0).map(|(t, _)| t),
                         self.timeouts,
                     )
                     .await

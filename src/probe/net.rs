@@ -45,12 +45,12 @@ impl Target {
         })
     }
 
-    /// The proxy host itself, as a plain-HTTP target to check from DNS up.
+    /// The proxy host itself, as a target to check from DNS up (TLS for an `https://` proxy).
     pub fn proxy(&self) -> Option<Target> {
         let proxy = self.via.as_ref()?;
         Some(Target {
             authority: Authority::of(proxy)?,
-            scheme: Scheme::Http,
+            scheme: Scheme::of(proxy)?,
             trust: self.trust,
             via: None,
         })

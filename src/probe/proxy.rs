@@ -223,13 +223,16 @@ pub fn interpret_connect(head: &[u8], body: &[u8]) -> Result<u16, (Option<u16>, 
 
 /// `CONNECT host:port` over a connection to the proxy, its answer read within `timeout` (at most
 /// 16 KiB of head). The stream comes back as the tunnel when the proxy said 2xx.
-pub async fn connect(
-    mut stream: tokio::net::TcpStream,
+pub async fn connect<S>(
+    mut stream: S,
     host: &str,
     port: u16,
     authorization: Option<&str>,
     timeout: std::time::Duration,
-) -> (Option<tokio::net::TcpStream>, super::host::Tunnel) {
+) -> (Option<S>, super::host::Tunnel)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let authority = if host.contains(':') {
         format!("[{host}]:{port}")

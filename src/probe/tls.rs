@@ -207,6 +207,20 @@ pub async fn handshake(
     trust: &Trust,
     timeout: Duration,
 ) -> TlsEvidence {
+    handshake_over(stream, server_name, trust, timeout).await.0
+}
+
+/// The same over any stream (a proxy's tunnel, or TLS to an `https://` proxy), keeping the
+/// session when the handshake succeeded.
+pub async fn handshake_over<S>(
+    stream: S,
+    server_name: &str,
+    trust: &Trust,
+    timeout: Duration,
+) -> (TlsEvidence, Option<tokio_rustls::client::TlsStream<S>>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let started = Instant::now();
     let mut evidence = TlsEvidence {
         server_name: server_name.to_string(),
@@ -225,7 +239,7 @@ pub async fn handshake(
         Ok(pair) => pair,
         Err(e) => {
             evidence.problem = Some(e.to_string());
-            return evidence;
+            return (evidence, None);
         }
     };
     let name = match ServerName::try_from(
@@ -237,7 +251,7 @@ pub async fn handshake(
         Ok(n) => n,
         Err(e) => {
             evidence.problem = Some(format!("{server_name} is not a valid TLS server name: {e}"));
-            return evidence;
+            return (evidence, None);
         }
     };
     let connector = TlsConnector::from(Arc::new(config));
@@ -248,6 +262,7 @@ pub async fn handshake(
         .lock()
         .map(|seen| seen.iter().filter_map(summarize).collect())
         .unwrap_or_default();
+    let mut session = None;
     match result {
         Err(_) => {
             evidence.problem = Some(format!(
@@ -255,7 +270,8 @@ pub async fn handshake(
                 timeout.as_millis()
             ))
         }
-        Ok(Ok(_)) => {
+        Ok(Ok(tls)) => {
+            session = Some(tls);
             evidence.ok = true;
             let overruled = recording.overruled.lock().ok().and_then(|mut o| o.take());
             evidence.skipped = overruled.map(|e| {
@@ -267,7 +283,7 @@ pub async fn handshake(
         }
         Ok(Err(e)) => evidence.problem = Some(describe(&e, &evidence.chain, server_name)),
     }
-    evidence
+    (evidence, session)
 }
 
 /// Name what was wrong, rustls-style, with the facts a person needs.

@@ -799,7 +799,7 @@ impl<N: Network> Walk<N> {
         let result = match (&check.failure, target.proxy()) {
             (None, _) => Ok(()),
             // The proxy refused the tunnel: the proxy's failure, at the proxy.
-            (Some(f), Some(proxy)) if f.step == "CONNECT" => Err(Stop::new(
+            (Some(f), Some(proxy)) if matches!(f.step, "CONNECT" | "proxy tls") => Err(Stop::new(
                 Hop::Proxy,
                 &proxy.authority,
                 f.layer,
