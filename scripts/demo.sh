@@ -10,10 +10,13 @@ prefix=${PULLPATH_PREFIX:-/usr/local}
 cargo install --quiet --path . --root "$prefix"
 python3 lab/lab.py up >/dev/null
 
-certs=/var/lib/pullpath-lab/containerd/node/certs.d
+state=/var/lib/pullpath-lab
+certs=$state/containerd/node/certs.d
+# The node's runtime is the lab node's containerd (its environment holds any proxy settings).
 probe() {
   echo alice-secret | ip netns exec pp-node "$prefix/bin/pullpath" probe registry.example.test/team-a/small:v1 \
-    --username alice --password-stdin --containerd-certs "$certs" "$@" || true
+    --username alice --password-stdin --containerd-certs "$certs" \
+    --runtime-pid "$(cat "$state/pids/containerd-node.pid")" --systemd-dir "$state/systemd" "$@" || true
 }
 python3 lab/lab.py scenario healthy >/dev/null
 probe --full
