@@ -6,6 +6,7 @@
     lab.py scenario NAME       switch to a scenario of lab/scenarios.toml (resets the baseline first)
     lab.py reset-node NAME     restart a node's containerd with an empty image store
     lab.py status              print the lab's state as JSON
+    lab.py fetch-runtimes      fetch containerd 1.7 and 2.1 (PULLPATH_LAB_CONTAINERD=1.7|2.1 runs them)
     lab.py down                stop everything and remove every trace
 
 Topology (every address lives only inside these namespaces; none has a default route, and none
@@ -684,6 +685,127 @@ def containerd_socket(node: str) -> str:
     return os.path.join(containerd_dir(node), "containerd.sock")
 
 
+# The containerd version the lab runs: PULLPATH_LAB_CONTAINERD=1.6 (Debian 12's, the default),
+# 1.7 or 2.1 (Debian trixie's and sid's, fetched by `lab.py fetch-runtimes` into RUNTIMES).
+RUNTIMES = os.environ.get("PULLPATH_LAB_RUNTIMES", "/var/cache/pullpath-lab/runtimes")
+RUNTIME_PACKAGES = {"1.7": ("trixie", "1.7.24~ds1-6+deb13u1"), "2.1": ("sid", "2.1.9+ds1-5")}
+
+
+HOST_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+
+
+def containerd_version() -> str:
+    version = os.environ.get("PULLPATH_LAB_CONTAINERD", "1.6")
+    if version not in ("1.6", *RUNTIME_PACKAGES):
+        raise SetupFailed(f"PULLPATH_LAB_CONTAINERD={version!r}: the lab knows 1.6, 1.7 and 2.1")
+    return version
+
+
+def containerd_binary() -> str:
+    version = containerd_version()
+    if version == "1.6":
+        return "containerd"
+    binary = os.path.join(RUNTIMES, version, "usr", "bin", "containerd")
+    if not os.path.exists(binary):
+        raise SetupFailed(f"containerd {version} is not fetched: run `python3 lab/lab.py fetch-runtimes`")
+    return binary
+
+
+def fetch_runtimes():
+    """Download containerd 1.7 (trixie) and 2.1 (sid) from the Debian mirror this machine uses,
+    with a temporary sources list and state of their own (the machine's apt is untouched), and
+    unpack them; idempotent, kept across `lab.py down`."""
+    work = os.path.join(RUNTIMES, "apt")
+    lists, cache = os.path.join(work, "lists"), os.path.join(work, "cache")
+    missing = [v for v in RUNTIME_PACKAGES if not os.path.exists(os.path.join(RUNTIMES, v, "usr", "bin", "containerd"))]
+    if not missing:
+        return
+    for d in (os.path.join(lists, "partial"), os.path.join(cache, "archives", "partial")):
+        os.makedirs(d, exist_ok=True)
+    keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+    sources = os.path.join(work, "sources.list")
+    with open(sources, "w") as f:
+        for suite in sorted({RUNTIME_PACKAGES[v][0] for v in missing}):
+            f.write(f"deb [signed-by={keyring}] http://deb.debian.org/debian {suite} main\n")
+    opts = ["-o", f"Dir::Etc::sourcelist={sources}", "-o", "Dir::Etc::sourceparts=-",
+            "-o", f"Dir::State::Lists={lists}", "-o", f"Dir::Cache={cache}", "-o", "APT::Sandbox::User=root"]
+    run("apt-get", "-qq", *opts, "update")
+    for version in missing:
+        _, package = RUNTIME_PACKAGES[version]
+        result = subprocess.run(["apt-get", "-qq", *opts, "download", f"containerd={package}"],
+                                cwd=work, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise SetupFailed(f"downloading containerd {package} failed:\n{result.stderr}")
+        deb = next(f for f in os.listdir(work) if f.startswith("containerd_") and f.endswith(".deb")
+                   and package.split("+")[0].split("~")[0] in f)
+        target = os.path.join(RUNTIMES, version)
+        shutil.rmtree(target, ignore_errors=True)
+        run("dpkg-deb", "-x", os.path.join(work, deb), target)
+
+
+def containerd_config(base: str) -> str:
+    """The node's containerd configuration: format 2 for 1.6 and 1.7, format 3 for 2.x (whose
+    CRI plugin is split into io.containerd.cri.v1.images and .runtime)."""
+    common = f"""root = "{base}/root"
+state = "{base}/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+                    "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
+                    "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = "{base}/containerd.sock"
+
+[ttrpc]
+  address = "{base}/containerd.sock.ttrpc"
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{base}/opt"
+"""
+    if containerd_version().startswith("2."):
+        return f"""version = 3
+{common}
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "native"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "{REGISTRY}/pause:3.6"
+  # The lab's nodes run no containers, so no runtime handler tells the image service which
+  # platform and snapshotter to unpack for: say it.
+  [plugins."io.containerd.cri.v1.images".runtime_platforms.runc]
+    platform = "linux/{HOST_ARCH}"
+    snapshotter = "native"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "{base}/certs.d"
+
+# 2.x pulls through the transfer service, which unpacks for the platforms it is told.
+[plugins."io.containerd.transfer.v1.local"]
+  [[plugins."io.containerd.transfer.v1.local".unpack_config]]
+    platform = "linux/{HOST_ARCH}"
+    snapshotter = "native"
+
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dir = "{base}/cni/bin"
+  conf_dir = "{base}/cni/conf"
+"""
+    return f"""version = 2
+{common}
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{REGISTRY}/pause:3.6"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{base}/cni/bin"
+    conf_dir = "{base}/cni/conf"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{base}/certs.d"
+"""
+
+
 def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None):
     """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
     ahead of the registry."""
@@ -718,39 +840,8 @@ ca = "{PKI}/ca.pem"
   ca = "{PKI}/ca.pem"
 """)
     conf = os.path.join(base, "config.toml")
-    write(conf, f"""version = 2
-root = "{base}/root"
-state = "{base}/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-                    "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
-                    "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
-
-[grpc]
-  address = "{base}/containerd.sock"
-
-[ttrpc]
-  address = "{base}/containerd.sock.ttrpc"
-
-[debug]
-  address = ""
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{base}/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{REGISTRY}/pause:3.6"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{base}/cni/bin"
-    conf_dir = "{base}/cni/conf"
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "{base}/certs.d"
-""")
-    start(server, NODES[node], "containerd", "--config", conf, env=env)
+    write(conf, containerd_config(base))
+    start(server, NODES[node], containerd_binary(), "--config", conf, env=env)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if os.path.exists(containerd_socket(node)):
@@ -990,6 +1081,7 @@ def status() -> dict:
     out["logs"] = LOGS
     out["pids"] = {server: pid_of(server) for server in out["servers"] if pid_of(server)}
     out["systemd"] = systemd_dir()
+    out["containerd"] = containerd_version()
     return out
 
 
@@ -1007,6 +1099,8 @@ def main(argv):
         elif argv[:1] == ["reset-node"] and len(argv) == 2 and argv[1] in NODES:
             require_up()
             start_containerd(argv[1], fresh=True)
+        elif argv[:1] == ["fetch-runtimes"]:
+            fetch_runtimes()
         elif argv[:1] == ["check-clean"]:
             leftovers = leftovers_of_lab()
             if leftovers:

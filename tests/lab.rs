@@ -91,7 +91,12 @@ async fn ground_truth(name: &str) {
         .await
         .expect("PullImage returns an outcome");
 
-    let fixture = repo().join(format!("tests/fixtures/containerd/{name}.txt"));
+    // Debian 12's containerd 1.6 keeps its messages at the top; 1.7 and 2.1 in a directory each.
+    let version = lab.status.containerd.as_str();
+    let fixture = match version {
+        "" | "1.6" => repo().join(format!("tests/fixtures/containerd/{name}.txt")),
+        v => repo().join(format!("tests/fixtures/containerd/{v}/{name}.txt")),
+    };
     match (&outcome, scenario.expect.outcome.as_str()) {
         (PullOutcome::Pulled { image_ref }, "pulled") => {
             assert!(image_ref.starts_with("sha256:"), "image ref {image_ref}");

@@ -95,6 +95,9 @@ pub struct Status {
     /// Where the node's containerd unit drop-ins live (probe `--systemd-dir`).
     #[serde(default)]
     pub systemd: PathBuf,
+    /// The containerd version the lab runs (`PULLPATH_LAB_CONTAINERD`: 1.6, 1.7, 2.1).
+    #[serde(default)]
+    pub containerd: String,
 }
 
 /// Exclusive use of the lab for one test.
