@@ -174,26 +174,30 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             username: args.username.clone().unwrap_or_default(),
             password,
         })
-    } else if let Some(path) = &args.docker_config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let found = creds::from_docker_config(&text, &image.registry)
-            .with_context(|| format!("{}", path.display()))?;
-        if found.is_none() {
-            eprintln!(
-                "pullpath: {} has no credentials for {}; probing anonymously",
-                path.display(),
-                image.registry
-            );
-        }
-        found
     } else {
         None
     };
+    // The kubelet's sources, unless `--username` names the one credential to use.
+    let credential_sources = credentials
+        .is_none()
+        .then(|| probe::kubelet_creds::Sources {
+            pull_secrets: args.docker_config.clone(),
+            node_config: probe::kubelet_creds::node_config_search(
+                &args.kubelet_root_dir,
+                std::env::current_dir().ok().as_deref(),
+                std::env::var_os("HOME")
+                    .map(std::path::PathBuf::from)
+                    .as_deref(),
+            ),
+            provider_config: args.image_credential_provider_config.clone(),
+            provider_bin_dir: args.image_credential_provider_bin_dir.clone(),
+            plugin_timeout: args.credential_provider_timeout,
+        });
     let config = ProbeConfig {
         image,
         platform,
         credentials,
+        credential_sources,
         timeouts: Timeouts {
             dns: args.dns_timeout,
             connect: args.connect_timeout,

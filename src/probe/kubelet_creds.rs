@@ -21,7 +21,9 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::creds::{self, Credentials};
+use super::stop::Stop;
 use crate::image_ref::ImageRef;
+use crate::vocab::Layer;
 
 /// The kubelet's exec timeout for a plugin (k/k `plugin/plugin.go`: `1*time.Minute`).
 pub const KUBELET_PLUGIN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -100,6 +102,8 @@ pub enum Source {
     PullSecret(PathBuf),
     NodeConfig(PathBuf),
     Provider(String),
+    /// `--username` with `--password-stdin`: not a kubelet source.
+    Flag,
 }
 
 impl Source {
@@ -109,6 +113,7 @@ impl Source {
             Source::PullSecret(_) => "pull-secret",
             Source::NodeConfig(_) => "node-config",
             Source::Provider(_) => "provider",
+            Source::Flag => "flag",
         }
     }
 
@@ -117,6 +122,7 @@ impl Source {
         match self {
             Source::PullSecret(p) | Source::NodeConfig(p) => p.display().to_string(),
             Source::Provider(name) => name.clone(),
+            Source::Flag => "--username".into(),
         }
     }
 }
@@ -161,6 +167,29 @@ pub struct CredentialPlan {
     pub image: String,
     pub candidates: Vec<Candidate>,
     pub sources: Vec<SourceEvidence>,
+}
+
+/// One walk of the pull loop: with which credential (none: anonymous) and where it stopped.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub candidate: Option<Candidate>,
+    pub stop: Option<Stop>,
+}
+
+impl Attempt {
+    pub fn of(candidate: Option<Candidate>, outcome: &super::walk::Outcome) -> Attempt {
+        Attempt {
+            candidate,
+            stop: outcome.result.as_ref().err().cloned(),
+        }
+    }
+
+    /// Refused by the registry or its token service: the kubelet tries its next credential.
+    pub fn refused(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| matches!(s.mechanism_or_layer(), Layer::Auth | Layer::Forbidden))
+    }
 }
 
 /// What the kubelet matches: `registry/repository` (Docker Hub as `docker.io/library/x`).
@@ -946,7 +975,15 @@ async fn run_providers(sources: &Sources, target: &str) -> (Vec<Candidate>, Vec<
             return (Vec::new(), evidence);
         }
     };
-    let bin_dir = sources.provider_bin_dir.clone().unwrap_or_default();
+    let Some(bin_dir) = &sources.provider_bin_dir else {
+        evidence.push(SourceEvidence {
+            source: Source::Provider(config_path.display().to_string()),
+            outcome: SourceOutcome::Failed(
+                "no --image-credential-provider-bin-dir: the kubelet refuses a provider config without one".into(),
+            ),
+        });
+        return (Vec::new(), evidence);
+    };
     let mut keyring = Keyring::default();
     for provider in &providers {
         let source = Source::Provider(provider.name.clone());
@@ -974,7 +1011,7 @@ async fn run_providers(sources: &Sources, target: &str) -> (Vec<Candidate>, Vec<
             });
             continue;
         }
-        match exec_plugin(provider, &bin_dir, target, sources.plugin_timeout).await {
+        match exec_plugin(provider, bin_dir, target, sources.plugin_timeout).await {
             Ok(auths) => {
                 let mut own = Keyring::default();
                 for (key, c) in auths {
