@@ -1,0 +1,374 @@
+//! The kubelet's credential sources against real files and a real exec plugin: a shell script
+//! written at test time that speaks the kubelet's exec protocol (k/k
+//! `pkg/credentialprovider/plugin/plugin.go`: the `CredentialProviderRequest` on stdin, the
+//! `CredentialProviderResponse` on stdout). No network: the plugins only read and write pipes.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use pullpath::image_ref::ImageRef;
+use pullpath::probe::kubelet_creds::{
+    CredentialPlan, NodeConfigSearch, Source, SourceOutcome, Sources, resolve,
+};
+use support::scratch::Scratch;
+
+const PLUGIN_PASSWORD: &str = "plugin-s3cret-token";
+const SECRET_PASSWORD: &str = "secret-pw-for-pod";
+const NODE_PASSWORD: &str = "node-pw-on-disk";
+
+/// A node: a provider config naming `plugin`, its bin dir, a kubelet root dir, an empty home.
+struct Node {
+    dir: Scratch,
+}
+
+impl Node {
+    fn new(name: &str) -> Node {
+        let node = Node {
+            dir: Scratch::new(name),
+        };
+        for sub in ["bin", "root", "home", "cwd"] {
+            std::fs::create_dir_all(node.path(sub)).expect("node dir");
+        }
+        node
+    }
+
+    fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    /// A provider `name` with `match_images`, whose binary runs `script` (sh).
+    fn plugin(&self, name: &str, match_images: &[&str], script: &str) {
+        let config = serde_json::json!({
+            "apiVersion": "kubelet.config.k8s.io/v1",
+            "kind": "CredentialProviderConfig",
+            "providers": [{
+                "name": name,
+                "matchImages": match_images,
+                "defaultCacheDuration": "10m",
+                "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+                "args": ["get-credentials", "--flag"],
+                "env": [{"name": "PLUGIN_ENV", "value": "from-config"}],
+            }],
+        });
+        std::fs::write(self.path("provider.json"), config.to_string()).expect("config");
+        let binary = self.path("bin").join(name);
+        std::fs::write(&binary, format!("#!/bin/sh\n{script}\n")).expect("plugin");
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
+    fn node_config(&self, registry: &str, user: &str, password: &str) {
+        std::fs::write(
+            self.path("root").join("config.json"),
+            docker_config(registry, user, password),
+        )
+        .expect("node config.json");
+    }
+
+    fn sources(&self, pull_secrets: Vec<PathBuf>, timeout: Duration) -> Sources {
+        let provider = self.path("provider.json");
+        Sources {
+            pull_secrets,
+            // The kubelet's order with this node's directories (no real / or $HOME).
+            node_config: NodeConfigSearch {
+                config_json_dirs: vec![
+                    self.path("root"),
+                    self.path("cwd"),
+                    self.path("home/.docker"),
+                ],
+                dockercfg_dirs: vec![self.path("root"), self.path("cwd"), self.path("home")],
+            },
+            provider_config: provider.exists().then_some(provider),
+            provider_bin_dir: Some(self.path("bin")),
+            plugin_timeout: timeout,
+        }
+    }
+}
+
+fn docker_config(registry: &str, user: &str, password: &str) -> String {
+    serde_json::json!({"auths": {registry: {"username": user, "password": password}}}).to_string()
+}
+
+/// A plugin answering every request with `user` for `auth_key`, after saving its request,
+/// argv and environment where the test can read them.
+fn answering_plugin(dir: &Path, auth_key: &str, user: &str) -> String {
+    let seen = dir.display();
+    format!(
+        r#"cat > {seen}/request.json
+echo "$@" > {seen}/argv
+echo "$PLUGIN_ENV" > {seen}/env
+cat <<EOF
+{{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","cacheDuration":"5m","auth":{{"{auth_key}":{{"username":"{user}","password":"{PLUGIN_PASSWORD}"}}}}}}
+EOF"#
+    )
+}
+
+fn image(text: &str) -> ImageRef {
+    ImageRef::parse(text).expect("image reference")
+}
+
+fn outcome_of<'a>(plan: &'a CredentialPlan, kind: &str) -> &'a SourceOutcome {
+    &plan
+        .sources
+        .iter()
+        .find(|e| e.source.kind() == kind)
+        .unwrap_or_else(|| panic!("no {kind} evidence in {plan:?}"))
+        .outcome
+}
+
+/// Nothing a plan prints (its `Debug`, every evidence text) holds a password.
+fn assert_no_secret(plan: &CredentialPlan) {
+    let shown = format!("{plan:?}");
+    for secret in [PLUGIN_PASSWORD, SECRET_PASSWORD, NODE_PASSWORD] {
+        assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+    }
+}
+
+#[tokio::test]
+async fn a_matching_plugin_answers_as_the_kubelet_asked() {
+    let node = Node::new("cp-match");
+    node.plugin(
+        "acr-credential-provider",
+        &["*.azurecr.io"],
+        &answering_plugin(
+            node.dir.path(),
+            "*.azurecr.io",
+            "00000000-0000-0000-0000-000000000000",
+        ),
+    );
+    let plan = resolve(
+        &node.sources(vec![], Duration::from_secs(20)),
+        &image("team.azurecr.io/app/web:v1"),
+    )
+    .await;
+    assert_eq!(plan.candidates.len(), 1, "{plan:?}");
+    let candidate = &plan.candidates[0];
+    assert_eq!(
+        candidate.source,
+        Source::Provider("acr-credential-provider".into())
+    );
+    assert_eq!(candidate.key, "*.azurecr.io");
+    assert_eq!(
+        candidate.credentials.username,
+        "00000000-0000-0000-0000-000000000000"
+    );
+    assert_eq!(candidate.credentials.password, PLUGIN_PASSWORD);
+    // The request the kubelet sends: the repository without its tag; argv and env from config.
+    let request: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(node.dir.path().join("request.json")).expect("request"),
+    )
+    .expect("request JSON");
+    assert_eq!(request["image"], "team.azurecr.io/app/web");
+    assert_eq!(request["kind"], "CredentialProviderRequest");
+    assert_eq!(
+        request["apiVersion"],
+        "credentialprovider.kubelet.k8s.io/v1"
+    );
+    let argv = std::fs::read_to_string(node.dir.path().join("argv")).expect("argv");
+    assert_eq!(argv.trim(), "get-credentials --flag");
+    let env = std::fs::read_to_string(node.dir.path().join("env")).expect("env");
+    assert_eq!(env.trim(), "from-config");
+    assert_no_secret(&plan);
+}
+
+#[tokio::test]
+async fn match_images_without_the_port_misses_and_the_plugin_is_not_run() {
+    let node = Node::new("cp-port");
+    node.plugin(
+        "registry-provider",
+        &["registry.io"],
+        &answering_plugin(node.dir.path(), "registry.io", "u"),
+    );
+    let plan = resolve(
+        &node.sources(vec![], Duration::from_secs(20)),
+        &image("registry.io:5000/team/app:v1"),
+    )
+    .await;
+    assert!(plan.candidates.is_empty(), "{plan:?}");
+    let SourceOutcome::NoMatch { keys, near } = outcome_of(&plan, "provider") else {
+        panic!("provider should not match: {plan:?}");
+    };
+    assert_eq!(keys, &["registry.io"]);
+    assert!(
+        near.iter()
+            .any(|n| n.contains("no port") && n.contains("registry.io:5000")),
+        "{near:?}"
+    );
+    assert!(
+        !node.dir.path().join("request.json").exists(),
+        "the plugin ran"
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_exiting_non_zero_is_evidence_with_its_stderr_redacted() {
+    let node = Node::new("cp-exit");
+    node.plugin(
+        "ecr-credential-provider",
+        &["*.dkr.ecr.*.amazonaws.com"],
+        &format!(
+            "echo 'AccessDeniedException: not authorized password={PLUGIN_PASSWORD}' >&2\nexit 3"
+        ),
+    );
+    node.node_config("other.example", "node", NODE_PASSWORD);
+    let plan = resolve(
+        &node.sources(vec![], Duration::from_secs(20)),
+        &image("123.dkr.ecr.us-east-1.amazonaws.com/app:v1"),
+    )
+    .await;
+    assert!(plan.candidates.is_empty(), "{plan:?}");
+    let SourceOutcome::Failed(why) = outcome_of(&plan, "provider") else {
+        panic!("the plugin failed: {plan:?}");
+    };
+    assert!(why.contains("AccessDeniedException"), "{why}");
+    assert!(why.contains("exit status: 3"), "{why}");
+    assert!(matches!(
+        outcome_of(&plan, "node-config"),
+        SourceOutcome::NoMatch { .. }
+    ));
+    assert_no_secret(&plan);
+}
+
+#[tokio::test]
+async fn a_plugin_that_never_answers_is_cut_at_the_timeout() {
+    let node = Node::new("cp-timeout");
+    // Opening a FIFO nobody writes blocks for ever: a plugin stuck on its metadata service.
+    node.plugin(
+        "stuck-provider",
+        &["registry.io"],
+        "mkfifo \"$0.fifo\" 2>/dev/null; exec cat \"$0.fifo\"",
+    );
+    let started = Instant::now();
+    let plan = resolve(
+        &node.sources(vec![], Duration::from_millis(300)),
+        &image("registry.io/app:v1"),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not cut: {:?}",
+        started.elapsed()
+    );
+    let SourceOutcome::Failed(why) = outcome_of(&plan, "provider") else {
+        panic!("the plugin timed out: {plan:?}");
+    };
+    assert!(
+        why.contains("deadline exceeded") && why.contains("300ms"),
+        "{why}"
+    );
+    assert!(plan.candidates.is_empty());
+}
+
+#[tokio::test]
+async fn a_plugin_answering_garbage_is_evidence_without_its_stdout() {
+    let node = Node::new("cp-garbage");
+    node.plugin(
+        "garbage-provider",
+        &["registry.io"],
+        &format!("echo 'username: u password: {PLUGIN_PASSWORD}'"),
+    );
+    let plan = resolve(
+        &node.sources(vec![], Duration::from_secs(20)),
+        &image("registry.io/app:v1"),
+    )
+    .await;
+    let SourceOutcome::Failed(why) = outcome_of(&plan, "provider") else {
+        panic!("garbage is a failure: {plan:?}");
+    };
+    assert!(
+        why.contains("not a JSON CredentialProviderResponse"),
+        "{why}"
+    );
+    assert!(plan.candidates.is_empty());
+    assert_no_secret(&plan);
+}
+
+#[tokio::test]
+async fn the_node_config_json_is_the_only_source() {
+    let node = Node::new("cp-node");
+    node.node_config("https://registry.io", "node-user", NODE_PASSWORD);
+    let plan = resolve(
+        &node.sources(vec![], Duration::from_secs(20)),
+        &image("registry.io/team/app:v1"),
+    )
+    .await;
+    assert_eq!(plan.candidates.len(), 1, "{plan:?}");
+    assert_eq!(
+        plan.candidates[0].source,
+        Source::NodeConfig(node.path("root").join("config.json"))
+    );
+    assert_eq!(plan.candidates[0].key, "registry.io");
+    assert_eq!(plan.candidates[0].credentials.username, "node-user");
+    assert!(matches!(
+        outcome_of(&plan, "provider"),
+        SourceOutcome::Absent(_)
+    ));
+    assert_no_secret(&plan);
+}
+
+#[tokio::test]
+async fn a_pull_secret_for_another_host_does_not_match() {
+    let node = Node::new("cp-other");
+    let secret = node.path("secret.json");
+    let encoded = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(docker_config(
+            "other.registry.io",
+            "pod",
+            SECRET_PASSWORD,
+        ))
+    };
+    std::fs::write(
+        &secret,
+        serde_json::json!({"kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": encoded}})
+        .to_string(),
+    )
+    .expect("secret");
+    let plan = resolve(
+        &node.sources(vec![secret.clone()], Duration::from_secs(20)),
+        &image("registry.io/team/app:v1"),
+    )
+    .await;
+    assert!(plan.candidates.is_empty(), "{plan:?}");
+    let SourceOutcome::NoMatch { keys, .. } = outcome_of(&plan, "pull-secret") else {
+        panic!("the secret is for another host: {plan:?}");
+    };
+    assert_eq!(keys, &["other.registry.io"]);
+    assert!(matches!(
+        outcome_of(&plan, "node-config"),
+        SourceOutcome::Absent(_)
+    ));
+    assert_no_secret(&plan);
+}
+
+#[tokio::test]
+async fn every_source_answers_in_the_kubelets_order() {
+    let node = Node::new("cp-order");
+    let secret = node.path("secret.json");
+    std::fs::write(
+        &secret,
+        docker_config("registry.io/team", "pod", SECRET_PASSWORD),
+    )
+    .expect("secret");
+    node.node_config("registry.io", "node", NODE_PASSWORD);
+    node.plugin(
+        "provider",
+        &["registry.io"],
+        &answering_plugin(node.dir.path(), "registry.io", "plugin"),
+    );
+    let plan = resolve(
+        &node.sources(vec![secret], Duration::from_secs(20)),
+        &image("registry.io/team/app:v1"),
+    )
+    .await;
+    let users: Vec<&str> = plan
+        .candidates
+        .iter()
+        .map(|c| c.credentials.username.as_str())
+        .collect();
+    assert_eq!(users, ["pod", "node", "plugin"], "{plan:?}");
+    assert_no_secret(&plan);
+}
