@@ -372,3 +372,178 @@ async fn every_source_answers_in_the_kubelets_order() {
     assert_eq!(users, ["pod", "node", "plugin"], "{plan:?}");
     assert_no_secret(&plan);
 }
+
+/// A registry stand-in on 127.0.0.1 (plain HTTP, as containerd speaks to a loopback registry
+/// without hosts.toml) that challenges with Basic and accepts only `good:GOOD_PASSWORD`, then
+/// knows no manifest: a refused credential is an `auth` stop, the accepted one a `notfound`.
+const GOOD_PASSWORD: &str = "good-pw-accepted";
+
+async fn basic_registry() -> u16 {
+    use base64::Engine;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let accepted = format!(
+        "authorization: basic {}",
+        base64::engine::general_purpose::STANDARD
+            .encode(format!("good:{GOOD_PASSWORD}"))
+            .to_ascii_lowercase()
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen on loopback");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let accepted = accepted.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
+                    if tcp.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let (status, headers, body) = if !head.contains(&accepted) {
+                    (
+                        "401 Unauthorized",
+                        "WWW-Authenticate: Basic realm=\"stand-in\"\r\n",
+                        r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,
+                    )
+                } else if path == "/v2/" {
+                    ("200 OK", "", "{}")
+                } else {
+                    (
+                        "404 Not Found",
+                        "",
+                        r#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#,
+                    )
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tcp.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_tries_each_matching_credential_until_one_is_not_refused() {
+    let port = basic_registry().await;
+    let node = Node::new("cp-loop");
+    let registry = format!("127.0.0.1:{port}");
+    // The more specific key comes first in the kubelet's keyring: it holds the wrong password.
+    let specific = node.path("specific.json");
+    std::fs::write(
+        &specific,
+        docker_config(&format!("{registry}/team"), "stale", SECRET_PASSWORD),
+    )
+    .expect("secret");
+    let host_wide = node.path("host.json");
+    std::fs::write(&host_wide, docker_config(&registry, "good", GOOD_PASSWORD)).expect("secret");
+    let out = tokio::task::spawn_blocking({
+        let (root, home, cwd) = (node.path("root"), node.path("home"), node.path("cwd"));
+        let certs = node.path("certs.d");
+        let image = format!("{registry}/team/app:v1");
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_pullpath"))
+                .args(["probe", &image, "-o", "json", "--http-timeout", "5s"])
+                .arg("--docker-config")
+                .arg(&host_wide)
+                .arg("--docker-config")
+                .arg(&specific)
+                .arg("--kubelet-root-dir")
+                .arg(&root)
+                .arg("--containerd-certs")
+                .arg(&certs)
+                .env("HOME", &home)
+                .current_dir(&cwd)
+                .output()
+                .expect("probe runs")
+        }
+    })
+    .await
+    .expect("probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for secret in [SECRET_PASSWORD, GOOD_PASSWORD] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{secret} leaked"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("JSON: {e}; stderr {stderr}"));
+    support::assert_valid_report(&report);
+    let credentials = &report["credentials"];
+    let attempts = credentials["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{credentials:#}");
+    assert_eq!(attempts[0]["username"], "stale");
+    assert_eq!(attempts[0]["key"], format!("{registry}/team"));
+    assert_eq!(attempts[0]["layer"], "auth", "{credentials:#}");
+    assert_eq!(attempts[1]["username"], "good");
+    assert_eq!(attempts[1]["source"], "pull-secret");
+    assert_eq!(attempts[1]["layer"], "notfound", "{credentials:#}");
+    assert_eq!(credentials["used"], 1);
+    assert_eq!(report["verdict"]["layer"], "notfound", "{report:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_with_no_matching_source_goes_anonymous_and_says_what_would_decide() {
+    let port = basic_registry().await;
+    let node = Node::new("cp-anon");
+    let registry = format!("127.0.0.1:{port}");
+    // matchImages names the host without the port: the kubelet would not run the plugin.
+    node.plugin(
+        "provider",
+        &["127.0.0.1"],
+        &answering_plugin(node.dir.path(), "127.0.0.1", "plugin"),
+    );
+    let out = tokio::task::spawn_blocking({
+        let (root, home, cwd) = (node.path("root"), node.path("home"), node.path("cwd"));
+        let (config, bin) = (node.path("provider.json"), node.path("bin"));
+        let certs = node.path("certs.d");
+        let image = format!("{registry}/team/app:v1");
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_pullpath"))
+                .args(["probe", &image, "-o", "json", "--http-timeout", "5s"])
+                .arg("--image-credential-provider-config")
+                .arg(&config)
+                .arg("--image-credential-provider-bin-dir")
+                .arg(&bin)
+                .arg("--kubelet-root-dir")
+                .arg(&root)
+                .arg("--containerd-certs")
+                .arg(&certs)
+                .env("HOME", &home)
+                .current_dir(&cwd)
+                .output()
+                .expect("probe runs")
+        }
+    })
+    .await
+    .expect("probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("JSON: {e}; stderr {}", String::from_utf8_lossy(&out.stderr)));
+    support::assert_valid_report(&report);
+    let credentials = &report["credentials"];
+    assert_eq!(
+        credentials["attempts"][0]["source"], "anonymous",
+        "{credentials:#}"
+    );
+    assert_eq!(report["verdict"]["layer"], "auth", "{report:#}");
+    let decides = credentials["decides"][0].as_str().expect("decides");
+    assert!(
+        decides.contains("no source matches") && decides.contains(&format!("port {port}")),
+        "{decides}"
+    );
+    assert!(
+        !node.dir.path().join("request.json").exists(),
+        "the plugin ran"
+    );
+}
