@@ -445,29 +445,14 @@ async fn probe_tries_each_matching_credential_until_one_is_not_refused() {
     .expect("secret");
     let host_wide = node.path("host.json");
     std::fs::write(&host_wide, docker_config(&registry, "good", GOOD_PASSWORD)).expect("secret");
-    let out = tokio::task::spawn_blocking({
-        let (root, home, cwd) = (node.path("root"), node.path("home"), node.path("cwd"));
-        let certs = node.path("certs.d");
-        let image = format!("{registry}/team/app:v1");
-        move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_pullpath"))
-                .args(["probe", &image, "-o", "json", "--http-timeout", "5s"])
-                .arg("--docker-config")
-                .arg(&host_wide)
-                .arg("--docker-config")
-                .arg(&specific)
-                .arg("--kubelet-root-dir")
-                .arg(&root)
-                .arg("--containerd-certs")
-                .arg(&certs)
-                .env("HOME", &home)
-                .current_dir(&cwd)
-                .output()
-                .expect("probe runs")
-        }
-    })
-    .await
-    .expect("probe");
+    let image = format!("{registry}/team/app:v1");
+    let flags = [
+        "--docker-config".into(),
+        host_wide.into_os_string(),
+        "--docker-config".into(),
+        specific.into_os_string(),
+    ];
+    let out = probe_on(&node, &image, &flags, "json").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     for secret in [SECRET_PASSWORD, GOOD_PASSWORD] {
@@ -503,30 +488,14 @@ async fn probe_with_no_matching_source_goes_anonymous_and_says_what_would_decide
         &["127.0.0.1"],
         &answering_plugin(node.dir.path(), "127.0.0.1", "plugin"),
     );
-    let out = tokio::task::spawn_blocking({
-        let (root, home, cwd) = (node.path("root"), node.path("home"), node.path("cwd"));
-        let (config, bin) = (node.path("provider.json"), node.path("bin"));
-        let certs = node.path("certs.d");
-        let image = format!("{registry}/team/app:v1");
-        move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_pullpath"))
-                .args(["probe", &image, "-o", "json", "--http-timeout", "5s"])
-                .arg("--image-credential-provider-config")
-                .arg(&config)
-                .arg("--image-credential-provider-bin-dir")
-                .arg(&bin)
-                .arg("--kubelet-root-dir")
-                .arg(&root)
-                .arg("--containerd-certs")
-                .arg(&certs)
-                .env("HOME", &home)
-                .current_dir(&cwd)
-                .output()
-                .expect("probe runs")
-        }
-    })
-    .await
-    .expect("probe");
+    let image = format!("{registry}/team/app:v1");
+    let flags = [
+        "--image-credential-provider-config".into(),
+        node.path("provider.json").into_os_string(),
+        "--image-credential-provider-bin-dir".into(),
+        node.path("bin").into_os_string(),
+    ];
+    let out = probe_on(&node, &image, &flags, "json").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report: serde_json::Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("JSON: {e}; stderr {}", String::from_utf8_lossy(&out.stderr)));
@@ -546,4 +515,33 @@ async fn probe_with_no_matching_source_goes_anonymous_and_says_what_would_decide
         !node.dir.path().join("request.json").exists(),
         "the plugin ran"
     );
+    let text = probe_on(&node, &image, &flags, "text").await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("credentials for") && text.contains("try 1 anonymous (no credential): auth"),
+        "{text}"
+    );
+}
+
+/// `pullpath probe IMAGE` on this node: its kubelet root dir, an empty certs.d, and a home and
+/// working directory of its own (the kubelet's other config.json paths).
+async fn probe_on(
+    node: &Node,
+    image: &str,
+    flags: &[std::ffi::OsString],
+    output: &str,
+) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pullpath"));
+    command
+        .args(["probe", image, "-o", output, "--http-timeout", "5s"])
+        .args(flags)
+        .arg("--kubelet-root-dir")
+        .arg(node.path("root"))
+        .arg("--containerd-certs")
+        .arg(node.path("certs.d"))
+        .env("HOME", node.path("home"))
+        .current_dir(node.path("cwd"));
+    tokio::task::spawn_blocking(move || command.output().expect("probe runs"))
+        .await
+        .expect("probe")
 }
