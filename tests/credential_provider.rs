@@ -545,3 +545,69 @@ async fn probe_on(
         .await
         .expect("probe")
 }
+
+#[tokio::test]
+async fn token_mode_missing_binaries_and_bad_secrets_are_reported_not_skipped() {
+    let node = Node::new("cp-edges");
+    node.plugin(
+        "sa-provider",
+        &["registry.io"],
+        &answering_plugin(node.dir.path(), "registry.io", "u"),
+    );
+    // Service-account-token mode: the same provider with tokenAttributes.
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(node.path("provider.json")).expect("config"))
+            .expect("json");
+    config["providers"][0]["tokenAttributes"] = serde_json::json!({
+        "serviceAccountTokenAudience": "api://AKSIdentityBinding",
+        "cacheType": "ServiceAccount",
+        "requireServiceAccount": true,
+    });
+    let mut missing = config["providers"][0].clone();
+    missing["name"] = "absent-provider".into();
+    missing
+        .as_object_mut()
+        .expect("object")
+        .remove("tokenAttributes");
+    config["providers"]
+        .as_array_mut()
+        .expect("providers")
+        .push(missing);
+    std::fs::write(node.path("provider.json"), config.to_string()).expect("config");
+    let broken = node.path("broken.json");
+    std::fs::write(
+        &broken,
+        format!(r#"{{"auths": {{"registry.io": {{"auth": "{SECRET_PASSWORD}"#),
+    )
+    .expect("secret");
+    let plan = resolve(
+        &node.sources(vec![broken], Duration::from_secs(20)),
+        &image("registry.io/app:v1"),
+    )
+    .await;
+    let by_name = |name: &str| {
+        plan.sources
+            .iter()
+            .find(|e| e.source.name() == name)
+            .map(|e| e.outcome.clone())
+            .unwrap_or_else(|| panic!("no {name}: {plan:?}"))
+    };
+    let SourceOutcome::NeedsPod(why) = by_name("sa-provider") else {
+        panic!("token mode: {plan:?}");
+    };
+    assert!(why.contains("checked only in cluster mode"), "{why}");
+    assert!(
+        !node.dir.path().join("request.json").exists(),
+        "the plugin ran"
+    );
+    let SourceOutcome::Failed(why) = by_name("absent-provider") else {
+        panic!("missing binary: {plan:?}");
+    };
+    assert!(why.contains("did not exist"), "{why}");
+    let SourceOutcome::Failed(why) = outcome_of(&plan, "pull-secret").clone() else {
+        panic!("bad secret: {plan:?}");
+    };
+    assert!(why.contains("fails the pull"), "{why}");
+    assert!(plan.candidates.is_empty());
+    assert_no_secret(&plan);
+}

@@ -496,7 +496,9 @@ pub fn parse_provider_config(text: &str, path: &str) -> Result<Vec<ProviderConfi
         path: path.to_string(),
         reason,
     };
-    let file: ConfigFile = serde_yaml_ng::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    // A parser's message may quote a value (an `env` value can be a secret): quotes are cut.
+    let file: ConfigFile =
+        serde_yaml_ng::from_str(text).map_err(|e| invalid(unquoted(&e.to_string())))?;
     if !CONFIG_APIS.contains(&file.api_version.as_str()) {
         return Err(invalid(format!(
             "apiVersion {:?} (want kubelet.config.k8s.io/v1)",
@@ -536,6 +538,15 @@ pub fn parse_provider_config(text: &str, path: &str) -> Result<Vec<ProviderConfi
         }
     }
     Ok(file.providers)
+}
+
+/// `text` with every double-quoted part replaced by `"…"`.
+fn unquoted(text: &str) -> String {
+    text.split('"')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 1 { "…" } else { part })
+        .collect::<Vec<_>>()
+        .join("\"")
 }
 
 /// Read a config file, or every `*.json|*.yaml|*.yml` of a directory in lexicographic order,
@@ -820,9 +831,12 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
                         keyring.add(&key, source.clone(), c);
                     }
                 }
+                // The kubelet's MakeDockerKeyring returns this error: the pull fails outright.
                 Err(reason) => evidence.push(SourceEvidence {
                     source,
-                    outcome: SourceOutcome::Failed(reason),
+                    outcome: SourceOutcome::Failed(format!(
+                        "{reason} (the kubelet fails the pull on an unparsable pull secret)"
+                    )),
                 }),
             }
         }

@@ -118,15 +118,13 @@ fn provider_config_parses_and_validates() {
         CONFIG.replace("credentialprovider.kubelet.k8s.io/v1", "nope/v1"),
         CONFIG.replace("name: acr-credential-provider", "name: ../x"),
         "providers: [".to_string(),
+        // A parser's "invalid type: string \"hunter2\"" must not carry the value out.
+        CONFIG.replace("args: [/etc/kubernetes/azure.json]", "args: hunter2"),
     ];
     for text in invalid {
-        assert!(
-            matches!(
-                parse_provider_config(&text, "c.yaml"),
-                Err(ConfigError::Invalid { .. })
-            ),
-            "{text}"
-        );
+        let result = parse_provider_config(&text, "c.yaml");
+        assert!(matches!(result, Err(ConfigError::Invalid { .. })), "{text}");
+        assert!(!format!("{result:?}").contains("hunter2"), "{result:?}");
     }
 }
 
