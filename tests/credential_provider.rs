@@ -83,6 +83,8 @@ impl Node {
             provider_config: provider.exists().then_some(provider),
             provider_bin_dir: Some(self.path("bin")),
             plugin_timeout: timeout,
+            kubelet_environment: None,
+            origins: vec![],
         }
     }
 }
@@ -98,7 +100,7 @@ fn answering_plugin(dir: &Path, auth_key: &str, user: &str) -> String {
     format!(
         r#"cat > {seen}/request.json
 echo "$@" > {seen}/argv
-echo "$PLUGIN_ENV" > {seen}/env
+echo "$PLUGIN_ENV $KUBELET_ONLY $CARGO_PKG_NAME" > {seen}/env
 cat <<EOF
 {{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","cacheDuration":"5m","auth":{{"{auth_key}":{{"username":"{user}","password":"{PLUGIN_PASSWORD}"}}}}}}
 EOF"#
@@ -169,7 +171,26 @@ async fn a_matching_plugin_answers_as_the_kubelet_asked() {
     let argv = std::fs::read_to_string(node.dir.path().join("argv")).expect("argv");
     assert_eq!(argv.trim(), "get-credentials --flag");
     let env = std::fs::read_to_string(node.dir.path().join("env")).expect("env");
-    assert_eq!(env.trim(), "from-config");
+    assert_eq!(
+        env.trim(),
+        "from-config  pullpath",
+        "our environment, plus env"
+    );
+    // With the running kubelet's environment, that one replaces ours.
+    let mut sources = node.sources(vec![], Duration::from_secs(20));
+    sources.kubelet_environment = Some(
+        [("KUBELET_ONLY", "kubelet"), ("PATH", "/usr/bin:/bin")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    resolve(&sources, &image("team.azurecr.io/app/web:v1")).await;
+    let env = std::fs::read_to_string(node.dir.path().join("env")).expect("env");
+    assert_eq!(
+        env.trim(),
+        "from-config kubelet",
+        "the kubelet's environment, plus env"
+    );
     assert_no_secret(&plan);
 }
 
@@ -539,6 +560,10 @@ async fn probe_on(
         .arg(node.path("root"))
         .arg("--containerd-certs")
         .arg(node.path("certs.d"))
+        // Not a kubelet: its command line names no provider config, so nothing of this
+        // machine's (a real kubelet's) leaks into the test.
+        .arg("--kubelet-pid")
+        .arg(std::process::id().to_string())
         .env("HOME", node.path("home"))
         .current_dir(node.path("cwd"));
     tokio::task::spawn_blocking(move || command.output().expect("probe runs"))

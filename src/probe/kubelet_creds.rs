@@ -58,6 +58,10 @@ pub struct Sources {
     /// `--image-credential-provider-bin-dir`.
     pub provider_bin_dir: Option<PathBuf>,
     pub plugin_timeout: Duration,
+    /// The environment plugins start with: the running kubelet's when it was read, else ours.
+    pub kubelet_environment: Option<BTreeMap<String, String>>,
+    /// Where each setting came from (a flag, the running kubelet, a default), for the report.
+    pub origins: Vec<String>,
 }
 
 /// The kubelet's search paths for the node's docker config (k/k `config.go`:
@@ -93,6 +97,66 @@ pub fn node_config_search(
     NodeConfigSearch {
         config_json_dirs: json,
         dockercfg_dirs: legacy,
+    }
+}
+
+/// The running kubelet, read from `/proc`: its flags name the sources, its environment is the
+/// one its plugins inherit.
+#[derive(Debug, Clone, Default)]
+pub struct RunningKubelet {
+    pub pid: u32,
+    pub args: Vec<String>,
+    pub environ: BTreeMap<String, String>,
+}
+
+impl RunningKubelet {
+    /// `pid`'s command line and environment, or the first process named `kubelet`.
+    pub fn read(proc: &Path, pid: Option<u32>) -> Option<RunningKubelet> {
+        let read = |pid: u32| {
+            let dir = proc.join(pid.to_string());
+            let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+            let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+            Some(RunningKubelet {
+                pid,
+                args: cmdline
+                    .split(|b| *b == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect(),
+                environ: super::proxy::parse_environ(&environ),
+            })
+        };
+        if let Some(pid) = pid {
+            return read(pid);
+        }
+        let mut pids: Vec<u32> = std::fs::read_dir(proc)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        pids.sort_unstable();
+        pids.into_iter().find_map(|pid| {
+            let comm = std::fs::read_to_string(proc.join(pid.to_string()).join("comm")).ok()?;
+            (comm.trim() == "kubelet").then(|| read(pid))?
+        })
+    }
+
+    /// A flag's value as Go's flag package takes it: `--name=value` or `--name value`
+    /// (one or two dashes), the last one winning.
+    pub fn flag(&self, name: &str) -> Option<String> {
+        let mut found = None;
+        let mut args = self.args.iter().skip(1);
+        while let Some(arg) = args.next() {
+            let Some(bare) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+                continue;
+            };
+            if let Some(value) = bare.strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
+                found = Some(value.to_string());
+            } else if bare == name {
+                found = args.next().cloned();
+            }
+        }
+        found
     }
 }
 
@@ -167,6 +231,8 @@ pub struct CredentialPlan {
     pub image: String,
     pub candidates: Vec<Candidate>,
     pub sources: Vec<SourceEvidence>,
+    /// Where the kubelet's settings were taken from.
+    pub origins: Vec<String>,
 }
 
 /// One walk of the pull loop: with which credential (none: anonymous) and where it stopped.
@@ -712,13 +778,15 @@ pub fn redact_stderr(stderr: &[u8]) -> String {
     }
 }
 
-/// Run one plugin as the kubelet runs it: `bindir/name args…`, the environment plus `env`,
+/// Run one plugin as the kubelet runs it: `bindir/name args…`, the kubelet's environment
+/// (`environment`; `None`: ours) plus `env`,
 /// the request on stdin, the response on stdout, within `timeout`.
 pub async fn exec_plugin(
     provider: &ProviderConfig,
     bin_dir: &Path,
     image: &str,
     timeout: Duration,
+    environment: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<(String, Credentials)>, String> {
     let binary = bin_dir.join(&provider.name);
     if !binary.is_file() {
@@ -728,6 +796,9 @@ pub async fn exec_plugin(
         ));
     }
     let mut command = tokio::process::Command::new(&binary);
+    if let Some(environment) = environment {
+        command.env_clear().envs(environment);
+    }
     command
         .args(&provider.args)
         .envs(provider.env.iter().map(|v| (&v.name, &v.value)))
@@ -913,6 +984,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
         image: target,
         candidates,
         sources: evidence,
+        origins: sources.origins.clone(),
     }
 }
 
@@ -1025,7 +1097,15 @@ async fn run_providers(sources: &Sources, target: &str) -> (Vec<Candidate>, Vec<
             });
             continue;
         }
-        match exec_plugin(provider, bin_dir, target, sources.plugin_timeout).await {
+        match exec_plugin(
+            provider,
+            bin_dir,
+            target,
+            sources.plugin_timeout,
+            sources.kubelet_environment.as_ref(),
+        )
+        .await
+        {
             Ok(auths) => {
                 let mut own = Keyring::default();
                 for (key, c) in auths {

@@ -145,6 +145,9 @@ pub struct CredentialsReport {
     /// When the verdict is a refusal: what would decide it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub decides: Vec<String>,
+    /// Where the kubelet's settings (root dir, provider config, bin dir) were taken from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -236,6 +239,7 @@ impl CredentialsReport {
             used: attempts_report.len().saturating_sub(1),
             attempts: attempts_report,
             sources,
+            origins: plan.origins.clone(),
         }
     }
 }

@@ -218,3 +218,41 @@ fn node_config_search_follows_the_kubelet() {
         .collect();
     assert_eq!(legacy, ["/var/lib/kubelet", "/w", "/root", "/"]);
 }
+
+#[test]
+fn the_running_kubelet_is_read_from_proc() {
+    let proc = std::env::temp_dir().join(format!("pullpath-proc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&proc);
+    for (pid, comm) in [("7", "containerd"), ("42", "kubelet")] {
+        std::fs::create_dir_all(proc.join(pid)).expect("pid dir");
+        std::fs::write(proc.join(pid).join("comm"), format!("{comm}\n")).expect("comm");
+    }
+    std::fs::write(
+        proc.join("42/cmdline"),
+        b"/usr/bin/kubelet\0--root-dir=/data/kubelet\0--image-credential-provider-config\0/etc/cp.yaml\0-image-credential-provider-bin-dir=/opt/cp\0--v=2\0",
+    )
+    .expect("cmdline");
+    std::fs::write(
+        proc.join("42/environ"),
+        b"HOME=/root\0HTTPS_PROXY=http://p:3128\0",
+    )
+    .expect("environ");
+    let kubelet = RunningKubelet::read(&proc, None).expect("found by name");
+    assert_eq!(kubelet.pid, 42);
+    assert_eq!(kubelet.flag("root-dir").as_deref(), Some("/data/kubelet"));
+    assert_eq!(
+        kubelet.flag("image-credential-provider-config").as_deref(),
+        Some("/etc/cp.yaml")
+    );
+    assert_eq!(
+        kubelet.flag("image-credential-provider-bin-dir").as_deref(),
+        Some("/opt/cp")
+    );
+    assert_eq!(kubelet.flag("image-credential-provider"), None);
+    assert_eq!(
+        kubelet.environ.get("HOME").map(String::as_str),
+        Some("/root")
+    );
+    assert!(RunningKubelet::read(&proc, Some(99)).is_none());
+    let _ = std::fs::remove_dir_all(&proc);
+}
