@@ -636,3 +636,44 @@ async fn token_mode_missing_binaries_and_bad_secrets_are_reported_not_skipped() 
     assert!(plan.candidates.is_empty());
     assert_no_secret(&plan);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_every_matching_credential_is_refused_the_report_says_so() {
+    let port = basic_registry().await;
+    let node = Node::new("cp-refused");
+    let registry = format!("127.0.0.1:{port}");
+    node.node_config(&registry, "stale", NODE_PASSWORD);
+    let image = format!("{registry}/team/app:v1");
+    for output in ["json", "text"] {
+        let out = probe_on(&node, &image, &[], output).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stdout.contains(NODE_PASSWORD) && !stderr.contains(NODE_PASSWORD),
+            "the password leaked in {output}"
+        );
+        if output == "text" {
+            assert!(stdout.contains("try 1 node-config (stale for"), "{stdout}");
+            continue;
+        }
+        let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
+        support::assert_valid_report(&report);
+        let credentials = &report["credentials"];
+        assert_eq!(credentials["attempts"].as_array().map(Vec::len), Some(1));
+        assert_eq!(credentials["attempts"][0]["source"], "node-config");
+        assert_eq!(credentials["attempts"][0]["layer"], "auth");
+        let decides = credentials["decides"][0].as_str().expect("decides");
+        assert!(decides.contains("every credential matching"), "{decides}");
+        assert!(
+            credentials["origins"]
+                .as_array()
+                .expect("origins")
+                .iter()
+                .any(|o| o
+                    .as_str()
+                    .is_some_and(|o| o.starts_with("--root-dir ") && o.ends_with("(flag)"))),
+            "{credentials:#}"
+        );
+        assert_eq!(report["verdict"]["layer"], "auth");
+    }
+}
