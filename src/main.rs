@@ -208,6 +208,7 @@ fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
         provider_config,
         provider_bin_dir,
         plugin_timeout: args.credential_provider_timeout,
+        containerd_config: Some(args.containerd_config.clone()),
         kubelet_environment: kubelet.map(|k| k.environ),
         origins,
     }

@@ -83,6 +83,7 @@ impl Node {
             provider_config: provider.exists().then_some(provider),
             provider_bin_dir: Some(self.path("bin")),
             plugin_timeout: timeout,
+            containerd_config: Some(self.path("containerd.toml")),
             kubelet_environment: None,
             origins: vec![],
         }
@@ -562,6 +563,8 @@ async fn probe_on(
         .arg(node.path("certs.d"))
         // Not a kubelet: its command line names no provider config, so nothing of this
         // machine's (a real kubelet's) leaks into the test.
+        .arg("--containerd-config")
+        .arg(node.path("containerd.toml"))
         .arg("--kubelet-pid")
         .arg(std::process::id().to_string())
         .env("HOME", node.path("home"))
@@ -676,4 +679,50 @@ async fn when_every_matching_credential_is_refused_the_report_says_so() {
         );
         assert_eq!(report["verdict"]["layer"], "auth");
     }
+}
+
+#[tokio::test]
+async fn containerd_own_auth_applies_only_when_the_kubelet_sends_none() {
+    let node = Node::new("cp-containerd");
+    std::fs::write(
+        node.path("containerd.toml"),
+        format!(
+            "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"registry.io\".auth]\n  username = \"runtime\"\n  password = \"{NODE_PASSWORD}\"\n"
+        ),
+    )
+    .expect("config.toml");
+    let target = image("registry.io/team/app:v1");
+    let alone = resolve(&node.sources(vec![], Duration::from_secs(20)), &target).await;
+    let users: Vec<&str> = alone
+        .candidates
+        .iter()
+        .map(|c| c.credentials.username.as_str())
+        .collect();
+    assert_eq!(users, ["runtime"], "{alone:?}");
+    assert_eq!(
+        alone.candidates[0].source,
+        Source::ContainerdConfig(node.path("containerd.toml"))
+    );
+    assert_no_secret(&alone);
+    let secret = node.path("secret.json");
+    std::fs::write(
+        &secret,
+        docker_config("registry.io", "pod", SECRET_PASSWORD),
+    )
+    .expect("secret");
+    let with_kubelet = resolve(
+        &node.sources(vec![secret], Duration::from_secs(20)),
+        &target,
+    )
+    .await;
+    let users: Vec<&str> = with_kubelet
+        .candidates
+        .iter()
+        .map(|c| c.credentials.username.as_str())
+        .collect();
+    assert_eq!(users, ["pod"], "{with_kubelet:?}");
+    assert!(matches!(
+        outcome_of(&with_kubelet, "containerd-config"),
+        SourceOutcome::NotUsed(why) if why.contains("only when the kubelet sends no credential")
+    ));
 }

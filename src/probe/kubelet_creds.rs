@@ -58,6 +58,8 @@ pub struct Sources {
     /// `--image-credential-provider-bin-dir`.
     pub provider_bin_dir: Option<PathBuf>,
     pub plugin_timeout: Duration,
+    /// containerd's config.toml, for its deprecated per-registry `auth` (the CRI's fallback).
+    pub containerd_config: Option<PathBuf>,
     /// The environment plugins start with: the running kubelet's when it was read, else ours.
     pub kubelet_environment: Option<BTreeMap<String, String>>,
     /// Where each setting came from (a flag, the running kubelet, a default), for the report.
@@ -166,6 +168,8 @@ pub enum Source {
     PullSecret(PathBuf),
     NodeConfig(PathBuf),
     Provider(String),
+    /// containerd's own `registry.configs."HOST".auth`, used only when the kubelet sent none.
+    ContainerdConfig(PathBuf),
     /// `--username` with `--password-stdin`: not a kubelet source.
     Flag,
 }
@@ -177,6 +181,7 @@ impl Source {
             Source::PullSecret(_) => "pull-secret",
             Source::NodeConfig(_) => "node-config",
             Source::Provider(_) => "provider",
+            Source::ContainerdConfig(_) => "containerd-config",
             Source::Flag => "flag",
         }
     }
@@ -184,7 +189,9 @@ impl Source {
     /// The file, or the provider's name.
     pub fn name(&self) -> String {
         match self {
-            Source::PullSecret(p) | Source::NodeConfig(p) => p.display().to_string(),
+            Source::PullSecret(p) | Source::NodeConfig(p) | Source::ContainerdConfig(p) => {
+                p.display().to_string()
+            }
             Source::Provider(name) => name.clone(),
             Source::Flag => "--username".into(),
         }
@@ -216,6 +223,8 @@ pub enum SourceOutcome {
     Failed(String),
     /// Needs something only a pod gives (a service-account token).
     NeedsPod(String),
+    /// Has a credential the rules pass over (containerd's own, when the kubelet sent one).
+    NotUsed(String),
 }
 
 #[derive(Debug, Clone)]
@@ -980,12 +989,90 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
     candidates.extend(plugin_candidates);
     evidence.extend(plugin_evidence);
 
+    // containerd's CRI falls back to its own config only when the kubelet sent no credential.
+    if let Some(path) = &sources.containerd_config {
+        let source = Source::ContainerdConfig(path.clone());
+        let outcome = match std::fs::read_to_string(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                SourceOutcome::Absent(format!("no {}", path.display()))
+            }
+            Err(e) => SourceOutcome::Failed(format!("cannot read {}: {e}", path.display())),
+            Ok(text) => match containerd_registry_auth(&text, &image.registry) {
+                Err(why) => SourceOutcome::Failed(format!("{}: {why}", path.display())),
+                Ok(None) => SourceOutcome::NoMatch {
+                    keys: vec![],
+                    near: vec![],
+                },
+                Ok(Some(_)) if !candidates.is_empty() => SourceOutcome::NotUsed(format!(
+                    "registry.configs.\"{}\".auth is there, but containerd uses it only when the kubelet sends no credential",
+                    image.registry
+                )),
+                Ok(Some(credentials)) => {
+                    candidates.push(Candidate {
+                        source: source.clone(),
+                        key: image.registry.clone(),
+                        credentials,
+                    });
+                    SourceOutcome::Matched(vec![image.registry.clone()])
+                }
+            },
+        };
+        evidence.push(SourceEvidence { source, outcome });
+    }
+
     CredentialPlan {
         image: target,
         candidates,
         sources: evidence,
         origins: sources.origins.clone(),
     }
+}
+
+/// containerd's deprecated per-registry credential for `host` (its `host:port` exactly, as the
+/// CRI plugin looks it up): `[plugins."io.containerd.grpc.v1.cri".registry.configs."HOST".auth]`
+/// (containerd 1.x) or `…"io.containerd.cri.v1.images"…` (2.x); `auth` (base64 `user:password`)
+/// overrides `username`/`password` (containerd `docs/cri/registry.md`). An `identitytoken` alone
+/// is an OAuth refresh token, which the probe cannot present: an error saying so.
+pub fn containerd_registry_auth(text: &str, host: &str) -> Result<Option<Credentials>, String> {
+    let config: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("not TOML ({})", e.message()))?;
+    let plugins = config.get("plugins").and_then(toml::Value::as_table);
+    let auth = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images"]
+        .iter()
+        .find_map(|plugin| {
+            plugins?
+                .get(*plugin)?
+                .get("registry")?
+                .get("configs")?
+                .get(host)?
+                .get("auth")?
+                .as_table()
+        });
+    let Some(auth) = auth else {
+        return Ok(None);
+    };
+    let field = |name: &str| {
+        auth.get(name)
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let encoded = field("auth");
+    if !encoded.is_empty() {
+        let entry = serde_json::json!({ "auth": encoded });
+        let mut found =
+            creds::parse_auths(&serde_json::json!({ "auths": { host: entry } }).to_string())
+                .map_err(|e| e.to_string())?;
+        return Ok(found.pop().map(|(_, c)| c));
+    }
+    let (username, password) = (field("username"), field("password"));
+    if username.is_empty() && password.is_empty() && !field("identitytoken").is_empty() {
+        return Err(
+            "only an identitytoken, which containerd sends as an OAuth refresh token; the probe cannot present one yet".into(),
+        );
+    }
+    Ok(Some(Credentials { username, password }))
 }
 
 fn shown_dirs(dirs: &[PathBuf]) -> String {

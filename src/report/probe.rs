@@ -156,7 +156,7 @@ pub struct CredentialSourceReport {
     pub kind: &'static str,
     /// The file, or the provider's name.
     pub name: String,
-    /// `matched`, `no-match`, `absent`, `failed`, `needs-pod`.
+    /// `matched`, `no-match`, `absent`, `failed`, `needs-pod`, `not-used`.
     pub outcome: &'static str,
     /// The keys that matched; on `no-match`, the keys (or matchImages) it has.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -199,6 +199,7 @@ impl CredentialsReport {
                     SourceOutcome::Absent(why) => ("absent", vec![], Some(why.clone())),
                     SourceOutcome::Failed(why) => ("failed", vec![], Some(why.clone())),
                     SourceOutcome::NeedsPod(why) => ("needs-pod", vec![], Some(why.clone())),
+                    SourceOutcome::NotUsed(why) => ("not-used", vec![], Some(why.clone())),
                 };
                 CredentialSourceReport {
                     kind: e.source.kind(),

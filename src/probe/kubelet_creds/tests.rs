@@ -256,3 +256,46 @@ fn the_running_kubelet_is_read_from_proc() {
     assert!(RunningKubelet::read(&proc, Some(99)).is_none());
     let _ = std::fs::remove_dir_all(&proc);
 }
+
+#[test]
+fn containerd_registry_auth_is_read_for_the_exact_host() {
+    let v1 = r#"
+version = 2
+[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.io:5000".auth]
+  username = "ci"
+  password = "hunter2"
+[plugins."io.containerd.grpc.v1.cri".registry.configs."gcr.io".auth]
+  auth = "dTpwdw=="
+  username = "ignored"
+[plugins."io.containerd.grpc.v1.cri".registry.configs."token.io".auth]
+  identitytoken = "hunter2"
+"#;
+    let found = containerd_registry_auth(v1, "registry.io:5000").expect("parses");
+    assert_eq!(found.map(|c| c.username).as_deref(), Some("ci"));
+    assert_eq!(
+        containerd_registry_auth(v1, "registry.io").expect("parses"),
+        None
+    );
+    let overridden = containerd_registry_auth(v1, "gcr.io")
+        .expect("parses")
+        .expect("entry");
+    assert_eq!(
+        (overridden.username.as_str(), overridden.password.as_str()),
+        ("u", "pw")
+    );
+    let token = containerd_registry_auth(v1, "token.io").expect_err("identity token");
+    assert!(
+        token.contains("refresh token") && !token.contains("hunter2"),
+        "{token}"
+    );
+    let v2 = r#"
+version = 3
+[plugins."io.containerd.cri.v1.images".registry.configs."registry.io".auth]
+  username = "two"
+  password = "hunter2"
+"#;
+    let found = containerd_registry_auth(v2, "registry.io").expect("parses");
+    assert_eq!(found.map(|c| c.username).as_deref(), Some("two"));
+    let bad = containerd_registry_auth("password = \"hunter2", "x").expect_err("not TOML");
+    assert!(!bad.contains("hunter2"), "{bad}");
+}
