@@ -164,9 +164,36 @@ pub struct ProbeArgs {
     /// Read the password for `--username` from stdin.
     #[arg(long, requires = "username")]
     pub password_stdin: bool,
-    /// A docker config.json or a Kubernetes dockerconfigjson Secret (JSON) holding credentials.
+    /// One of the pod's imagePullSecrets: a docker config.json or a Kubernetes dockerconfigjson
+    /// Secret (JSON). Repeatable; tried before the node's own credentials, as the kubelet does.
     #[arg(long, value_name = "FILE", conflicts_with = "username")]
-    pub docker_config: Option<PathBuf>,
+    pub docker_config: Vec<PathBuf>,
+    /// The kubelet's `--root-dir`, where it looks first for the node's `config.json` (default:
+    /// the running kubelet's, else /var/lib/kubelet).
+    #[arg(long, value_name = "DIR")]
+    pub kubelet_root_dir: Option<PathBuf>,
+    /// The kubelet's `CredentialProviderConfig`, a file or a directory of them (default: the
+    /// running kubelet's flag).
+    #[arg(long, value_name = "PATH")]
+    pub image_credential_provider_config: Option<PathBuf>,
+    /// The kubelet's credential provider plugin directory (default: the running kubelet's flag).
+    #[arg(long, value_name = "DIR")]
+    pub image_credential_provider_bin_dir: Option<PathBuf>,
+    /// containerd's config.toml, whose deprecated `registry.configs."HOST".auth` the CRI uses
+    /// only when the kubelet sends no credential.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/etc/containerd/config.toml"
+    )]
+    pub containerd_config: PathBuf,
+    /// The running kubelet's pid, whose command line gives the flags above and whose
+    /// environment its plugins inherit (default: the process named kubelet).
+    #[arg(long, value_name = "PID")]
+    pub kubelet_pid: Option<u32>,
+    /// How long a credential provider plugin may run (the kubelet allows one minute).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub credential_provider_timeout: Duration,
     /// An extra CA certificate (PEM) to trust, beside the system store and containerd's certs.d.
     #[arg(long = "ca-file", value_name = "PEM")]
     pub ca_files: Vec<PathBuf>,

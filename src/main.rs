@@ -152,6 +152,68 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     Ok(exit::for_verdict(&report.verdict))
 }
 
+/// The kubelet's credential sources: each setting from its flag, else the running kubelet's
+/// command line, else the kubelet's default, saying which.
+fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
+    use std::path::PathBuf;
+    let kubelet =
+        probe::kubelet_creds::RunningKubelet::read(std::path::Path::new("/proc"), args.kubelet_pid);
+    let mut origins = Vec::new();
+    let mut setting = |flag: &str, given: &Option<PathBuf>, default: Option<&str>| {
+        if let Some(path) = given {
+            origins.push(format!("--{flag} {} (flag)", path.display()));
+            return Some(path.clone());
+        }
+        if let Some((pid, value)) = kubelet.as_ref().and_then(|k| Some((k.pid, k.flag(flag)?))) {
+            origins.push(format!("--{flag} {value} (the running kubelet, pid {pid})"));
+            return Some(PathBuf::from(value));
+        }
+        let default = default.map(PathBuf::from);
+        origins.push(match &default {
+            Some(path) => format!("--{flag} {} (the kubelet's default)", path.display()),
+            None => format!("--{flag}: not set (no flag, no running kubelet naming it)"),
+        });
+        default
+    };
+    let root_dir =
+        setting("root-dir", &args.kubelet_root_dir, Some("/var/lib/kubelet")).unwrap_or_default();
+    let provider_config = setting(
+        "image-credential-provider-config",
+        &args.image_credential_provider_config,
+        None,
+    );
+    let provider_bin_dir = setting(
+        "image-credential-provider-bin-dir",
+        &args.image_credential_provider_bin_dir,
+        None,
+    );
+    // The kubelet searches its own working directory and $HOME, not ours.
+    let (working_dir, home) = match &kubelet {
+        Some(k) => (
+            std::fs::read_link(format!("/proc/{}/cwd", k.pid)).ok(),
+            k.environ.get("HOME").map(PathBuf::from),
+        ),
+        None => (
+            std::env::current_dir().ok(),
+            std::env::var_os("HOME").map(PathBuf::from),
+        ),
+    };
+    probe::kubelet_creds::Sources {
+        pull_secrets: args.docker_config.clone(),
+        node_config: probe::kubelet_creds::node_config_search(
+            &root_dir,
+            working_dir.as_deref(),
+            home.as_deref(),
+        ),
+        provider_config,
+        provider_bin_dir,
+        plugin_timeout: args.credential_provider_timeout,
+        containerd_config: Some(args.containerd_config.clone()),
+        kubelet_environment: kubelet.map(|k| k.environ),
+        origins,
+    }
+}
+
 fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     let image = ImageRef::parse(&args.image)
         .with_context(|| format!("{:?} is not an image reference", args.image))?;
@@ -174,26 +236,16 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             username: args.username.clone().unwrap_or_default(),
             password,
         })
-    } else if let Some(path) = &args.docker_config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let found = creds::from_docker_config(&text, &image.registry)
-            .with_context(|| format!("{}", path.display()))?;
-        if found.is_none() {
-            eprintln!(
-                "pullpath: {} has no credentials for {}; probing anonymously",
-                path.display(),
-                image.registry
-            );
-        }
-        found
     } else {
         None
     };
+    // The kubelet's sources, unless `--username` names the one credential to use.
+    let credential_sources = credentials.is_none().then(|| kubelet_sources(&args));
     let config = ProbeConfig {
         image,
         platform,
         credentials,
+        credential_sources,
         timeouts: Timeouts {
             dns: args.dns_timeout,
             connect: args.connect_timeout,

@@ -41,28 +41,73 @@ pub enum CredsError {
     Malformed(String),
 }
 
+/// Every `auths` entry of a docker config.json, a dockerconfigjson Secret (`.dockerconfigjson`)
+/// or a legacy dockercfg Secret (`.dockercfg`, the map itself), in file order, read as the
+/// kubelet reads them (k/k `pkg/credentialprovider/config.go`, `DockerConfigEntry.UnmarshalJSON`):
+/// `username`/`password`, overridden by `auth` when present; `identitytoken`, `registrytoken`,
+/// `credsStore` and `credHelpers` are not read, so an entry holding only those is empty.
+pub fn parse_auths(text: &str) -> Result<Vec<(String, Credentials)>, CredsError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| CredsError::NotJson(e.to_string()))?;
+    let decode_data = |key: &str| -> Result<Option<Value>, CredsError> {
+        let Some(encoded) = value
+            .pointer(&format!("/data/{key}"))
+            .and_then(Value::as_str)
+        else {
+            return Ok(None);
+        };
+        let decoded = STANDARD
+            .decode(encoded.trim())
+            .map_err(|_| CredsError::Malformed(key.into()))?;
+        serde_json::from_slice::<Value>(&decoded)
+            .map(Some)
+            .map_err(|e| CredsError::NotJson(e.to_string()))
+    };
+    let auths = if let Some(config) = decode_data(".dockerconfigjson")? {
+        config.get("auths").cloned()
+    } else if let Some(legacy) = decode_data(".dockercfg")? {
+        Some(legacy)
+    } else {
+        value.get("auths").cloned()
+    };
+    let auths = auths
+        .as_ref()
+        .and_then(Value::as_object)
+        .ok_or(CredsError::NoAuths)?;
+    auths
+        .iter()
+        .map(|(key, entry)| Ok((key.clone(), entry_credentials(key, entry)?)))
+        .collect()
+}
+
+fn entry_credentials(key: &str, entry: &Value) -> Result<Credentials, CredsError> {
+    let field = |name: &str| {
+        entry
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let auth = field("auth");
+    if auth.is_empty() {
+        return Ok(Credentials {
+            username: field("username"),
+            password: field("password"),
+        });
+    }
+    let malformed = || CredsError::Malformed(key.to_string());
+    let decoded = STANDARD.decode(auth.trim()).map_err(|_| malformed())?;
+    let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
+    let (u, p) = decoded.split_once(':').ok_or_else(malformed)?;
+    Ok(Credentials {
+        username: u.into(),
+        password: p.into(),
+    })
+}
+
 /// Find the credentials for `registry` in a docker config or a dockerconfigjson Secret.
 /// `Ok(None)` when the file holds no entry for that registry.
 pub fn from_docker_config(text: &str, registry: &str) -> Result<Option<Credentials>, CredsError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| CredsError::NotJson(e.to_string()))?;
-    let config = match value
-        .pointer("/data/.dockerconfigjson")
-        .and_then(Value::as_str)
-    {
-        Some(encoded) => {
-            let decoded = STANDARD
-                .decode(encoded.trim())
-                .map_err(|_| CredsError::Malformed(".dockerconfigjson".into()))?;
-            serde_json::from_slice::<Value>(&decoded)
-                .map_err(|e| CredsError::NotJson(e.to_string()))?
-        }
-        None => value,
-    };
-    let auths = config
-        .get("auths")
-        .and_then(Value::as_object)
-        .ok_or(CredsError::NoAuths)?;
     let wanted: Vec<String> = if registry == "docker.io" {
         vec![
             "https://index.docker.io/v1/".into(),
@@ -73,40 +118,14 @@ pub fn from_docker_config(text: &str, registry: &str) -> Result<Option<Credentia
     } else {
         vec![registry.to_string()]
     };
-    let entry = auths.iter().find(|(key, _)| {
+    let found = parse_auths(text)?.into_iter().find(|(key, _)| {
         let host = key
             .trim_start_matches("https://")
             .trim_start_matches("http://");
         let host = host.split('/').next().unwrap_or(host);
-        wanted.iter().any(|w| w == *key || w == host)
+        wanted.iter().any(|w| w == key || w == host)
     });
-    let Some((key, entry)) = entry else {
-        return Ok(None);
-    };
-    if let (Some(u), Some(p)) = (
-        entry.get("username").and_then(Value::as_str),
-        entry.get("password").and_then(Value::as_str),
-    ) {
-        return Ok(Some(Credentials {
-            username: u.into(),
-            password: p.into(),
-        }));
-    }
-    let auth = entry
-        .get("auth")
-        .and_then(Value::as_str)
-        .ok_or_else(|| CredsError::Malformed(key.clone()))?;
-    let decoded = STANDARD
-        .decode(auth.trim())
-        .map_err(|_| CredsError::Malformed(key.clone()))?;
-    let decoded = String::from_utf8(decoded).map_err(|_| CredsError::Malformed(key.clone()))?;
-    let (u, p) = decoded
-        .split_once(':')
-        .ok_or_else(|| CredsError::Malformed(key.clone()))?;
-    Ok(Some(Credentials {
-        username: u.into(),
-        password: p.into(),
-    }))
+    Ok(found.map(|(_, credentials)| credentials))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod dns;
 pub mod host;
 pub mod hosts_toml;
 pub mod http;
+pub mod kubelet_creds;
 pub mod net;
 pub mod oci;
 pub mod path;
@@ -43,7 +44,10 @@ pub use oci::Platform;
 pub struct ProbeConfig {
     pub image: ImageRef,
     pub platform: Platform,
+    /// `--username`: the only credential tried, instead of the kubelet's sources.
     pub credentials: Option<creds::Credentials>,
+    /// Where the kubelet's credentials come from; `None` with no `--username`: anonymous.
+    pub credential_sources: Option<kubelet_creds::Sources>,
     pub timeouts: Timeouts,
     pub deadline: Duration,
     pub full: bool,
@@ -101,23 +105,40 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let environment = config.proxy.read();
     warnings.extend(environment.notes.iter().cloned());
     let (endpoints, trusts) = trusts_for(&hosts.endpoints, &config.ca_files)?;
-    let settings = walk::Settings {
-        image: config.image.clone(),
-        platform: config.platform.clone(),
-        credentials: config.credentials.clone(),
-        timeouts: config.timeouts,
-        deadline: config.deadline,
-        full: config.full,
-        parallel: config.parallel,
-        progress: config.progress,
-        proxy: environment.config(),
+    let plan = match (&config.credentials, &config.credential_sources) {
+        (None, Some(sources)) => Some(kubelet_creds::resolve(sources, &config.image).await),
+        _ => None,
     };
     let network = Arc::new(http::LiveNetwork::new(
         resolver.clone(),
         trusts,
         config.timeouts,
     ));
-    let outcome = walk::Walk::new(settings, endpoints, network).run().await;
+    let (first, rest) = credential_tries(config.credentials.as_ref(), plan.as_ref());
+    let walk_with = |candidate: &Option<kubelet_creds::Candidate>| {
+        let settings = walk::Settings {
+            image: config.image.clone(),
+            platform: config.platform.clone(),
+            credentials: candidate.as_ref().map(|c| c.credentials.clone()),
+            timeouts: config.timeouts,
+            deadline: config.deadline,
+            full: config.full,
+            parallel: config.parallel,
+            progress: config.progress,
+            proxy: environment.config(),
+        };
+        walk::Walk::new(settings, endpoints.clone(), network.clone()).run()
+    };
+    let mut outcome = walk_with(&first).await;
+    let mut attempts = vec![kubelet_creds::Attempt::of(first, &outcome)];
+    // The kubelet's pull loop: the next credential only when this one was refused.
+    for next in rest.into_iter().map(Some) {
+        if !attempts.last().is_some_and(kubelet_creds::Attempt::refused) {
+            break;
+        }
+        outcome = walk_with(&next).await;
+        attempts.push(kubelet_creds::Attempt::of(next, &outcome));
+    }
     let context = ProbeContext {
         image: config.image.to_string(),
         platform: config.platform.to_string(),
@@ -127,9 +148,38 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         full: config.full,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
-    Ok(ProbeReport::new(context, &outcome))
+    let mut report = ProbeReport::new(context, &outcome);
+    report.credentials = plan
+        .as_ref()
+        .map(|plan| crate::report::CredentialsReport::new(plan, &attempts));
+    Ok(report)
 }
 
+/// What the walk is tried with, in order: `--username` alone; else every credential the
+/// kubelet found; anonymous only when it found none (k/k `kuberuntime_image.go`). The first
+/// try, then the rest.
+fn credential_tries(
+    explicit: Option<&creds::Credentials>,
+    plan: Option<&kubelet_creds::CredentialPlan>,
+) -> (
+    Option<kubelet_creds::Candidate>,
+    Vec<kubelet_creds::Candidate>,
+) {
+    if let Some(credentials) = explicit {
+        let flag = kubelet_creds::Candidate {
+            source: kubelet_creds::Source::Flag,
+            key: String::new(),
+            credentials: credentials.clone(),
+        };
+        return (Some(flag), Vec::new());
+    }
+    let mut candidates = plan.map(|p| p.candidates.clone()).unwrap_or_default();
+    if candidates.is_empty() {
+        return (None, Vec::new());
+    }
+    let first = candidates.remove(0);
+    (Some(first), candidates)
+}
 type TrustSet = Vec<(tls::Trust, Arc<rustls::ClientConfig>)>;
 
 /// One trust per distinct (CA files, `skip_verify`) among the hosts, as containerd gives each

@@ -95,6 +95,53 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
 }
 
 /// The path drawn hop by hop, then the verdict with its owner and advice.
+/// The kubelet's credential sources and the pull loop's tries (usernames and keys only).
+fn probe_credentials(out: &mut String, credentials: &crate::report::CredentialsReport) {
+    let _ = writeln!(out, "\ncredentials for {}", credentials.image);
+    for source in &credentials.sources {
+        let keys = if source.keys.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", source.keys.join(", "))
+        };
+        let detail = source
+            .detail
+            .as_ref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    {:<11} {} {}{keys}{detail}",
+            source.kind, source.name, source.outcome
+        );
+    }
+    for (i, attempt) in credentials.attempts.iter().enumerate() {
+        let who = match (&attempt.username, &attempt.key) {
+            (Some(user), Some(key)) => format!("{user} for {key}"),
+            (Some(user), None) => user.clone(),
+            _ => "no credential".into(),
+        };
+        let result = if attempt.passed {
+            "passed".to_string()
+        } else {
+            attempt.layer.map_or("stopped", |l| l.as_str()).to_string()
+        };
+        let used = if i == credentials.used {
+            "  (verdict)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "    try {} {} ({}): {result}{used}",
+            i + 1,
+            attempt.source,
+            who
+        );
+    }
+    list(out, "credentials", &credentials.decides);
+}
+
 pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -157,6 +204,9 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     }
     for fix in &report.hand_fixes {
         let _ = writeln!(out, "{} hand fix: {fix}", style.paint("1;33", "!"));
+    }
+    if let Some(credentials) = &report.credentials {
+        probe_credentials(&mut out, credentials);
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", headline(&report.verdict, style));
