@@ -22,6 +22,13 @@ PULLPATH_BENCH_QUICK=1 cargo bench --profile dev --quiet --bench explain
 status=0
 cargo nextest run --no-fail-fast "$@" || status=$?
 
+# The runtime's ground truth on the versions clusters run: the same scenarios through containerd
+# 1.7 (Debian trixie) and 2.1 (Debian sid), fetched without touching the machine's apt state.
+python3 lab/lab.py fetch-runtimes
+for version in 1.7 2.1; do
+  PULLPATH_LAB_CONTAINERD=$version cargo nextest run --no-fail-fast --test lab || status=$?
+done
+
 # Teardown must leave nothing behind.
 trap - EXIT
 python3 lab/lab.py down >/dev/null

@@ -131,16 +131,7 @@ impl RunningKubelet {
         if let Some(pid) = pid {
             return read(pid);
         }
-        let mut pids: Vec<u32> = std::fs::read_dir(proc)
-            .ok()?
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .collect();
-        pids.sort_unstable();
-        pids.into_iter().find_map(|pid| {
-            let comm = std::fs::read_to_string(proc.join(pid.to_string()).join("comm")).ok()?;
-            (comm.trim() == "kubelet").then(|| read(pid))?
-        })
+        read(super::proxy::process_named(proc, "kubelet")?)
     }
 
     /// A flag's value as Go's flag package takes it: `--name=value` or `--name value`

@@ -408,21 +408,25 @@ fn words(vars: &BTreeMap<&String, &String>) -> String {
         .join(", ")
 }
 
-/// The environment of the first running `containerd` found under `proc` (its pid and vars).
-pub fn running_containerd(proc: &Path) -> Option<(u32, BTreeMap<String, String>)> {
+/// The lowest pid under `proc` whose process is named `comm` (`containerd`, `kubelet`).
+pub fn process_named(proc: &Path, comm: &str) -> Option<u32> {
     let mut pids: Vec<u32> = std::fs::read_dir(proc)
         .ok()?
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect();
     pids.sort_unstable();
-    pids.into_iter().find_map(|pid| {
-        let dir = proc.join(pid.to_string());
-        let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-        (comm.trim() == "containerd").then_some(())?;
-        let environ = std::fs::read(dir.join("environ")).ok()?;
-        Some((pid, parse_environ(&environ)))
+    pids.into_iter().find(|pid| {
+        std::fs::read_to_string(proc.join(pid.to_string()).join("comm"))
+            .is_ok_and(|name| name.trim() == comm)
     })
+}
+
+/// The environment of the running `containerd` found under `proc` (its pid and vars).
+pub fn running_containerd(proc: &Path) -> Option<(u32, BTreeMap<String, String>)> {
+    let pid = process_named(proc, "containerd")?;
+    let environ = std::fs::read(proc.join(pid.to_string()).join("environ")).ok()?;
+    Some((pid, parse_environ(&environ)))
 }
 
 /// `/proc/<pid>/environ`: NUL-separated `KEY=value`.
