@@ -15,12 +15,18 @@ fn explain_json(text: &str) -> serde_json::Value {
 
 #[test]
 fn explain_reports_follow_the_schema() {
-    let mut inputs: Vec<String> =
-        std::fs::read_dir(support::repo().join("tests/fixtures/containerd"))
-            .expect("fixtures")
-            .flatten()
-            .map(|e| std::fs::read_to_string(e.path()).expect("fixture"))
-            .collect();
+    // Every containerd version's kept messages: 1.6 at the top, 1.7/ and 2.1/ beside them.
+    let root = support::repo().join("tests/fixtures/containerd");
+    let mut inputs: Vec<String> = ["", "1.7", "2.1"]
+        .iter()
+        .flat_map(|dir| {
+            std::fs::read_dir(root.join(dir))
+                .expect("fixtures")
+                .flatten()
+        })
+        .filter(|e| e.path().extension().is_some_and(|x| x == "txt"))
+        .map(|e| std::fs::read_to_string(e.path()).expect("fixture"))
+        .collect();
     inputs.push(r#"Back-off pulling image "nginx""#.into());
     inputs.push("hello world".into());
     inputs.push("Error response from daemon: pull access denied for x, repository does not exist or may require 'docker login'".into());
