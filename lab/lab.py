@@ -414,40 +414,48 @@ def node_files(hosts_extra: str = ""):
     write(f"/etc/netns/{ns('pod')}/hosts", "127.0.0.1 localhost\n")
 
 
-def start_registry(cert: str = "registry", redirect: str = "labstore"):
-    data = os.path.join(STATE, "registry-data")
-    os.makedirs(data, exist_ok=True)
-    conf = os.path.join(STATE, "registry.yml")
-    write(conf, f"""version: 0.1
+def distribution_config(root: str, listen: str, cert: str, redirect_to: str = "", extra: str = "") -> str:
+    """A Distribution configuration: filesystem storage at `root`, TLS with `cert`, blob
+    downloads redirected to `redirect_to` (none when empty), then `extra` sections (auth)."""
+    middleware = f"""middleware:
+  storage:
+    - name: redirect
+      options:
+        baseurl: {redirect_to}
+""" if redirect_to else ""
+    return f"""version: 0.1
 log:
   level: info
   formatter: text
 storage:
   filesystem:
-    rootdirectory: {data}
+    rootdirectory: {root}
   delete:
     enabled: true
   cache:
     blobdescriptor: inmemory
 http:
-  addr: ":443"
+  addr: "{listen}"
   tls:
     certificate: {PKI}/{cert}.pem
     key: {PKI}/{cert}.key
-auth:
+{extra}{middleware}"""
+
+
+def start_registry(cert: str = "registry", redirect: str = "labstore"):
+    data = os.path.join(STATE, "registry-data")
+    os.makedirs(data, exist_ok=True)
+    conf = os.path.join(STATE, "registry.yml")
+    auth = f"""auth:
   token:
     realm: https://{AUTH}/token
     service: {REGISTRY}
     issuer: pullpath-lab-auth
     rootcertbundle: {PKI}/token-signer.pem
-middleware:
-  storage:
-    - name: redirect
-      options:
-        baseurl: {REDIRECTS[redirect]}
-""")
-    start("registry", ns("registry"), "docker-registry", "serve", conf)
+"""
     # On every address of the namespace, IPv4 and IPv6.
+    write(conf, distribution_config(data, ":443", cert, REDIRECTS[redirect], auth))
+    start("registry", ns("registry"), "docker-registry", "serve", conf)
     wait_listening("registry", ns("registry"), "*", 443)
     with open(os.path.join(STATE, "registry-cert"), "w") as f:
         f.write(f"{cert} {redirect}")
@@ -496,28 +504,8 @@ def start_mirror(redirect: str = "labstore", damage: str = ""):
     """cache.example.test: Distribution without auth, its blobs redirected to `redirect`
     (`labstore`, `cachestore`, or `none` to serve them itself)."""
     conf = os.path.join(STATE, "mirror.yml")
-    base = {"labstore": BLOB, "cachestore": CACHESTORE}.get(redirect)
-    middleware = f"""middleware:
-  storage:
-    - name: redirect
-      options:
-        baseurl: https://{base}
-""" if base else ""
-    write(conf, f"""version: 0.1
-log:
-  level: info
-  formatter: text
-storage:
-  filesystem:
-    rootdirectory: {mirror_storage(damage)}
-  cache:
-    blobdescriptor: inmemory
-http:
-  addr: {addr('mirror')}:443
-  tls:
-    certificate: {PKI}/cache.pem
-    key: {PKI}/cache.key
-{middleware}""")
+    base = {"labstore": f"https://{BLOB}", "cachestore": f"https://{CACHESTORE}"}.get(redirect, "")
+    write(conf, distribution_config(mirror_storage(damage), f"{addr('mirror')}:443", "cache", base))
     start("mirror", ns("mirror"), "docker-registry", "serve", conf)
     wait_listening("mirror", ns("mirror"), addr("mirror"), 443)
 

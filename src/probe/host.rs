@@ -56,6 +56,13 @@ pub struct Tunnel {
     pub detail: String,
 }
 
+impl Tunnel {
+    /// The proxy answered 2xx: what fails after this is the target's, not the proxy's.
+    pub fn is_open(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
 /// Check `host:port` from DNS up; `trust` is `None` for a plain-HTTP host (no handshake).
 pub async fn check(
     host: &str,

@@ -72,7 +72,7 @@ impl Path {
     pub fn record_host(&mut self, authority: &Authority, check: &HostCheck) {
         let hop = check.hop;
         if let Some(tunnel) = &check.tunnel {
-            let ok = tunnel.status.is_some_and(|s| (200..300).contains(&s));
+            let ok = tunnel.is_open();
             let detail = format!("through {}: {}", tunnel.proxy, tunnel.detail);
             self.record(hop, authority, "CONNECT", ok, detail, None);
             self.record_tls(authority, check);

@@ -798,14 +798,17 @@ impl<N: Network> Walk<N> {
         self.path.record_host(at, &check);
         let result = match (&check.failure, target.proxy()) {
             (None, _) => Ok(()),
-            // The proxy refused the tunnel: the proxy's failure, at the proxy.
-            (Some(f), Some(proxy)) if matches!(f.step, "CONNECT" | "proxy tls") => Err(Stop::new(
-                Hop::Proxy,
-                &proxy.authority,
-                f.layer,
-                f.step,
-                f.detail.clone(),
-            )),
+            // Until the tunnel is open (reaching the proxy, TLS to it, CONNECT), a failure is
+            // the proxy's, at the proxy.
+            (Some(f), Some(proxy)) if !check.tunnel.as_ref().is_some_and(|t| t.is_open()) => {
+                Err(Stop::new(
+                    Hop::Proxy,
+                    &proxy.authority,
+                    f.layer,
+                    f.step,
+                    f.detail.clone(),
+                ))
+            }
             (Some(f), _) => Err(Stop::new(hop, at, f.layer, f.step, f.detail.clone())),
         };
         self.hosts.push(check);

@@ -336,6 +336,11 @@ fn endpoint(host: &str, is_registry: bool) -> WalkEndpoint {
     }
 }
 
+/// hosts.toml with the mirror `m.test` before the registry `r.test`.
+fn mirror_then_registry() -> Vec<WalkEndpoint> {
+    vec![endpoint("m.test", false), endpoint("r.test", true)]
+}
+
 fn settings(full: bool) -> Settings {
     Settings {
         image: ImageRef::parse("r.test/team/app:v1").expect("image"),
@@ -411,12 +416,7 @@ async fn resolve_moves_past_a_failing_mirror_and_says_so() {
     let image = Image::new();
     let net = registry(Scripted::default(), "r.test", "store.test", &image)
         .reply("m.test/v2/", status(500));
-    let (outcome, _) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        false,
-    )
-    .await;
+    let (outcome, _) = walk(net, mirror_then_registry(), false).await;
     assert!(outcome.result.is_ok(), "{:?}", outcome.result);
     assert!(
         outcome
@@ -433,12 +433,7 @@ async fn the_first_non_404_failure_is_the_pulls() {
     let net = registry(Scripted::default(), "r.test", "store.test", &image)
         .broken("m.test", Layer::Dns, "dns")
         .reply("r.test/v2/team/app/manifests/v1", status(404));
-    let (outcome, _) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        false,
-    )
-    .await;
+    let (outcome, _) = walk(net, mirror_then_registry(), false).await;
     let s = stop(&outcome);
     assert_eq!(
         (s.hop, s.layer, s.authority.host.as_str()),
@@ -449,12 +444,7 @@ async fn the_first_non_404_failure_is_the_pulls() {
     let net = registry(Scripted::default(), "r.test", "store.test", &image)
         .reply("m.test/v2/", ok(""))
         .reply("r.test/v2/team/app/manifests/v1", status(404));
-    let (outcome, _) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        false,
-    )
-    .await;
+    let (outcome, _) = walk(net, mirror_then_registry(), false).await;
     let s = stop(&outcome);
     assert_eq!(
         (s.hop, s.layer, s.authority.host.as_str()),
@@ -465,12 +455,7 @@ async fn the_first_non_404_failure_is_the_pulls() {
     let net = registry(Scripted::default(), "r.test", "store.test", &image)
         .reply("m.test/v2/", ok(""))
         .reply("auth.test/token", status(401));
-    let (outcome, _) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        false,
-    )
-    .await;
+    let (outcome, _) = walk(net, mirror_then_registry(), false).await;
     let s = stop(&outcome);
     assert_eq!((s.hop, s.layer), (Hop::Auth, Layer::Auth));
 }
@@ -485,12 +470,7 @@ async fn a_blob_the_mirror_cannot_serve_comes_from_the_next_host() {
         Layer::Route,
         "route",
     );
-    let (outcome, _) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        true,
-    )
-    .await;
+    let (outcome, _) = walk(net, mirror_then_registry(), true).await;
     assert!(outcome.result.is_ok(), "{:?}", outcome.result);
     assert!(
         outcome
@@ -508,12 +488,7 @@ async fn a_blob_host_shared_by_mirror_and_registry_fails_the_pull_with_its_evide
     let image = Image::new();
     let mut net = registry(Scripted::default(), "r.test", "store.test", &image);
     net = registry(net, "m.test", "store.test", &image).broken("store.test", Layer::Tls, "tls");
-    let (outcome, net) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        false,
-    )
-    .await;
+    let (outcome, net) = walk(net, mirror_then_registry(), false).await;
     let s = stop(&outcome);
     assert_eq!(
         (s.hop, s.layer, s.mechanism, s.authority.host.as_str()),
@@ -571,12 +546,7 @@ async fn a_mirror_404_for_a_blob_moves_on() {
     net = registry(net, "m.test", "mstore.test", &image);
     let layer = sha256_digest(&image.layers[1]);
     net = net.reply(&format!("m.test/v2/team/app/blobs/{layer}"), status(404));
-    let (outcome, _) = walk(
-        net,
-        vec![endpoint("m.test", false), endpoint("r.test", true)],
-        true,
-    )
-    .await;
+    let (outcome, _) = walk(net, mirror_then_registry(), true).await;
     assert!(outcome.result.is_ok(), "{:?}", outcome.result);
     let served: Vec<&str> = outcome
         .blobs
