@@ -220,6 +220,17 @@ pub struct ProbeArgs {
     /// proxy configuration (default: the process named containerd).
     #[arg(long, value_name = "PID")]
     pub runtime_pid: Option<u32>,
+    /// The runtime's CRI socket, asked for its version (`unix://` optional), as crictl's flag.
+    /// Where containerd's versions read hosts.toml differently, that version's rules are used.
+    #[arg(
+        long,
+        value_name = "SOCKET",
+        default_value = "unix:///run/containerd/containerd.sock"
+    )]
+    pub runtime_endpoint: String,
+    /// The node's containerd version (e.g. `1.7.24`), instead of asking its CRI socket.
+    #[arg(long, value_name = "VERSION")]
+    pub containerd_version: Option<String>,
     /// Per-query DNS timeout.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub dns_timeout: Duration,

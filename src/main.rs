@@ -1,9 +1,10 @@
 //! `pullpath`: parse the command line, run, map the outcome to an exit status.
 
 use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use pullpath::cli::{
     self, AzureArgs, AzureCommand, Command, ExplainArgs, KubeArgs, ManArgs, Output, ProbeArgs,
     ScanArgs,
@@ -12,6 +13,7 @@ use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
+use pullpath::runtime::version::RuntimeIdentity;
 use pullpath::{azure, cli_docs, exit, failure_text, report, scan_report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
@@ -155,7 +157,6 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
 /// The kubelet's credential sources: each setting from its flag, else the running kubelet's
 /// command line, else the kubelet's default, saying which.
 fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
-    use std::path::PathBuf;
     let kubelet =
         probe::kubelet_creds::RunningKubelet::read(std::path::Path::new("/proc"), args.kubelet_pid);
     let mut origins = Vec::new();
@@ -241,6 +242,30 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     };
     // The kubelet's sources, unless `--username` names the one credential to use.
     let credential_sources = credentials.is_none().then(|| kubelet_sources(&args));
+    for (flag, value) in [
+        ("--https-proxy", &args.https_proxy),
+        ("--http-proxy", &args.http_proxy),
+    ] {
+        if let Some(value) = value.as_deref().filter(|v| !v.is_empty())
+            && probe::proxy::parse_proxy(value).is_none()
+        {
+            bail!(
+                "{flag} {:?} is not a proxy URL (want http://host:port or https://host:port)",
+                probe::proxy::redact_value(value)
+            );
+        }
+    }
+    let runtime = match &args.containerd_version {
+        Some(version) => probe::RuntimeQuery::Given(
+            RuntimeIdentity::from_flag(version)
+                .map_err(|e| anyhow!("--containerd-version: {e}"))?,
+        ),
+        None => probe::RuntimeQuery::Socket(PathBuf::from(
+            args.runtime_endpoint
+                .strip_prefix("unix://")
+                .unwrap_or(&args.runtime_endpoint),
+        )),
+    };
     let config = ProbeConfig {
         image,
         platform,
@@ -283,6 +308,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         },
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
+        runtime,
     };
     let Some(runtime) = async_runtime() else {
         return Ok(exit::INTERNAL);

@@ -168,6 +168,18 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         };
     }
     let from_hosts = config.hosts_entry(host);
+    if !from_hosts.is_empty() && from_hosts.iter().all(IpAddr::is_loopback) {
+        // `localhost` and its kin: every node image ships them, so they are no hand fix.
+        return Resolution {
+            host: host.into(),
+            source: Source::HostsFile,
+            addresses: from_hosts,
+            cname_chain: vec![],
+            answered_by: None,
+            servers: vec![],
+            hand_fix: None,
+        };
+    }
     let dns = resolve_dns(host, config, timeout).await;
     if from_hosts.is_empty() {
         return dns;

@@ -10,12 +10,16 @@
 //!   is absent) last;
 //! - each host: `capabilities` (default pull, resolve, push), `ca` (a path or a list, relative to
 //!   the directory), `skip_verify`, `header`, and `/v2` appended to its path unless it already
-//!   ends so or `override_path` is set. Docker Hub's default host is `registry-1.docker.io`; a
-//!   localhost registry without configuration is spoken to over plain HTTP.
+//!   ends so or `override_path` is set. Docker Hub's default host is `registry-1.docker.io`.
+//!
+//! Where containerd's release lines differ (a file without `[host]`, an `http://` host with TLS
+//! settings, an unconfigured localhost registry), the rules of the node's line are followed:
+//! see [`crate::runtime::version`].
 
 use std::path::{Path, PathBuf};
 
 use super::authority::{Authority, Scheme};
+use crate::runtime::version::ContainerdLine;
 
 /// What a host may be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +52,9 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
     /// True for the registry's own host (`server`, or the default), false for a mirror.
     pub is_registry: bool,
+    /// containerd 1.7+ tries an `http://` host that has TLS settings over HTTPS first and, when
+    /// the server answers the handshake with HTTP (or not at all), retries it here in plain HTTP.
+    pub http_fallback: Option<Authority>,
 }
 
 /// The hosts for one registry, and where they came from.
@@ -58,6 +65,8 @@ pub struct HostsConfig {
     pub endpoints: Vec<Endpoint>,
     /// What a reader should know: a file containerd ignores, a capability it refuses …
     pub notes: Vec<String>,
+    /// A rule that differs between containerd's release lines decided these hosts.
+    pub version_dependent: bool,
 }
 
 /// The directory name containerd looks for first: `host_port_` for `host:port`.
@@ -68,8 +77,9 @@ fn host_directory(registry: &str) -> Option<String> {
 
 impl HostsConfig {
     /// The configuration for `registry` (as the image reference names it, e.g. `docker.io`)
-    /// under `certs_dir`; `None` for `certs_dir` means containerd has no `config_path`.
-    pub fn read(certs_dir: Option<&Path>, registry: &str) -> HostsConfig {
+    /// under `certs_dir` by the rules of `line`; `None` for `certs_dir` means containerd has
+    /// no `config_path`.
+    pub fn read(certs_dir: Option<&Path>, registry: &str, line: ContainerdLine) -> HostsConfig {
         let dir = certs_dir.and_then(|root| {
             host_directory(registry)
                 .into_iter()
@@ -77,85 +87,153 @@ impl HostsConfig {
                 .map(|name| root.join(name))
                 .find(|p| p.is_dir())
         });
-        let Some(dir) = dir else {
-            let endpoint = default_endpoint(registry, vec![]);
-            let notes = (endpoint.scheme == Scheme::Http)
-                .then(|| format!(
-                    "no hosts.toml for {registry}: containerd 1.6 and 1.7 speak plain HTTP to a localhost registry (2.x tries TLS without verification first)"
-                ))
-                .into_iter()
-                .collect();
-            return HostsConfig {
-                dir: None,
-                endpoints: vec![endpoint],
-                notes,
-            };
-        };
-        let text = std::fs::read_to_string(dir.join("hosts.toml")).unwrap_or_default();
-        let mut config = HostsConfig::parse(&text, &dir, registry);
-        config.dir = Some(dir);
-        config
+        let text = dir
+            .as_ref()
+            .map(|dir| std::fs::read_to_string(dir.join("hosts.toml")).unwrap_or_default());
+        HostsConfig::decide(
+            |line| build(text.as_deref(), dir.as_deref(), registry, line),
+            line,
+        )
     }
 
-    /// Parse a hosts.toml of directory `dir` for `registry`.
-    pub fn parse(text: &str, dir: &Path, registry: &str) -> HostsConfig {
-        let cert_files = || crt_files(dir);
-        if text.trim().is_empty() {
-            return HostsConfig {
-                dir: Some(dir.to_path_buf()),
-                endpoints: vec![default_endpoint(registry, cert_files())],
-                notes: vec![],
-            };
-        }
-        match parse_hosts(text, dir, registry) {
-            Ok((endpoints, notes)) => HostsConfig {
-                dir: Some(dir.to_path_buf()),
-                endpoints,
-                notes,
-            },
-            Err(why) => HostsConfig {
-                dir: Some(dir.to_path_buf()),
-                endpoints: vec![default_endpoint(registry, cert_files())],
-                notes: vec![format!(
-                    "{}/hosts.toml does not decode ({why}): containerd logs \"failed to decode hosts.toml\" and uses only the directory's *.crt files",
-                    dir.display()
-                )],
-            },
-        }
+    /// Parse a hosts.toml of directory `dir` for `registry`, by the rules of `line`.
+    pub fn parse(text: &str, dir: &Path, registry: &str, line: ContainerdLine) -> HostsConfig {
+        HostsConfig::decide(|line| build(Some(text), Some(dir), registry, line), line)
+    }
+
+    /// `line`'s configuration, marked version-dependent when another line's hosts differ.
+    fn decide(build: impl Fn(ContainerdLine) -> HostsConfig, line: ContainerdLine) -> HostsConfig {
+        let mut config = build(line);
+        config.version_dependent = [
+            ContainerdLine::V1_6,
+            ContainerdLine::V1_7,
+            ContainerdLine::V2,
+        ]
+        .into_iter()
+        .any(|other| build(other).endpoints != config.endpoints);
+        config
+    }
+}
+
+/// The hosts containerd of `line` builds from a directory's hosts.toml (`None`: no directory;
+/// an empty text: no file).
+fn build(
+    text: Option<&str>,
+    dir: Option<&Path>,
+    registry: &str,
+    line: ContainerdLine,
+) -> HostsConfig {
+    let config = |endpoints, notes| HostsConfig {
+        dir: dir.map(Path::to_path_buf),
+        endpoints,
+        notes,
+        version_dependent: false,
+    };
+    let (Some(text), Some(dir)) = (text, dir) else {
+        let endpoint = default_endpoint(registry, vec![], line);
+        let notes = is_localhost(&endpoint.authority)
+            .then(|| localhost_note(registry, &endpoint, line))
+            .into_iter()
+            .collect();
+        return config(vec![endpoint], notes);
+    };
+    if text.trim().is_empty() {
+        return config(
+            vec![default_endpoint(registry, crt_files(dir), line)],
+            vec![],
+        );
+    }
+    match parse_hosts(text, dir, registry, line) {
+        Ok((endpoints, notes)) => config(endpoints, notes),
+        Err(why) => config(
+            vec![default_endpoint(registry, crt_files(dir), line)],
+            vec![format!(
+                "{}/hosts.toml does not decode ({why}): containerd logs \"failed to decode hosts.toml\" and uses only the directory's *.crt files",
+                dir.display()
+            )],
+        ),
     }
 }
 
 /// The registry itself, as containerd builds it without configuration.
-fn default_endpoint(registry: &str, cas: Vec<PathBuf>) -> Endpoint {
+fn default_endpoint(registry: &str, cas: Vec<PathBuf>, line: ContainerdLine) -> Endpoint {
     let host = if registry == "docker.io" {
         "registry-1.docker.io"
     } else {
         registry
     };
-    let authority = Authority::parse(host, 443).unwrap_or(Authority {
+    let https = Authority::parse(host, 443).unwrap_or(Authority {
         host: host.to_string(),
         port: 443,
     });
-    let localhost = authority.host == "localhost"
-        || authority
-            .host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    let scheme = if localhost {
-        Scheme::Http
-    } else {
-        Scheme::Https
-    };
-    Endpoint {
-        authority: Authority::parse(host, scheme.default_port()).unwrap_or(authority),
-        scheme,
+    let mut endpoint = Endpoint {
+        authority: https.clone(),
+        scheme: Scheme::Https,
         path: "/v2".into(),
         capabilities: Capabilities::ALL,
         cas,
-        skip_verify: localhost,
+        skip_verify: false,
         headers: vec![],
         is_registry: true,
+        http_fallback: None,
+    };
+    if !is_localhost(&https) {
+        return endpoint;
     }
+    let port = host_port(host);
+    let plain = Authority::parse(host, 80).unwrap_or(https);
+    match (line.tries_https_first(), port) {
+        // 1.6: plain HTTP, without verification, whatever the port.
+        (false, _) => {
+            endpoint.scheme = Scheme::Http;
+            endpoint.authority = plain;
+            endpoint.skip_verify = true;
+        }
+        // 1.7+: HTTPS without verification when the port says so, HTTP for port 80.
+        (true, None | Some(443)) => endpoint.skip_verify = true,
+        (true, Some(80)) => {
+            endpoint.scheme = Scheme::Http;
+            endpoint.authority = plain;
+        }
+        // 1.7+, any other port: ambiguous, HTTPS first (skip_verify counts as TLS settings).
+        (true, Some(_)) => {
+            endpoint.skip_verify = true;
+            endpoint.http_fallback = Some(plain);
+        }
+    }
+    endpoint
+}
+
+fn is_localhost(authority: &Authority) -> bool {
+    authority.host == "localhost"
+        || authority
+            .host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The port written in `host:port`, if one is.
+fn host_port(host: &str) -> Option<u16> {
+    let (_, port) = host.rsplit_once(':')?;
+    if host.ends_with(']') {
+        return None;
+    }
+    port.parse().ok()
+}
+
+fn localhost_note(registry: &str, endpoint: &Endpoint, line: ContainerdLine) -> String {
+    let how = match (endpoint.scheme, &endpoint.http_fallback) {
+        (Scheme::Http, _) => "plain HTTP".to_string(),
+        (Scheme::Https, Some(_)) => {
+            "HTTPS without verification first, then plain HTTP if the server answers HTTP"
+                .to_string()
+        }
+        (Scheme::Https, None) => "HTTPS without verification".to_string(),
+    };
+    format!(
+        "no hosts.toml for the localhost registry {registry}: containerd {} speaks {how} to it (containerd 1.6 speaks plain HTTP on any port)",
+        line.as_str()
+    )
 }
 
 fn crt_files(dir: &Path) -> Vec<PathBuf> {
@@ -174,6 +252,7 @@ fn parse_hosts(
     text: &str,
     dir: &Path,
     registry: &str,
+    line: ContainerdLine,
 ) -> Result<(Vec<Endpoint>, Vec<String>), String> {
     // `preserve_order` keeps `[host."…"]` tables in file order, which is containerd's order.
     let doc: toml::Table = text
@@ -187,14 +266,21 @@ fn parse_hosts(
                 let table = value
                     .as_table()
                     .ok_or_else(|| format!("host {key:?} is not a table"))?;
-                endpoints.push(parse_host(key, table, dir, false)?);
+                endpoints.push(parse_host(key, table, dir, false, line)?);
             }
         }
         Some(_) => return Err("`host` is not a table".into()),
-        None => notes.push(
-            "hosts.toml has no [host] table: containerd 1.6 and 1.7 reject such a file and use only the directory's *.crt files; 2.x reads it"
-                .to_string(),
-        ),
+        // 1.6 and 1.7 fail to decode it (`getSortedHosts`: "invalid `host` tree").
+        None if !line.reads_hosts_without_host_table() => {
+            return Err(format!(
+                "no [host] table, which containerd {} cannot read (2.x can)",
+                line.as_str()
+            ));
+        }
+        None => notes.push(format!(
+            "hosts.toml has no [host] table: containerd {} reads it (1.6 and 1.7 would use only the directory's *.crt files)",
+            line.as_str()
+        )),
     }
     let server = match doc.get("server") {
         Some(toml::Value::String(s)) => s.clone(),
@@ -202,15 +288,15 @@ fn parse_hosts(
         None => String::new(),
     };
     let mut last = if server.is_empty() {
-        let mut default = default_endpoint(registry, vec![]);
+        let mut default = default_endpoint(registry, vec![], line);
         // The top level's settings still apply to the default host; its capabilities are all.
-        let top = parse_host("https://placeholder", &doc, dir, true)?;
+        let top = parse_host("https://placeholder", &doc, dir, true, line)?;
         default.cas = top.cas;
         default.skip_verify = top.skip_verify || default.skip_verify;
         default.headers = top.headers;
         default
     } else {
-        parse_host(&server, &doc, dir, true)?
+        parse_host(&server, &doc, dir, true, line)?
     };
     last.is_registry = true;
     for endpoint in &mut endpoints {
@@ -234,6 +320,7 @@ fn parse_host(
     table: &toml::Table,
     dir: &Path,
     top_level: bool,
+    line: ContainerdLine,
 ) -> Result<Endpoint, String> {
     let with_scheme = if url.starts_with("http") {
         url.to_string()
@@ -321,6 +408,29 @@ fn parse_host(
             }
         }
     }
+    // TLS settings on an http:// host (their presence, even `skip_verify = false`, as Go's
+    // nil checks): 1.7+ tries HTTPS first unless the port is 80 — on the URL's own port, or
+    // 443 when it names none — and falls back to the HTTP URL.
+    let tls_settings = ["ca", "client", "skip_verify"]
+        .iter()
+        .any(|key| table.contains_key(*key));
+    // The port as written: the URL parser forgets an explicit `:80`.
+    let written_port = with_scheme
+        .split_once("://")
+        .and_then(|(_, rest)| host_port(rest.split('/').next().unwrap_or("")));
+    let (scheme, authority, http_fallback) = if scheme == Scheme::Http
+        && tls_settings
+        && written_port != Some(80)
+        && line.tries_https_first()
+    {
+        let https = Authority {
+            host: authority.host.clone(),
+            port: written_port.unwrap_or(443),
+        };
+        (Scheme::Https, https, Some(authority))
+    } else {
+        (scheme, authority, None)
+    };
     Ok(Endpoint {
         scheme,
         authority,
@@ -330,12 +440,16 @@ fn parse_host(
         skip_verify,
         headers,
         is_registry: top_level,
+        http_fallback,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line these tests read with unless they compare lines.
+    const LINE: ContainerdLine = ContainerdLine::V1_7;
 
     fn authorities(c: &HostsConfig) -> Vec<String> {
         c.endpoints
@@ -367,7 +481,7 @@ ca = "top.pem"
   ca = "/abs/reg.pem"
 "#;
         let dir = Path::new("/certs/registry.example.test");
-        let c = HostsConfig::parse(text, dir, "registry.example.test");
+        let c = HostsConfig::parse(text, dir, "registry.example.test", LINE);
         assert_eq!(
             authorities(&c),
             [
@@ -397,23 +511,26 @@ ca = "top.pem"
     #[test]
     fn what_containerd_does_without_a_usable_file() {
         let dir = Path::new("/nonexistent");
-        let broken = HostsConfig::parse("not toml [", dir, "r.example");
+        let broken = HostsConfig::parse("not toml [", dir, "r.example", LINE);
         assert_eq!(authorities(&broken), ["r.example"]);
         assert!(broken.notes[0].contains("does not decode"));
         let unknown = HostsConfig::parse(
             "[host.\"https://m.example\"]\ncapabilities = [\"fetch\"]\n",
             dir,
             "r.example",
+            LINE,
         );
         assert_eq!(authorities(&unknown), ["r.example"]);
-        let no_hosts = HostsConfig::parse("server = \"https://r.example\"\n", dir, "r.example");
+        let no_hosts =
+            HostsConfig::parse("server = \"https://r.example\"\n", dir, "r.example", LINE);
         assert_eq!(authorities(&no_hosts), ["r.example"]);
         assert!(no_hosts.notes[0].contains("no [host] table"));
-        let hub = HostsConfig::read(None, "docker.io");
+        // The same hosts either way: nothing here depends on the version.
+        assert!(!no_hosts.version_dependent);
+        assert!(!hub_is_version_dependent());
+        let hub = HostsConfig::read(None, "docker.io", LINE);
         assert_eq!(authorities(&hub), ["registry-1.docker.io"]);
-        let local = HostsConfig::read(None, "localhost:5000");
-        assert_eq!(local.endpoints[0].scheme, Scheme::Http);
-        let default = HostsConfig::parse("[host.\"https://m.example\"]\n", dir, "r.example");
+        let default = HostsConfig::parse("[host.\"https://m.example\"]\n", dir, "r.example", LINE);
         assert_eq!(authorities(&default), ["m.example", "r.example"]);
     }
 
@@ -434,11 +551,105 @@ ca = "top.pem"
             "[host.\"https://m.example\"]\n",
         )
         .expect("write");
-        let by_port = HostsConfig::read(Some(&root), "r.example:5000");
+        let by_port = HostsConfig::read(Some(&root), "r.example:5000", LINE);
         assert_eq!(by_port.dir.as_deref(), Some(port_dir.as_path()));
         assert_eq!(authorities(&by_port), ["m.example", "r.example:5000"]);
-        let fallback = HostsConfig::read(Some(&root), "other.example");
+        let fallback = HostsConfig::read(Some(&root), "other.example", LINE);
         assert_eq!(fallback.dir.as_deref(), Some(default_dir.as_path()));
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    fn hub_is_version_dependent() -> bool {
+        HostsConfig::read(None, "docker.io", LINE).version_dependent
+    }
+
+    #[test]
+    fn a_file_without_host_tables_is_read_only_by_2x() {
+        let dir = Path::new("/nonexistent/alias.example.test");
+        let text = "server = \"https://registry.example.test\"\nca = \"/pki/ca.pem\"\n";
+        for line in [ContainerdLine::V1_6, ContainerdLine::V1_7] {
+            let old = HostsConfig::parse(text, dir, "alias.example.test", line);
+            assert_eq!(authorities(&old), ["alias.example.test"], "{line:?}");
+            assert!(old.notes[0].contains("does not decode"), "{:?}", old.notes);
+        }
+        let new = HostsConfig::parse(text, dir, "alias.example.test", ContainerdLine::V2);
+        assert_eq!(authorities(&new), ["registry.example.test"]);
+        assert_eq!(new.endpoints[0].cas, [PathBuf::from("/pki/ca.pem")]);
+        assert!(new.version_dependent);
+    }
+
+    #[test]
+    fn an_http_host_with_tls_settings_is_tried_over_https_first_from_1_7() {
+        let dir = Path::new("/certs/r.example");
+        let text = "[host.\"http://r.example:5000\"]\n  skip_verify = true\n[host.\"http://plain.example:5001\"]\n[host.\"http://r.example:80\"]\n  ca = \"ca.pem\"\n[host.\"http://r.example\"]\n  ca = \"ca.pem\"\n";
+        let old = HostsConfig::parse(text, dir, "r.example", ContainerdLine::V1_6);
+        assert!(
+            old.endpoints
+                .iter()
+                .take(4)
+                .all(|e| e.scheme == Scheme::Http && e.http_fallback.is_none())
+        );
+        let new = HostsConfig::parse(text, dir, "r.example", ContainerdLine::V1_7);
+        let e = &new.endpoints;
+        // TLS settings, port 5000: HTTPS on 5000 first, plain HTTP on 5000 after.
+        assert_eq!(
+            (e[0].scheme, e[0].authority.to_string()),
+            (Scheme::Https, "r.example:5000".into())
+        );
+        assert_eq!(
+            e[0].http_fallback
+                .as_ref()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("r.example:5000")
+        );
+        // No TLS settings: plain HTTP, as in 1.6.
+        assert_eq!(
+            (e[1].scheme, e[1].http_fallback.is_none()),
+            (Scheme::Http, true)
+        );
+        // Port 80 written: never HTTPS.
+        assert_eq!(
+            (e[2].scheme, e[2].http_fallback.is_none()),
+            (Scheme::Http, true)
+        );
+        // No port: HTTPS on 443 first, then HTTP on 80.
+        assert_eq!((e[3].scheme, e[3].authority.port), (Scheme::Https, 443));
+        assert_eq!(e[3].http_fallback.as_ref().map(|a| a.port), Some(80));
+        assert!(new.version_dependent);
+    }
+
+    #[test]
+    fn an_unconfigured_localhost_registry_per_line() {
+        let read = |registry: &str, line| HostsConfig::read(None, registry, line);
+        let old = read("localhost:5000", ContainerdLine::V1_6);
+        assert_eq!(
+            (old.endpoints[0].scheme, old.endpoints[0].skip_verify),
+            (Scheme::Http, true)
+        );
+        assert!(old.notes[0].contains("plain HTTP"), "{:?}", old.notes);
+        let ambiguous = read("localhost:5000", ContainerdLine::V2);
+        assert_eq!(ambiguous.endpoints[0].scheme, Scheme::Https);
+        assert_eq!(ambiguous.endpoints[0].authority.port, 5000);
+        assert!(ambiguous.endpoints[0].http_fallback.is_some());
+        let no_port = read("127.0.0.1", ContainerdLine::V1_7);
+        assert_eq!(
+            (
+                no_port.endpoints[0].scheme,
+                no_port.endpoints[0].skip_verify
+            ),
+            (Scheme::Https, true)
+        );
+        assert!(no_port.endpoints[0].http_fallback.is_none());
+        let port_80 = read("localhost:80", ContainerdLine::V1_7);
+        assert_eq!(
+            (
+                port_80.endpoints[0].scheme,
+                port_80.endpoints[0].skip_verify
+            ),
+            (Scheme::Http, false)
+        );
+        assert!(ambiguous.version_dependent && port_80.version_dependent);
+        assert!(!read("r.example:5000", ContainerdLine::V1_6).version_dependent);
     }
 }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use crate::image_ref::ImageRef;
 use crate::report::{ProbeContext, ProbeReport};
+use crate::runtime::version::{RuntimeIdentity, VersionSource};
 
 pub use host::Timeouts;
 pub use oci::Platform;
@@ -60,6 +61,37 @@ pub struct ProbeConfig {
     /// containerd's `config_path` (`certs.d`), when it has one.
     pub containerd_certs: Option<PathBuf>,
     pub ca_files: Vec<PathBuf>,
+    /// How the runtime's version (and so its rules where versions differ) is learned.
+    pub runtime: RuntimeQuery,
+}
+
+/// Where the node's containerd version comes from.
+#[derive(Debug, Clone)]
+pub enum RuntimeQuery {
+    /// `--containerd-version`, already validated.
+    Given(RuntimeIdentity),
+    /// Ask CRI `Version` on this socket, as the kubelet does first.
+    Socket(PathBuf),
+}
+
+/// How long the runtime may take to say its version.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(3);
+
+impl RuntimeQuery {
+    async fn identify(&self) -> RuntimeIdentity {
+        match self {
+            RuntimeQuery::Given(identity) => identity.clone(),
+            RuntimeQuery::Socket(socket) => {
+                let shown = socket.display().to_string();
+                match crate::runtime::cri::runtime_version(socket, VERSION_TIMEOUT).await {
+                    Ok(v) => RuntimeIdentity::from_cri(&shown, &v.name, &v.version),
+                    Err(e) => RuntimeIdentity::unknown(&format!(
+                        "the runtime could not be asked its version ({e}; --runtime-endpoint or --containerd-version tell it)"
+                    )),
+                }
+            }
+        }
+    }
 }
 
 /// Where the runtime's proxy environment is read from (pullpath's own environment never is).
@@ -98,9 +130,18 @@ pub enum ProbeError {
 pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
     let resolver = resolv::ResolverConfig::read(&config.etc);
-    let hosts =
-        hosts_toml::HostsConfig::read(config.containerd_certs.as_deref(), &config.image.registry);
+    let runtime = config.runtime.identify().await;
+    let hosts = hosts_toml::HostsConfig::read(
+        config.containerd_certs.as_deref(),
+        &config.image.registry,
+        runtime.line,
+    );
     let mut warnings: Vec<String> = resolver.pod_view.iter().cloned().collect();
+    if let (true, VersionSource::Unknown(why)) = (hosts.version_dependent, &runtime.source) {
+        warnings.push(format!(
+            "how containerd reads this registry's hosts depends on its version, and {why}"
+        ));
+    }
     warnings.extend(hosts.notes.iter().cloned());
     let environment = config.proxy.read();
     warnings.extend(environment.notes.iter().cloned());
@@ -145,6 +186,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         resolver,
         warnings,
         proxy: environment,
+        runtime,
         full: config.full,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };

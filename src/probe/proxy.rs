@@ -145,7 +145,7 @@ fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 }
 
 /// Go's `parseProxy`: a URL, or `host[:port]` taken as `http://host[:port]`.
-fn parse_proxy(value: &str) -> Option<Url> {
+pub fn parse_proxy(value: &str) -> Option<Url> {
     match Url::parse(value) {
         Ok(url) if url.host_str().is_some() && !url.scheme().is_empty() => Some(url),
         _ => Url::parse(&format!("http://{value}")).ok(),

@@ -96,7 +96,86 @@ pub struct TlsEvidence {
     pub trusted: Vec<String>,
     /// Set when `skip_verify` accepted a certificate that does not verify: what was wrong.
     pub skipped: Option<String>,
+    /// The server answered the ClientHello with an HTTP response (`HTTP/…`).
+    pub answered_plain_http: bool,
+    /// No TLS answer came within the timeout.
+    pub timed_out: bool,
     pub elapsed_ms: u64,
+}
+
+impl TlsEvidence {
+    /// Whether containerd (1.7 and later), trying HTTPS first on a host configured as
+    /// `http://` with TLS settings, would retry it over plain HTTP: Go's `isTLSError`
+    /// (`remotes/docker/resolver.go`) accepts exactly a record header reading `HTTP/` and a
+    /// handshake timeout.
+    pub fn containerd_retries_over_http(&self) -> bool {
+        !self.ok && (self.answered_plain_http || self.timed_out)
+    }
+}
+
+/// A stream that keeps the first bytes the server sent, so a failed handshake can tell an
+/// HTTP answer from other garbage, as Go's TLS client does with its record header.
+pub struct FirstBytes<S> {
+    inner: S,
+    first: [u8; 5],
+    seen: usize,
+}
+
+impl<S> FirstBytes<S> {
+    fn new(inner: S) -> FirstBytes<S> {
+        FirstBytes {
+            inner,
+            first: [0; 5],
+            seen: 0,
+        }
+    }
+
+    fn is_http(&self) -> bool {
+        self.seen == self.first.len() && &self.first == b"HTTP/"
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstBytes<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let this = &mut *self;
+        if this.seen < this.first.len() {
+            let new = &buf.filled()[before..];
+            let take = new.len().min(this.first.len() - this.seen);
+            this.first[this.seen..this.seen + take].copy_from_slice(&new[..take]);
+            this.seen += take;
+        }
+        polled
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytes<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// Records the presented chain, then lets webpki decide — unless the trust says
@@ -217,7 +296,10 @@ pub async fn handshake_over<S>(
     server_name: &str,
     trust: &Trust,
     timeout: Duration,
-) -> (TlsEvidence, Option<tokio_rustls::client::TlsStream<S>>)
+) -> (
+    TlsEvidence,
+    Option<tokio_rustls::client::TlsStream<FirstBytes<S>>>,
+)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -229,6 +311,8 @@ where
         chain: vec![],
         trusted: trust.sources.clone(),
         skipped: None,
+        answered_plain_http: false,
+        timed_out: false,
         elapsed_ms: 0,
     };
     let built = webpki_verifier(trust).and_then(|inner| {
@@ -255,7 +339,10 @@ where
         }
     };
     let connector = TlsConnector::from(Arc::new(config));
-    let result = tokio::time::timeout(timeout, connector.connect(name, stream)).await;
+    let attempt = connector
+        .connect(name, FirstBytes::new(stream))
+        .into_fallible();
+    let result = tokio::time::timeout(timeout, attempt).await;
     evidence.elapsed_ms = started.elapsed().as_millis() as u64;
     evidence.chain = recording
         .seen
@@ -265,6 +352,7 @@ where
     let mut session = None;
     match result {
         Err(_) => {
+            evidence.timed_out = true;
             evidence.problem = Some(format!(
                 "handshake timeout: no TLS answer within {} ms",
                 timeout.as_millis()
@@ -281,7 +369,14 @@ where
                 )
             });
         }
-        Ok(Err(e)) => evidence.problem = Some(describe(&e, &evidence.chain, server_name)),
+        Ok(Err((e, stream))) => {
+            evidence.answered_plain_http = stream.is_http();
+            evidence.problem = Some(if evidence.answered_plain_http {
+                "the server answered TLS with plain HTTP (an http:// endpoint?)".to_string()
+            } else {
+                describe(&e, &evidence.chain, server_name)
+            });
+        }
     }
     (evidence, session)
 }
@@ -365,4 +460,53 @@ fn summarize(der: &CertificateDer<'_>) -> Option<CertSummary> {
         not_before: cert.validity().not_before.to_string(),
         not_after: cert.validity().not_after.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server that answers whatever it is sent with `reply`, then closes.
+    async fn answering(reply: &'static [u8]) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            if let Ok((mut stream, _)) = listener.accept().await {
+                let mut hello = [0u8; 512];
+                let _ = stream.read(&mut hello).await;
+                let _ = stream.write_all(reply).await;
+                let _ = stream.shutdown().await;
+            }
+        });
+        address
+    }
+
+    async fn handshake_with(reply: &'static [u8]) -> TlsEvidence {
+        let address = answering(reply).await;
+        let stream = TcpStream::connect(address).await.expect("connect");
+        let trust = Trust::load(&[], &[]);
+        handshake(stream, "registry.test", &trust, Duration::from_secs(5)).await
+    }
+
+    #[tokio::test]
+    async fn an_http_answer_to_the_client_hello_is_told_apart() {
+        let evidence = handshake_with(
+            b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n",
+        )
+        .await;
+        assert!(!evidence.ok);
+        assert!(evidence.answered_plain_http, "{:?}", evidence.problem);
+        assert!(evidence.containerd_retries_over_http());
+    }
+
+    #[tokio::test]
+    async fn other_garbage_is_not_an_http_answer() {
+        let evidence = handshake_with(b"SSH-2.0-OpenSSH_9.2\r\n").await;
+        assert!(!evidence.ok);
+        assert!(!evidence.answered_plain_http);
+        assert!(!evidence.containerd_retries_over_http());
+    }
 }

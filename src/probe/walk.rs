@@ -16,7 +16,7 @@
 //! step is bounded by its timeout, the whole walk by the deadline. Protocol decisions are the
 //! pure functions of `oci`, `registry` and `redirect`; this file only sequences them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,7 @@ use super::proxy::ProxyConfig;
 use super::redirect::{self, MAX_REDIRECTS, Next};
 use super::registry::{self, Challenge, MAX_ERROR_BODY, MAX_MANIFEST, MAX_TOKEN, Ping};
 use super::stop::Stop;
+use super::tls::TlsEvidence;
 use crate::image_ref::{Digest, ImageRef};
 use crate::vocab::{Hop, Layer};
 
@@ -160,6 +161,8 @@ pub struct Walk<N: Network> {
     endpoints: Vec<WalkEndpoint>,
     net: Arc<N>,
     checked: HashMap<Target, Result<(), Stop>>,
+    /// Hosts whose handshake failed the way containerd 1.7+ retries over plain HTTP.
+    answered_plain_http: HashSet<Target>,
     hosts: Vec<HostCheck>,
     /// The `/v2/` handshake per endpoint (host, trust and path).
     authorized: HashMap<(Target, String), Result<(), Stop>>,
@@ -181,6 +184,7 @@ impl<N: Network> Walk<N> {
             endpoints,
             net,
             checked: HashMap::new(),
+            answered_plain_http: HashSet::new(),
             hosts: Vec::new(),
             authorized: HashMap::new(),
             authorizations: HashMap::new(),
@@ -689,6 +693,7 @@ impl<N: Network> Walk<N> {
         credential: Option<(Authority, String)>,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
         let trust = self.endpoints[i].trust;
+        self.settle_scheme(i, hop, &mut url).await?;
         let mut at = self.endpoints[i].config.authority.clone();
         self.chain.clear();
         for _ in 0..=MAX_REDIRECTS {
@@ -779,6 +784,57 @@ impl<N: Network> Walk<N> {
         Err(Stop::new(hop, &at, Layer::Other, step, detail))
     }
 
+    /// containerd 1.7+'s HTTPS-first try of an `http://` host with TLS settings, settled on
+    /// the endpoint's first request: when the server answers the handshake in plain HTTP (or
+    /// not at all), the endpoint is spoken to in plain HTTP from then on and `url` follows.
+    async fn settle_scheme(&mut self, i: usize, hop: Hop, url: &mut Url) -> Result<(), Stop> {
+        let endpoint = &self.endpoints[i].config;
+        let Some(plain) = endpoint.http_fallback.clone() else {
+            return Ok(());
+        };
+        let https = endpoint.authority.clone();
+        let Some(mut target) = Target::of(url, self.endpoints[i].trust) else {
+            return Ok(());
+        };
+        if target.authority != https {
+            return Ok(());
+        }
+        target.via = self.settings.proxy.proxy_for(url).cloned();
+        if let Some(proxy) = target.proxy() {
+            self.check_host(&proxy, Hop::Proxy).await?;
+        }
+        let checked = self.check_host(&target, hop).await;
+        let config = &mut self.endpoints[i].config;
+        config.http_fallback = None;
+        match checked {
+            Err(stop) if self.answered_plain_http.contains(&target) => {
+                config.scheme = Scheme::Http;
+                config.authority = plain.clone();
+                let moved =
+                    url.set_scheme("http").is_ok() && url.set_port(Some(plain.port)).is_ok();
+                if !moved {
+                    let detail = format!("cannot speak plain HTTP to {plain}");
+                    return Err(Stop::new(
+                        hop,
+                        &plain,
+                        Layer::Other,
+                        "http fallback",
+                        detail,
+                    ));
+                }
+                let detail = format!(
+                    "hosts.toml names http://{plain} with TLS settings: containerd 1.7+ tried HTTPS first, and retries in plain HTTP ({})",
+                    stop.detail
+                );
+                self.path
+                    .record(hop, &plain, "http fallback", true, detail, None);
+                self.fell_back(&https, hop, "try HTTPS first", &stop);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// A host checked from DNS up, once per trust; a failure is cached with its evidence.
     async fn check_host(&mut self, target: &Target, hop: Hop) -> Result<(), Stop> {
         let at = &target.authority;
@@ -796,6 +852,13 @@ impl<N: Network> Walk<N> {
         }
         let check = self.net.check_host(target, hop).await;
         self.path.record_host(at, &check);
+        if check
+            .tls
+            .as_ref()
+            .is_some_and(TlsEvidence::containerd_retries_over_http)
+        {
+            self.answered_plain_http.insert(target.clone());
+        }
         let result = match (&check.failure, target.proxy()) {
             (None, _) => Ok(()),
             // Until the tunnel is open (reaching the proxy, TLS to it, CONNECT), a failure is

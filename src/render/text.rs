@@ -170,6 +170,17 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         },
         report.resolver.ndots
     );
+    let runtime = &report.runtime;
+    let who = match (&runtime.name, &runtime.version) {
+        (Some(name), Some(version)) => format!("{name} {version}"),
+        _ => "unknown".to_string(),
+    };
+    let how = match (runtime.source, &runtime.socket) {
+        ("cri", Some(socket)) => format!("asked over CRI at {socket}"),
+        ("flag", _) => "from --containerd-version".to_string(),
+        _ => format!("containerd {} rules assumed", runtime.rules),
+    };
+    let _ = writeln!(out, "runtime   {who} ({how})");
     for var in &report.proxy {
         let _ = writeln!(
             out,

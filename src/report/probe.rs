@@ -15,6 +15,7 @@ use crate::probe::resolv::ResolverConfig;
 use crate::probe::stop::Stop;
 use crate::probe::walk::{Blob, Fallback, Outcome};
 use crate::probe::{connect, dns, route, tls};
+use crate::runtime::version::{RuntimeIdentity, VersionSource};
 use crate::vocab::{Hop, Layer};
 
 /// `pullpath probe --output json`.
@@ -25,6 +26,8 @@ pub struct ProbeReport {
     pub image: String,
     pub platform: String,
     pub verdict: Verdict,
+    /// The node's runtime, and whose rules were followed where containerd's versions differ.
+    pub runtime: RuntimeReport,
     /// `node`, or `pod` when the resolver configuration looks like a pod's.
     pub view: &'static str,
     pub resolver: ResolverReport,
@@ -60,6 +63,8 @@ pub struct ProbeContext {
     pub warnings: Vec<String>,
     /// The runtime's proxy environment, as found.
     pub proxy: crate::probe::proxy::RuntimeEnvironment,
+    /// The runtime, as asked (or assumed).
+    pub runtime: RuntimeIdentity,
     /// Whether every layer was downloaded and verified (`--full`).
     pub full: bool,
     pub elapsed_ms: u64,
@@ -100,6 +105,7 @@ impl ProbeReport {
             image: context.image,
             platform: context.platform,
             verdict,
+            runtime: RuntimeReport::from(&context.runtime),
             view: if context.resolver.pod_view.is_some() {
                 "pod"
             } else {
@@ -126,6 +132,44 @@ impl ProbeReport {
             where_to_look,
             will_not_help,
             elapsed_ms: context.elapsed_ms,
+        }
+    }
+}
+
+/// The runtime section.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeReport {
+    /// As the runtime names itself (`containerd`); absent when it could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `cri` (asked over CRI `Version`), `flag` (`--containerd-version`) or `assumed`.
+    pub source: &'static str,
+    /// The CRI socket asked, for `cri`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
+    /// Whose rules were followed where containerd's versions differ: `1.6`, `1.7` or `2.x`.
+    pub rules: &'static str,
+    /// Why the version is assumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl From<&RuntimeIdentity> for RuntimeReport {
+    fn from(identity: &RuntimeIdentity) -> RuntimeReport {
+        let (source, socket, detail) = match &identity.source {
+            VersionSource::Cri(socket) => ("cri", Some(socket.clone()), None),
+            VersionSource::Flag => ("flag", None, None),
+            VersionSource::Unknown(why) => ("assumed", None, Some(why.clone())),
+        };
+        RuntimeReport {
+            name: identity.name.clone(),
+            version: identity.version.clone(),
+            source,
+            socket,
+            rules: identity.line.as_str(),
+            detail,
         }
     }
 }

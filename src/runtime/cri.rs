@@ -1,4 +1,4 @@
-//! A CRI image-service client: `PullImage` and `ImageStatus` over the runtime's unix socket,
+//! A CRI client: `Version`, `PullImage` and `ImageStatus` over the runtime's unix socket,
 //! exactly the calls the kubelet makes, so an error here is the text a kubelet event carries.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,8 @@ use tokio::net::UnixStream;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::cri_api::image_service_client::ImageServiceClient;
-use super::cri_api::{AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest};
+use super::cri_api::runtime_service_client::RuntimeServiceClient;
+use super::cri_api::{AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest, VersionRequest};
 
 /// Why the runtime could not be asked (not a pull failure: those are [`PullOutcome::Failed`]).
 #[derive(Debug, thiserror::Error)]
@@ -101,24 +102,8 @@ pub struct ImageService {
 impl ImageService {
     /// Connect to a runtime's CRI socket (e.g. `/run/containerd/containerd.sock`).
     pub async fn connect(socket: &Path, timeout: Duration) -> Result<Self, CriError> {
-        let path = socket.to_path_buf();
-        // The URI is ignored by the connector; tonic only needs a syntactically valid one.
-        let channel =
-            Endpoint::from_static("http://[::]:50051")
-                .connect_timeout(timeout)
-                .connect_with_connector(tower::service_fn(move |_: Uri| {
-                    let path = path.clone();
-                    async move {
-                        Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?))
-                    }
-                }))
-                .await
-                .map_err(|source| CriError::Connect {
-                    socket: socket.to_path_buf(),
-                    source,
-                })?;
         Ok(Self {
-            client: ImageServiceClient::new(channel),
+            client: ImageServiceClient::new(channel(socket, timeout).await?),
             timeout,
         })
     }
@@ -187,6 +172,59 @@ impl ImageService {
             }),
         }
     }
+}
+
+/// A gRPC channel over the runtime's unix socket.
+async fn channel(socket: &Path, timeout: Duration) -> Result<Channel, CriError> {
+    let path = socket.to_path_buf();
+    // The URI is ignored by the connector; tonic only needs a syntactically valid one.
+    Endpoint::from_static("http://[::]:50051")
+        .connect_timeout(timeout)
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
+        }))
+        .await
+        .map_err(|source| CriError::Connect {
+            socket: socket.to_path_buf(),
+            source,
+        })
+}
+
+/// The runtime's own name and version, from CRI `Version` (the kubelet's first call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeVersion {
+    pub name: String,
+    pub version: String,
+    /// The CRI API version it speaks (`v1`).
+    pub api_version: String,
+}
+
+/// Ask the runtime on `socket` its name and version, bounded by `timeout`.
+pub async fn runtime_version(socket: &Path, timeout: Duration) -> Result<RuntimeVersion, CriError> {
+    let deadline = CriError::Deadline {
+        call: "Version",
+        timeout,
+    };
+    let asked = tokio::time::timeout(timeout, async {
+        let mut client = RuntimeServiceClient::new(channel(socket, timeout).await?);
+        let request = VersionRequest {
+            version: "v1".into(),
+        };
+        client
+            .version(request)
+            .await
+            .map_err(|status| CriError::Call {
+                call: "Version",
+                status,
+            })
+    });
+    let response = asked.await.map_err(|_| deadline)??.into_inner();
+    Ok(RuntimeVersion {
+        name: response.runtime_name,
+        version: response.runtime_version,
+        api_version: response.runtime_api_version,
+    })
 }
 
 fn spec(image: &str) -> ImageSpec {

@@ -5,3 +5,4 @@ pub mod cri;
 /// (`scripts/gen-cri.sh`), so building pullpath needs no `protoc`.
 #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
 pub mod cri_api;
+pub mod version;

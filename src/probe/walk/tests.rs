@@ -79,6 +79,8 @@ struct Scripted {
     /// Every host checked through a proxy, with the proxy.
     tunneled: Mutex<Vec<(String, String)>>,
     replies: HashMap<String, Reply>,
+    /// Hosts that answer a TLS handshake in plain HTTP (and pass a plain HTTP check).
+    plain_http: Vec<String>,
     /// Every request sent: `host/path` and its headers.
     sent: Mutex<Vec<Sent>>,
     checked: Mutex<Vec<String>>,
@@ -92,6 +94,11 @@ impl Scripted {
 
     fn broken(mut self, host: &str, layer: Layer, step: &'static str) -> Scripted {
         self.broken_hosts.insert(host.to_string(), (layer, step));
+        self
+    }
+
+    fn speaks_plain_http(mut self, host: &str) -> Scripted {
+        self.plain_http.push(host.to_string());
         self
     }
 
@@ -167,12 +174,34 @@ impl Network for Scripted {
             }
             return check;
         }
-        self.checked.lock().expect("lock").push(name.clone());
-        let failure = self.broken_hosts.get(&name).map(|(layer, step)| Failure {
+        self.checked
+            .lock()
+            .expect("lock")
+            .push(format!("{}://{name}", target.scheme.as_str()));
+        let mut failure = self.broken_hosts.get(&name).map(|(layer, step)| Failure {
             layer: *layer,
             step,
             detail: format!("scripted {step} failure of {name}"),
         });
+        let mut tls = None;
+        if self.plain_http.contains(&name) && target.scheme == Scheme::Https {
+            failure = Some(Failure {
+                layer: Layer::Tls,
+                step: "tls",
+                detail: "the server answered TLS with plain HTTP".into(),
+            });
+            tls = Some(crate::probe::tls::TlsEvidence {
+                server_name: target.authority.host.clone(),
+                ok: false,
+                problem: Some("plain HTTP".into()),
+                chain: vec![],
+                trusted: vec![],
+                skipped: None,
+                answered_plain_http: true,
+                timed_out: false,
+                elapsed_ms: 1,
+            });
+        }
         HostCheck {
             host: target.authority.host.clone(),
             port: target.authority.port,
@@ -188,7 +217,7 @@ impl Network for Scripted {
             },
             routes: vec![],
             connect: vec![],
-            tls: None,
+            tls,
             address: None,
             tunnel: None,
             failure,
@@ -331,6 +360,7 @@ fn endpoint(host: &str, is_registry: bool) -> WalkEndpoint {
             skip_verify: false,
             headers: vec![],
             is_registry,
+            http_fallback: None,
         },
         trust: TrustId(0),
     }
@@ -501,7 +531,7 @@ async fn a_blob_host_shared_by_mirror_and_registry_fails_the_pull_with_its_evide
         .lock()
         .expect("lock")
         .iter()
-        .filter(|h| *h == "store.test")
+        .filter(|h| *h == "https://store.test")
         .count();
     assert_eq!(checks, 1);
     assert!(outcome.path.iter().any(|h| {
@@ -847,7 +877,10 @@ async fn every_host_goes_through_the_runtimes_proxy_and_credentials_stay_home() 
         );
     }
     // The node itself only dials the proxy, checked once.
-    assert_eq!(*net.checked.lock().expect("lock"), ["proxy.test:3128"]);
+    assert_eq!(
+        *net.checked.lock().expect("lock"),
+        ["http://proxy.test:3128"]
+    );
     assert!(outcome.path.iter().any(|h| h.hop == Hop::Proxy));
     assert!(
         net.authorization_sent_to()
@@ -871,7 +904,10 @@ async fn no_proxy_is_decided_per_host_registry_direct_blobs_proxied() {
         .collect();
     assert_eq!(tunneled, ["store.test"]);
     let direct = net.checked.lock().expect("lock").clone();
-    assert!(direct.contains(&"r.test".to_string()) && direct.contains(&"auth.test".to_string()));
+    assert!(
+        direct.contains(&"https://r.test".to_string())
+            && direct.contains(&"https://auth.test".to_string())
+    );
 }
 
 #[tokio::test]
@@ -911,4 +947,63 @@ async fn a_proxy_that_refuses_the_tunnel_is_the_proxys_failure() {
         (Hop::Proxy, Layer::Proxy, "proxy.test:3128")
     );
     assert!(s.detail.contains("scripted dns failure"), "{}", s.detail);
+}
+
+/// hosts.toml `[host."http://r.test:5000"]` with TLS settings, as containerd 1.7+ builds it.
+fn https_first(host: &str) -> WalkEndpoint {
+    let mut e = endpoint(host, true);
+    e.config.http_fallback = Some(e.config.authority.clone());
+    e
+}
+
+#[tokio::test]
+async fn an_https_first_host_that_answers_plain_http_is_spoken_to_in_http() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test:5000", "store.test", &image)
+        .speaks_plain_http("r.test:5000");
+    let (outcome, net) = walk(net, vec![https_first("r.test:5000")], false).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let checked = net.checked.lock().expect("lock").clone();
+    assert_eq!(
+        checked
+            .iter()
+            .filter(|c| c.contains("r.test:5000"))
+            .collect::<Vec<_>>(),
+        ["https://r.test:5000", "http://r.test:5000"]
+    );
+    assert_eq!(outcome.fallbacks.len(), 1);
+    assert_eq!(outcome.fallbacks[0].what, "try HTTPS first");
+    assert!(
+        outcome
+            .path
+            .iter()
+            .flat_map(|h| &h.steps)
+            .any(|s| s.step == "http fallback" && s.ok),
+        "{:?}",
+        outcome.path
+    );
+}
+
+#[tokio::test]
+async fn an_https_first_host_whose_tls_fails_otherwise_stops_the_pull_at_tls() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test:5000", "store.test", &image).broken(
+        "r.test:5000",
+        Layer::Tls,
+        "tls",
+    );
+    let (outcome, net) = walk(net, vec![https_first("r.test:5000")], false).await;
+    let stop = stop(&outcome);
+    assert_eq!(
+        (stop.layer, stop.authority.to_string()),
+        (Layer::Tls, "r.test:5000".to_string())
+    );
+    let checked = net.checked.lock().expect("lock").clone();
+    assert_eq!(checked, ["https://r.test:5000"]);
+    assert!(
+        !outcome
+            .fallbacks
+            .iter()
+            .any(|f| f.what == "try HTTPS first")
+    );
 }
