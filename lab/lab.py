@@ -70,6 +70,8 @@ REGISTRY46 = "registry46.example.test"
 AUTH = "auth.example.test"
 BLOB = "labstore.blob.example.test"
 CACHE = "cache.example.test"
+# A name nothing resolves, whose hosts.toml points at the registry (`hosts-toml server-only`).
+ALIAS = "alias.example.test"
 # Another name for the blob host, which its certificate does not cover.
 CACHESTORE = "cachestore.blob.example.test"
 FRONT = "front.example.test"
@@ -794,14 +796,38 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 """
 
 
-def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None):
+# hosts.toml files a scenario writes instead of (or beside) the lab's own, by `hosts-toml VARIANT`:
+# the directory under certs.d and the file. Each is read differently by containerd's lines.
+def hosts_toml_variant(variant: str) -> tuple:
+    if variant == "server-only":
+        # No [host] table: 1.6 and 1.7 cannot decode it and pull from alias.example.test itself
+        # (no such name); 2.x reads `server` and pulls from the registry.
+        return ALIAS, f"""server = "https://{REGISTRY}"
+ca = "{PKI}/ca.pem"
+"""
+    if variant == "http-with-ca":
+        # http:// written for a registry that speaks TLS, with a CA: 1.6 speaks plain HTTP to
+        # port 80 (nothing listens); 1.7 and 2.x try HTTPS on 443 first, and it answers.
+        return REGISTRY, f"""server = "http://{REGISTRY}"
+ca = "{PKI}/ca.pem"
+
+[host."http://{REGISTRY}"]
+  capabilities = ["pull", "resolve"]
+  ca = "{PKI}/ca.pem"
+"""
+    raise SetupFailed(f"unknown hosts.toml variant {variant!r}")
+
+
+def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None, hosts_files: tuple = ()):
     """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
-    ahead of the registry."""
+    ahead of the registry; `hosts_files` ((directory, text), …) are written last."""
     base = containerd_dir(node)
     server = f"containerd-{node}"
     stop(server)
     if fresh:
         shutil.rmtree(os.path.join(base, "root"), ignore_errors=True)
+    # Only this scenario's registry directories.
+    shutil.rmtree(os.path.join(base, "certs.d"), ignore_errors=True)
     certs = os.path.join(base, "certs.d", REGISTRY)
     # The CA goes on the [host] entry and on `server` itself: containerd falls back to the
     # server after a 404, and without the CA there "not found" would hide behind an x509 error.
@@ -827,6 +853,8 @@ ca = "{PKI}/ca.pem"
   capabilities = ["pull", "resolve"]
   ca = "{PKI}/ca.pem"
 """)
+    for directory, text in hosts_files:
+        write(os.path.join(base, "certs.d", directory, "hosts.toml"), text)
     conf = os.path.join(base, "config.toml")
     write(conf, containerd_config(base))
     start(server, NODES[node], containerd_binary(), "--config", conf, env=env)
@@ -913,6 +941,8 @@ def apply_fault(fault: str, state: dict):
         state["proxy_mode"] = args[0]
     elif kind == "dropin-proxy":
         state["dropin"] = {"HTTPS_PROXY": PROXY_URL}
+    elif kind == "hosts-toml":
+        state["hosts_files"] += (hosts_toml_variant(args[0]),)
     elif kind == "registry-cert":
         state["cert"] = f"registry-{args[0]}"
     else:
@@ -926,7 +956,7 @@ def switch(name: str):
     require_up()
     state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
              "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore",
-             "runtime_env": {}, "proxy_mode": "open", "dropin": {}}
+             "runtime_env": {}, "proxy_mode": "open", "dropin": {}, "hosts_files": ()}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -948,7 +978,8 @@ def switch(name: str):
     if current.get("proxy_mode", "open") != state["proxy_mode"] or not alive(pid_of("proxy")):
         start_proxy(state["proxy_mode"])
     write_dropin(state["dropin"])
-    start_containerd("node", fresh=True, mirrors=state["mirrors"], env=state["runtime_env"])
+    start_containerd("node", fresh=True, mirrors=state["mirrors"], env=state["runtime_env"],
+                     hosts_files=state["hosts_files"])
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
                    "redirect": state["redirect"], "mirror": mirror, "proxy_mode": state["proxy_mode"]}, f)

@@ -91,19 +91,15 @@ async fn ground_truth(name: &str) {
         .await
         .expect("PullImage returns an outcome");
 
-    // Debian 12's containerd 1.6 keeps its messages at the top; 1.7 and 2.1 in a directory each.
     let version = lab.status.containerd.as_str();
-    let fixture = match version {
-        "" | "1.6" => repo().join(format!("tests/fixtures/containerd/{name}.txt")),
-        v => repo().join(format!("tests/fixtures/containerd/{v}/{name}.txt")),
-    };
-    match (&outcome, scenario.expect.outcome.as_str()) {
+    let fixture = support::containerd_fixture(version, name);
+    let expect = scenario.expect_for(version);
+    match (&outcome, expect.outcome.as_str()) {
         (PullOutcome::Pulled { image_ref }, "pulled") => {
             assert!(image_ref.starts_with("sha256:"), "image ref {image_ref}");
         }
         (PullOutcome::Failed { message, .. }, "failed") => {
-            let fragment = scenario
-                .expect
+            let fragment = expect
                 .runtime
                 .as_deref()
                 .expect("failed scenarios name a runtime fragment");
@@ -292,6 +288,8 @@ scenarios! {
     containerd_no_proxy_blob_via_proxy => "no-proxy-blob-via-proxy",
     containerd_no_proxy_registry_route_cut => "no-proxy-registry-route-cut",
     containerd_proxy_dropin_not_loaded => "proxy-dropin-not-loaded",
+    containerd_hosts_server_only => "hosts-server-only",
+    containerd_hosts_http_with_ca => "hosts-http-with-ca",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

@@ -30,6 +30,9 @@ fn probe(lab: &LabGuard, ns: &str, image: &str, identity: &str, extra: &[&str]) 
     .arg(lab.runtime_pid("node").to_string())
     .arg("--systemd-dir")
     .arg(&lab.status.systemd)
+    // Its version decides how hosts.toml is read, as on a node: asked over its CRI socket.
+    .arg("--runtime-endpoint")
+    .arg(lab.socket("node"))
     .args(["--connect-timeout", "2s", "--dns-timeout", "2s"])
     .args(extra);
     let secret = password(identity);
@@ -69,7 +72,13 @@ fn check_scenario(name: &str) -> Value {
     let extra: Vec<&str> = scenario.probe_args.iter().map(String::as_str).collect();
     let (report, status) = probe(&lab, "node", &scenario.image, &scenario.identity, &extra);
     let v = &report["verdict"];
-    let want = &scenario.expect;
+    let version = lab.status.containerd.clone();
+    let want = scenario.expect_for(&version);
+    assert_eq!(
+        report["runtime"]["source"], "cri",
+        "{name}: the probe asks the lab's containerd its version: {:#}",
+        report["runtime"]
+    );
     if want.outcome == "pulled" {
         assert_eq!(v["passed"], true, "{name}: {report:#}");
         assert_eq!(status, 0);
@@ -99,15 +108,15 @@ fn check_scenario(name: &str) -> Value {
         );
         assert!(v["owner"].is_string(), "{name}: a verdict names its owner");
         assert!((10..=21).contains(&status), "{name}: exit status {status}");
-        agrees_with_explain(name, v);
+        agrees_with_explain(name, &version, v);
     }
     report
 }
 
 /// `explain` on containerd's own text of the scenario names the layer, hop and owner the probe
 /// named in the lab (the owner unless the probe saw more than the text can say).
-fn agrees_with_explain(name: &str, probe: &Value) {
-    let fixture = support::repo().join(format!("tests/fixtures/containerd/{name}.txt"));
+fn agrees_with_explain(name: &str, version: &str, probe: &Value) {
+    let fixture = support::containerd_fixture(version, name);
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
         .args(["explain", "-o", "json", "-f"])
         .arg(&fixture)
@@ -167,6 +176,8 @@ scenarios! {
     probe_proxy_auth_required => "proxy-auth-required",
     probe_proxy_denies_registry => "proxy-denies-registry",
     probe_no_proxy_registry_route_cut => "no-proxy-registry-route-cut",
+    probe_hosts_server_only => "hosts-server-only",
+    probe_hosts_http_with_ca => "hosts-http-with-ca",
 }
 
 /// Through the runtime's proxy only (the node has no route to any registry host): the path

@@ -214,7 +214,9 @@ mod tests {
         );
         assert!(RuntimeIdentity::from_flag("nonsense").is_err());
         assert_eq!(
-            RuntimeIdentity::from_flag("1.6.20").expect("a version").line,
+            RuntimeIdentity::from_flag("1.6.20")
+                .expect("a version")
+                .line,
             ContainerdLine::V1_6
         );
         let unknown = RuntimeIdentity::unknown("no CRI socket at /run/containerd/containerd.sock");

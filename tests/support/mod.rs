@@ -46,6 +46,27 @@ pub struct Scenario {
     #[serde(default)]
     pub probe_args: Vec<String>,
     pub expect: Expect,
+    /// Where a containerd line's outcome differs (its hosts.toml rules): the verdict on that
+    /// line, keyed `1.6`, `1.7` or `2.1`.
+    #[serde(default)]
+    pub expect_on: BTreeMap<String, Expect>,
+}
+
+impl Scenario {
+    /// The verdict on the lab's containerd `version` (`""` is Debian 12's 1.6).
+    pub fn expect_for(&self, version: &str) -> &Expect {
+        let version = if version.is_empty() { "1.6" } else { version };
+        self.expect_on.get(version).unwrap_or(&self.expect)
+    }
+}
+
+/// Where the lab keeps containerd `version`'s message for a scenario: Debian 12's 1.6 at the
+/// top, 1.7 and 2.1 in a directory each.
+pub fn containerd_fixture(version: &str, scenario: &str) -> PathBuf {
+    match version {
+        "" | "1.6" => repo().join(format!("tests/fixtures/containerd/{scenario}.txt")),
+        v => repo().join(format!("tests/fixtures/containerd/{v}/{scenario}.txt")),
+    }
 }
 
 /// The verdict a correct diagnosis names.
