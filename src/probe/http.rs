@@ -167,7 +167,16 @@ impl Network for LiveNetwork {
                 timed_out: false,
                 detail: format!("{} was not checked before this request", target.authority),
             })?;
-        let mut builder = client.get(request.url.clone());
+        let mut builder = match request.form {
+            Some(form) => client
+                .post(request.url.clone())
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
+                .body(form),
+            None => client.get(request.url.clone()),
+        };
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }

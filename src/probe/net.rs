@@ -71,20 +71,24 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// A GET to send.
+/// A GET to send, or a POST of a form (the OAuth token request).
 #[derive(Clone)]
 pub struct Request {
     pub url: Url,
     pub headers: Vec<(String, String)>,
+    /// An `application/x-www-form-urlencoded` body, sent as a POST; it may hold a password.
+    pub form: Option<String>,
 }
 
 impl std::fmt::Debug for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Header values may be credentials: only their names are shown.
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        // The form may hold a password: never shown.
+        let method = if self.form.is_some() { "POST" } else { "GET" };
         write!(
             f,
-            "GET {} headers {names:?}",
+            "{method} {} headers {names:?}",
             super::redirect::redact_url(&self.url)
         )
     }
@@ -125,7 +129,7 @@ pub trait Network: Send + Sync + 'static {
     /// are sent only after its check passed.
     fn check_host(&self, target: &Target, hop: Hop) -> impl Future<Output = HostCheck> + Send;
 
-    /// Send one GET to a host whose check passed; redirects are the walk's to follow.
+    /// Send one request to a host whose check passed; redirects are the walk's to follow.
     fn send(
         &self,
         target: &Target,

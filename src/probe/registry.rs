@@ -90,6 +90,33 @@ impl std::fmt::Debug for Token {
 }
 
 /// The token realm's answer: a token, or the layer and evidence of its refusal.
+/// containerd's OAuth token request (`auth.FetchTokenWithOAuth`, client id
+/// `containerd-client`): the password grant for a user name, the refresh-token grant for an
+/// identity token (no user name).
+pub fn oauth_form(username: &str, secret: &str, service: Option<&str>, scope: &str) -> String {
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    form.append_pair("scope", scope);
+    if let Some(service) = service {
+        form.append_pair("service", service);
+    }
+    form.append_pair("client_id", "containerd-client");
+    if username.is_empty() {
+        form.append_pair("grant_type", "refresh_token");
+        form.append_pair("refresh_token", secret);
+    } else {
+        form.append_pair("grant_type", "password");
+        form.append_pair("username", username);
+        form.append_pair("password", secret);
+    }
+    form.finish()
+}
+
+/// Whether containerd retries a refused OAuth POST as a GET with Basic credentials
+/// (`remotes/docker/authorizer.go`: registries without POST answer 404, 401, 400, or 405).
+pub fn oauth_falls_back_to_get(status: u16, has_username: bool) -> bool {
+    matches!(status, 400 | 401 | 404) || (status == 405 && has_username)
+}
+
 pub fn interpret_token(
     status: u16,
     body: &[u8],
@@ -286,6 +313,24 @@ mod tests {
             interpret_ping(502, None, b""),
             Ping::Failed(Layer::Other, _)
         ));
+    }
+
+    #[test]
+    fn the_oauth_form_and_when_containerd_falls_back_to_get() {
+        let form = oauth_form("alice", "p&ss word", Some("svc"), "repository:a/b:pull");
+        assert_eq!(
+            form,
+            "scope=repository%3Aa%2Fb%3Apull&service=svc&client_id=containerd-client&grant_type=password&username=alice&password=p%26ss+word"
+        );
+        let identity = oauth_form("", "refresh-me", None, "repository:a/b:pull");
+        assert!(identity.contains("grant_type=refresh_token&refresh_token=refresh-me"));
+        for status in [400, 401, 404] {
+            assert!(oauth_falls_back_to_get(status, false), "{status}");
+        }
+        assert!(oauth_falls_back_to_get(405, true));
+        assert!(!oauth_falls_back_to_get(405, false));
+        assert!(!oauth_falls_back_to_get(403, true));
+        assert!(!oauth_falls_back_to_get(500, true));
     }
 
     #[test]

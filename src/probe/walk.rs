@@ -522,7 +522,7 @@ impl<N: Network> Walk<N> {
         let url = self.base_url(i, "/")?;
         let step = "GET /v2/";
         let started = Instant::now();
-        let (response, at) = self.get(i, hop, url, &[], step, None).await?;
+        let (response, at) = self.get(i, hop, url, &[], step, None, None).await?;
         let status = response.status;
         let challenge = response.header("www-authenticate").map(String::from);
         let body = self
@@ -607,6 +607,7 @@ impl<N: Network> Walk<N> {
             let detail = format!("the token realm {realm:?} is not a URL");
             return Err(Stop::new(Hop::Auth, owner, Layer::Other, step, detail));
         };
+        let realm_url = url.clone();
         {
             let mut query = url.query_pairs_mut();
             if let Some(service) = service {
@@ -614,15 +615,10 @@ impl<N: Network> Walk<N> {
             }
             query.append_pair("scope", &scope);
         }
-        // The realm is where the challenge says credentials go; to its own host only.
-        let (credential, who) = match (&self.settings.credentials, Authority::of(&url)) {
-            (Some(c), Some(realm_host)) => {
-                (Some((realm_host, c.basic())), format!("as {}", c.username))
-            }
-            _ => (None, "anonymously".to_string()),
-        };
         let started = Instant::now();
-        let (response, at) = self.get(i, Hop::Auth, url, &[], &step, credential).await?;
+        let (response, at, who) = self
+            .fetch_token(i, realm_url, url, &step, service, &scope)
+            .await?;
         let status = response.status;
         let body = self.read_limited(response.body, MAX_TOKEN).await;
         let elapsed = Some(started.elapsed());
@@ -656,6 +652,45 @@ impl<N: Network> Walk<N> {
         }
     }
 
+    /// The token request as containerd sends it (`authorizer.go`): with a secret, an OAuth
+    /// POST of the form to the realm, retried as a GET (`url`: the realm with service and
+    /// scope) with Basic credentials when the realm does not take POSTs; without one, an
+    /// anonymous GET. Returns the answer, its host, and how it was asked.
+    async fn fetch_token(
+        &mut self,
+        i: usize,
+        realm: Url,
+        url: Url,
+        step: &str,
+        service: Option<&str>,
+        scope: &str,
+    ) -> Result<(Response<N::Body>, Authority, String), Stop> {
+        // The realm is where the challenge says credentials go; to its own host only.
+        let (Some(c), Some(realm_host)) = (self.settings.credentials.clone(), Authority::of(&url))
+        else {
+            let (response, at) = self.get(i, Hop::Auth, url, &[], step, None, None).await?;
+            return Ok((response, at, "anonymously (GET)".to_string()));
+        };
+        let form = registry::oauth_form(&c.username, &c.password, service, scope);
+        let (response, at) = self
+            .get(i, Hop::Auth, realm, &[], step, None, Some(form))
+            .await?;
+        let who = format!("as {}", c.username);
+        if !registry::oauth_falls_back_to_get(response.status, !c.username.is_empty()) {
+            return Ok((response, at, format!("{who} (OAuth POST)")));
+        }
+        let detail = format!(
+            "{}: the realm refused the OAuth POST; containerd retries with a GET",
+            response.status
+        );
+        self.path.record(Hop::Auth, &at, step, true, detail, None);
+        let credential = Some((realm_host, c.basic()));
+        let (response, at) = self
+            .get(i, Hop::Auth, url, &[], step, credential, None)
+            .await?;
+        Ok((response, at, format!("{who} (OAuth POST, then GET)")))
+    }
+
     /// [`Walk::get`], answering a challenge from a host the request was redirected to, as
     /// containerd's authorizer does for any host it meets.
     async fn get_authorized(
@@ -666,7 +701,9 @@ impl<N: Network> Walk<N> {
         headers: &[(String, String)],
         step: &str,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
-        let (response, at) = self.get(i, hop, url.clone(), headers, step, None).await?;
+        let (response, at) = self
+            .get(i, hop, url.clone(), headers, step, None, None)
+            .await?;
         if response.status != 401 || self.authorizations.contains_key(&at) {
             return Ok((response, at));
         }
@@ -677,7 +714,7 @@ impl<N: Network> Walk<N> {
             return Ok((response, at));
         }
         self.answer(i, hop, &at, challenge, step).await?;
-        self.get(i, hop, url, headers, step, None).await
+        self.get(i, hop, url, headers, step, None, None).await
     }
 
     /// One GET through its redirects: every host it reaches checked from DNS up, each redirect
@@ -691,6 +728,7 @@ impl<N: Network> Walk<N> {
         headers: &[(String, String)],
         step: &str,
         credential: Option<(Authority, String)>,
+        mut form: Option<String>,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
         let trust = self.endpoints[i].trust;
         self.settle_scheme(i, hop, &mut url).await?;
@@ -714,6 +752,7 @@ impl<N: Network> Walk<N> {
             let mut request = Request {
                 url: url.clone(),
                 headers: self.endpoints[i].config.headers.clone(),
+                form: form.clone(),
             };
             request.headers.extend(headers.iter().cloned());
             let owned = credential
@@ -766,6 +805,10 @@ impl<N: Network> Walk<N> {
                         if !self.warnings.contains(&warning) {
                             self.warnings.push(warning);
                         }
+                    }
+                    // Go's client re-sends a POST only on 307 and 308; otherwise it GETs.
+                    if !matches!(response.status, 307 | 308) {
+                        form = None;
                     }
                     url = next;
                 }

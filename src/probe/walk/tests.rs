@@ -79,6 +79,10 @@ struct Scripted {
     /// Every host checked through a proxy, with the proxy.
     tunneled: Mutex<Vec<(String, String)>>,
     replies: HashMap<String, Reply>,
+    /// Answers to a POST, by `host/path`, where they differ from the GET's.
+    post_replies: HashMap<String, Reply>,
+    /// Every form POSTed: `host/path` and the body.
+    posted: Mutex<Vec<(String, String)>>,
     /// Hosts that answer a TLS handshake in plain HTTP (and pass a plain HTTP check).
     plain_http: Vec<String>,
     /// Every request sent: `host/path` and its headers.
@@ -94,6 +98,11 @@ impl Scripted {
 
     fn broken(mut self, host: &str, layer: Layer, step: &'static str) -> Scripted {
         self.broken_hosts.insert(host.to_string(), (layer, step));
+        self
+    }
+
+    fn reply_to_post(mut self, at: &str, reply: Reply) -> Scripted {
+        self.post_replies.insert(at.to_string(), reply);
         self
     }
 
@@ -241,9 +250,17 @@ impl Network for Scripted {
             ),
             request.headers.clone(),
         ));
-        let reply = self
-            .replies
-            .get(&at)
+        let posted = request.form.is_some();
+        if let Some(form) = &request.form {
+            self.posted
+                .lock()
+                .expect("lock")
+                .push((at.clone(), form.clone()));
+        }
+        let reply = posted
+            .then(|| self.post_replies.get(&at))
+            .flatten()
+            .or_else(|| self.replies.get(&at))
             .cloned()
             .unwrap_or_else(|| status(404));
         let headers = |list: &[(&'static str, String)]| {
@@ -1006,4 +1023,75 @@ async fn an_https_first_host_whose_tls_fails_otherwise_stops_the_pull_at_tls() {
             .iter()
             .any(|f| f.what == "try HTTPS first")
     );
+}
+
+#[tokio::test]
+async fn with_a_secret_the_token_is_an_oauth_post_as_containerd_sends_it() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test", "store.test", &image);
+    let (outcome, net) = walk(net, vec![endpoint("r.test", true)], false).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let posted = net.posted.lock().expect("lock").clone();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    let (at, form) = &posted[0];
+    assert_eq!(at, "auth.test/token");
+    let fields: HashMap<String, String> = url::form_urlencoded::parse(form.as_bytes())
+        .into_owned()
+        .collect();
+    assert_eq!(fields["grant_type"], "password");
+    assert_eq!(fields["client_id"], "containerd-client");
+    assert_eq!(fields["username"], "alice");
+    assert_eq!(fields["scope"], "repository:team/app:pull");
+    assert_eq!(fields["service"], "svc");
+    // No GET to the realm: the POST answered.
+    assert!(net.requests_to("auth.test/token").len() == 1);
+}
+
+#[tokio::test]
+async fn a_realm_without_post_gets_the_get_with_basic_credentials() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test", "store.test", &image)
+        .reply_to_post("auth.test/token", status(404));
+    let (outcome, net) = walk(net, vec![endpoint("r.test", true)], false).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let to_realm = net.requests_to("auth.test/token");
+    assert_eq!(to_realm.len(), 2, "{to_realm:?}");
+    assert!(to_realm[1].contains("scope=repository"), "{to_realm:?}");
+    assert!(
+        net.authorization_sent_to()
+            .contains(&"auth.test".to_string())
+    );
+    assert!(
+        outcome
+            .path
+            .iter()
+            .flat_map(|h| &h.steps)
+            .any(|s| s.detail.contains("refused the OAuth POST")),
+        "{:?}",
+        outcome.path
+    );
+}
+
+#[tokio::test]
+async fn a_realm_that_forbids_the_post_is_not_asked_again() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test", "store.test", &image)
+        .reply_to_post("auth.test/token", status(403));
+    let (outcome, net) = walk(net, vec![endpoint("r.test", true)], false).await;
+    let stop = stop(&outcome);
+    assert_eq!((stop.hop, stop.layer), (Hop::Auth, Layer::Forbidden));
+    assert!(stop.detail.contains("OAuth POST"), "{}", stop.detail);
+    assert_eq!(net.requests_to("auth.test/token").len(), 1);
+}
+
+#[tokio::test]
+async fn without_a_secret_the_token_is_an_anonymous_get() {
+    let image = Image::new();
+    let mut anonymous = settings(false);
+    anonymous.credentials = None;
+    let net = registry(Scripted::default(), "r.test", "store.test", &image);
+    let (outcome, net) = walk_with(anonymous, net).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    assert!(net.posted.lock().expect("lock").is_empty());
+    assert!(net.authorization_sent_to().iter().all(|h| h != "auth.test"));
 }
