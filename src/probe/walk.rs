@@ -128,6 +128,39 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+/// What one request carries besides its endpoint's own headers.
+#[derive(Default)]
+struct Outgoing {
+    headers: Vec<(String, String)>,
+    /// An Authorization value for the one host it belongs to (the token realm's Basic).
+    credential: Option<(Authority, String)>,
+    /// A form to POST (the OAuth token request).
+    form: Option<String>,
+}
+
+impl Outgoing {
+    fn headers(headers: &[(String, String)]) -> Outgoing {
+        Outgoing {
+            headers: headers.to_vec(),
+            ..Outgoing::default()
+        }
+    }
+
+    fn credential(credential: (Authority, String)) -> Outgoing {
+        Outgoing {
+            credential: Some(credential),
+            ..Outgoing::default()
+        }
+    }
+
+    fn form(form: String) -> Outgoing {
+        Outgoing {
+            form: Some(form),
+            ..Outgoing::default()
+        }
+    }
+}
+
 /// A blob as read, before it is recorded.
 struct Fetched {
     kind: BlobKind,
@@ -522,7 +555,7 @@ impl<N: Network> Walk<N> {
         let url = self.base_url(i, "/")?;
         let step = "GET /v2/";
         let started = Instant::now();
-        let (response, at) = self.get(i, hop, url, &[], step, None, None).await?;
+        let (response, at) = self.get(i, hop, url, step, Outgoing::default()).await?;
         let status = response.status;
         let challenge = response.header("www-authenticate").map(String::from);
         let body = self
@@ -668,12 +701,14 @@ impl<N: Network> Walk<N> {
         // The realm is where the challenge says credentials go; to its own host only.
         let (Some(c), Some(realm_host)) = (self.settings.credentials.clone(), Authority::of(&url))
         else {
-            let (response, at) = self.get(i, Hop::Auth, url, &[], step, None, None).await?;
+            let (response, at) = self
+                .get(i, Hop::Auth, url, step, Outgoing::default())
+                .await?;
             return Ok((response, at, "anonymously (GET)".to_string()));
         };
         let form = registry::oauth_form(&c.username, &c.password, service, scope);
         let (response, at) = self
-            .get(i, Hop::Auth, realm, &[], step, None, Some(form))
+            .get(i, Hop::Auth, realm, step, Outgoing::form(form))
             .await?;
         let who = format!("as {}", c.username);
         if !registry::oauth_falls_back_to_get(response.status, !c.username.is_empty()) {
@@ -684,9 +719,9 @@ impl<N: Network> Walk<N> {
             response.status
         );
         self.path.record(Hop::Auth, &at, step, true, detail, None);
-        let credential = Some((realm_host, c.basic()));
+        let credential = (realm_host, c.basic());
         let (response, at) = self
-            .get(i, Hop::Auth, url, &[], step, credential, None)
+            .get(i, Hop::Auth, url, step, Outgoing::credential(credential))
             .await?;
         Ok((response, at, format!("{who} (OAuth POST, then GET)")))
     }
@@ -702,7 +737,7 @@ impl<N: Network> Walk<N> {
         step: &str,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
         let (response, at) = self
-            .get(i, hop, url.clone(), headers, step, None, None)
+            .get(i, hop, url.clone(), step, Outgoing::headers(headers))
             .await?;
         if response.status != 401 || self.authorizations.contains_key(&at) {
             return Ok((response, at));
@@ -714,7 +749,8 @@ impl<N: Network> Walk<N> {
             return Ok((response, at));
         }
         self.answer(i, hop, &at, challenge, step).await?;
-        self.get(i, hop, url, headers, step, None, None).await
+        self.get(i, hop, url, step, Outgoing::headers(headers))
+            .await
     }
 
     /// One GET through its redirects: every host it reaches checked from DNS up, each redirect
@@ -725,11 +761,14 @@ impl<N: Network> Walk<N> {
         i: usize,
         hop: Hop,
         mut url: Url,
-        headers: &[(String, String)],
         step: &str,
-        credential: Option<(Authority, String)>,
-        mut form: Option<String>,
+        outgoing: Outgoing,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
+        let Outgoing {
+            headers,
+            credential,
+            mut form,
+        } = outgoing;
         let trust = self.endpoints[i].trust;
         self.settle_scheme(i, hop, &mut url).await?;
         let mut at = self.endpoints[i].config.authority.clone();
