@@ -32,6 +32,7 @@ Every namespace also has fd00:10:N::2/64 (the router fd00:10:N::1): registry6.ex
 only an AAAA record, registry46.example.test both an A and an AAAA record.
 """
 
+import base64
 import json
 import os
 import shutil
@@ -818,6 +819,61 @@ ca = "{PKI}/ca.pem"
     raise SetupFailed(f"unknown hosts.toml variant {variant!r}")
 
 
+# The node's kubelet credential sources (`kubelet-creds VARIANT`), as files the probe reads
+# with the kubelet's flags: KUBELET/provider.yaml and KUBELET/bin (the plugin), KUBELET/root
+# (its --root-dir, for config.json), KUBELET/pull-secret.json (a pod's imagePullSecret).
+KUBELET = os.path.join(STATE, "kubelet")
+
+
+def provider_config(match_images: list, args: list) -> str:
+    images = "\n".join(f"      - \"{m}\"" for m in match_images)
+    argv = "\n".join(f"      - \"{a}\"" for a in args)
+    return f"""apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: lab-credential-provider
+    matchImages:
+{images}
+    defaultCacheDuration: "5m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+{argv}
+"""
+
+
+def docker_config_json(registry: str, user: str, password: str) -> str:
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return json.dumps({"auths": {registry: {"auth": auth}}})
+
+
+def write_kubelet_files(variant: str):
+    shutil.rmtree(KUBELET, ignore_errors=True)
+    os.makedirs(os.path.join(KUBELET, "bin"))
+    os.makedirs(os.path.join(KUBELET, "root"))
+    plugin = os.path.join(KUBELET, "bin", "lab-credential-provider")
+    shutil.copy(os.path.join(LAB, "credential_provider.py"), plugin)
+    os.chmod(plugin, 0o755)
+    config = os.path.join(KUBELET, "provider.yaml")
+    if variant == "provider":
+        write(config, provider_config(["*.example.test"], ["--identity", "alice"]))
+    elif variant == "provider-port":
+        # Explicit :443 in matchImages: the kubelet compares ports as written, so an image named
+        # without a port never matches.
+        write(config, provider_config([f"{REGISTRY}:443"], ["--identity", "alice"]))
+    elif variant == "provider-fails":
+        write(config, provider_config(["*.example.test"], ["--fail"]))
+    elif variant == "provider-stale":
+        write(config, provider_config(["*.example.test"], ["--identity", "stale"]))
+    elif variant == "secret-other-host":
+        write(config, provider_config(["*.other.test"], ["--identity", "alice"]))
+        write(os.path.join(KUBELET, "pull-secret.json"), docker_config_json("other.example.test", "alice", "alice-secret"))
+    elif variant == "node-config":
+        write(config, provider_config(["*.other.test"], ["--identity", "alice"]))
+        write(os.path.join(KUBELET, "root", "config.json"), docker_config_json(REGISTRY, "alice", "alice-secret"))
+    elif variant != "none":
+        raise SetupFailed(f"unknown kubelet-creds variant {variant!r}")
+
+
 def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None, hosts_files: tuple = ()):
     """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
     ahead of the registry; `hosts_files` ((directory, text), …) are written last."""
@@ -941,6 +997,8 @@ def apply_fault(fault: str, state: dict):
         state["proxy_mode"] = args[0]
     elif kind == "dropin-proxy":
         state["dropin"] = {"HTTPS_PROXY": PROXY_URL}
+    elif kind == "kubelet-creds":
+        state["kubelet"] = args[0]
     elif kind == "hosts-toml":
         state["hosts_files"] += (hosts_toml_variant(args[0]),)
     elif kind == "registry-cert":
@@ -956,7 +1014,8 @@ def switch(name: str):
     require_up()
     state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
              "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore",
-             "runtime_env": {}, "proxy_mode": "open", "dropin": {}, "hosts_files": ()}
+             "runtime_env": {}, "proxy_mode": "open", "dropin": {}, "hosts_files": (),
+             "kubelet": "none"}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -978,6 +1037,7 @@ def switch(name: str):
     if current.get("proxy_mode", "open") != state["proxy_mode"] or not alive(pid_of("proxy")):
         start_proxy(state["proxy_mode"])
     write_dropin(state["dropin"])
+    write_kubelet_files(state["kubelet"])
     start_containerd("node", fresh=True, mirrors=state["mirrors"], env=state["runtime_env"],
                      hosts_files=state["hosts_files"])
     with open(current_path, "w") as f:
@@ -1100,6 +1160,7 @@ def status() -> dict:
     out["logs"] = LOGS
     out["pids"] = {server: pid_of(server) for server in out["servers"] if pid_of(server)}
     out["systemd"] = systemd_dir()
+    out["kubelet"] = KUBELET
     out["containerd"] = containerd_version()
     return out
 

@@ -11,14 +11,15 @@ mod support;
 use std::time::Duration;
 
 use pullpath::runtime::cri::{Credentials, ImageService, PullOutcome};
-use support::{catalog, lab, password, repo};
+use support::{catalog, lab, login, repo};
 
 /// containerd's own dial timeout is 30 s and it may retry once; the CRI call gets room for both.
 const PULL_DEADLINE: Duration = Duration::from_secs(150);
 
+/// What the kubelet passes over CRI for the scenario's identity.
 fn credentials(identity: &str) -> Option<Credentials> {
-    password(identity).map(|password| Credentials {
-        username: identity.to_string(),
+    login(identity).map(|(username, password)| Credentials {
+        username: username.to_string(),
         password: password.to_string(),
     })
 }
@@ -290,6 +291,12 @@ scenarios! {
     containerd_proxy_dropin_not_loaded => "proxy-dropin-not-loaded",
     containerd_hosts_server_only => "hosts-server-only",
     containerd_hosts_http_with_ca => "hosts-http-with-ca",
+    containerd_cred_provider_matches => "cred-provider-matches",
+    containerd_cred_provider_port_mismatch => "cred-provider-port-mismatch",
+    containerd_cred_provider_fails => "cred-provider-fails",
+    containerd_cred_provider_stale => "cred-provider-stale",
+    containerd_cred_pull_secret_other_host => "cred-pull-secret-other-host",
+    containerd_cred_node_config_only => "cred-node-config-only",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

@@ -55,12 +55,14 @@ fn probe(lab: &LabGuard, ns: &str, image: &str, identity: &str, extra: &[&str]) 
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("probe JSON: {e}\nstderr: {stderr}"));
     support::assert_valid_report(&report);
-    if let Some(secret) = secret {
+    // No secret of the lab, and no token (JWTs start `eyJ`), in the report or on stderr.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for secret in support::LAB_SECRETS.iter().chain(&["eyJ"]) {
         assert!(
-            !String::from_utf8_lossy(&out.stdout).contains(secret),
-            "the password leaked into the report"
+            !stdout.contains(secret),
+            "{secret:?} leaked into the report"
         );
-        assert!(!stderr.contains(secret), "the password leaked into stderr");
+        assert!(!stderr.contains(secret), "{secret:?} leaked into stderr");
     }
     (report, out.status.code().unwrap_or(-1))
 }
@@ -69,8 +71,20 @@ fn check_scenario(name: &str) -> Value {
     let scenario = catalog().remove(name).expect("scenario");
     let lab = lab();
     lab.switch(name);
-    let extra: Vec<&str> = scenario.probe_args.iter().map(String::as_str).collect();
-    let (report, status) = probe(&lab, "node", &scenario.image, &scenario.identity, &extra);
+    let mut extra: Vec<String> = scenario.probe_args.clone();
+    let identity = match &scenario.kubelet_source {
+        // The kubelet's sources, from its files in the lab: no --username.
+        Some(_) => {
+            extra.extend(kubelet_flags(&lab));
+            "kubelet"
+        }
+        None => scenario.identity.as_str(),
+    };
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let (report, status) = probe(&lab, "node", &scenario.image, identity, &extra);
+    if let Some(source) = &scenario.kubelet_source {
+        names_the_kubelet_source(name, &report, source);
+    }
     let v = &report["verdict"];
     let version = lab.status.containerd.clone();
     let want = scenario.expect_for(&version);
@@ -111,6 +125,60 @@ fn check_scenario(name: &str) -> Value {
         agrees_with_explain(name, &version, v);
     }
     report
+}
+
+/// The kubelet's flags pointing at the lab node's credential files.
+fn kubelet_flags(lab: &LabGuard) -> Vec<String> {
+    let dir = &lab.status.kubelet;
+    let mut flags = vec![
+        "--image-credential-provider-config".to_string(),
+        dir.join("provider.yaml").display().to_string(),
+        "--image-credential-provider-bin-dir".to_string(),
+        dir.join("bin").display().to_string(),
+        "--kubelet-root-dir".to_string(),
+        dir.join("root").display().to_string(),
+    ];
+    let secret = dir.join("pull-secret.json");
+    if secret.exists() {
+        flags.extend(["--docker-config".to_string(), secret.display().to_string()]);
+    }
+    flags
+}
+
+/// The auth hop says which source answered, or why none matched.
+fn names_the_kubelet_source(name: &str, report: &Value, want: &support::KubeletSource) {
+    let credentials = &report["credentials"];
+    let sources = credentials["sources"]
+        .as_array()
+        .expect("credential sources");
+    let named = sources
+        .iter()
+        .find(|s| s["kind"] == want.kind.as_str())
+        .unwrap_or_else(|| panic!("{name}: no {} source in {credentials:#}", want.kind));
+    assert_eq!(
+        named["outcome"],
+        want.outcome.as_str(),
+        "{name}: {credentials:#}"
+    );
+    let attempts = credentials["attempts"].as_array().expect("attempts");
+    let used = &attempts[credentials["used"].as_u64().expect("used") as usize];
+    match want.outcome.as_str() {
+        // Its credential is the one the verdict comes from.
+        "matched" => assert_eq!(
+            used["source"],
+            want.kind.as_str(),
+            "{name}: {credentials:#}"
+        ),
+        // Nothing answered: the pull was anonymous, and the report says why this source did not.
+        _ => {
+            assert_eq!(used["source"], "anonymous", "{name}: {credentials:#}");
+            assert!(
+                named["detail"].as_str().is_some_and(|d| !d.is_empty()),
+                "{name}: the report says why {} gave nothing: {named:#}",
+                want.kind
+            );
+        }
+    }
 }
 
 /// `explain` on containerd's own text of the scenario names the layer, hop and owner the probe
@@ -178,6 +246,12 @@ scenarios! {
     probe_no_proxy_registry_route_cut => "no-proxy-registry-route-cut",
     probe_hosts_server_only => "hosts-server-only",
     probe_hosts_http_with_ca => "hosts-http-with-ca",
+    probe_cred_provider_matches => "cred-provider-matches",
+    probe_cred_provider_port_mismatch => "cred-provider-port-mismatch",
+    probe_cred_provider_fails => "cred-provider-fails",
+    probe_cred_provider_stale => "cred-provider-stale",
+    probe_cred_pull_secret_other_host => "cred-pull-secret-other-host",
+    probe_cred_node_config_only => "cred-node-config-only",
 }
 
 /// Through the runtime's proxy only (the node has no route to any registry host): the path

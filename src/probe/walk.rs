@@ -704,7 +704,7 @@ impl<N: Network> Walk<N> {
             let (response, at) = self
                 .get(i, Hop::Auth, url, step, Outgoing::default())
                 .await?;
-            return Ok((response, at, "anonymously (GET)".to_string()));
+            return Ok((response, at, "anonymous GET".to_string()));
         };
         let form = registry::oauth_form(&c.username, &c.password, service, scope);
         let (response, at) = self
@@ -712,7 +712,7 @@ impl<N: Network> Walk<N> {
             .await?;
         let who = format!("as {}", c.username);
         if !registry::oauth_falls_back_to_get(response.status, !c.username.is_empty()) {
-            return Ok((response, at, format!("{who} (OAuth POST)")));
+            return Ok((response, at, format!("{who}: OAuth POST")));
         }
         let detail = format!(
             "{}: the realm refused the OAuth POST; containerd retries with a GET",
@@ -723,7 +723,7 @@ impl<N: Network> Walk<N> {
         let (response, at) = self
             .get(i, Hop::Auth, url, step, Outgoing::credential(credential))
             .await?;
-        Ok((response, at, format!("{who} (OAuth POST, then GET)")))
+        Ok((response, at, format!("{who}: OAuth POST, then GET")))
     }
 
     /// [`Walk::get`], answering a challenge from a host the request was redirected to, as

@@ -227,6 +227,18 @@ pub struct CredentialAttemptReport {
     pub detail: Option<String>,
 }
 
+/// A source none of whose keys is even close to the image.
+fn no_key_covers(image: &str, keys: &[String]) -> String {
+    if keys.is_empty() {
+        return format!("it holds no entry, so nothing covers {image}");
+    }
+    let shown: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    format!(
+        "its entries are for {}, none of which covers {image}",
+        shown.join(", ")
+    )
+}
+
 impl CredentialsReport {
     pub fn new(plan: &CredentialPlan, attempts: &[Attempt]) -> CredentialsReport {
         let sources = plan
@@ -235,11 +247,14 @@ impl CredentialsReport {
             .map(|e| {
                 let (outcome, keys, detail) = match &e.outcome {
                     SourceOutcome::Matched(keys) => ("matched", keys.clone(), None),
-                    SourceOutcome::NoMatch { keys, near } => (
-                        "no-match",
-                        keys.clone(),
-                        (!near.is_empty()).then(|| near.join("; ")),
-                    ),
+                    SourceOutcome::NoMatch { keys, near } => {
+                        let why = if near.is_empty() {
+                            no_key_covers(&plan.image, keys)
+                        } else {
+                            near.join("; ")
+                        };
+                        ("no-match", keys.clone(), Some(why))
+                    }
                     SourceOutcome::Absent(why) => ("absent", vec![], Some(why.clone())),
                     SourceOutcome::Failed(why) => ("failed", vec![], Some(why.clone())),
                     SourceOutcome::NeedsPod(why) => ("needs-pod", vec![], Some(why.clone())),

@@ -50,6 +50,9 @@ pub struct Scenario {
     /// line, keyed `1.6`, `1.7` or `2.1`.
     #[serde(default)]
     pub expect_on: BTreeMap<String, Expect>,
+    /// For a `kubelet-creds` scenario: the credential source the probe must report.
+    #[serde(default)]
+    pub kubelet_source: Option<KubeletSource>,
 }
 
 impl Scenario {
@@ -96,11 +99,33 @@ pub fn catalog() -> BTreeMap<String, Scenario> {
 
 /// The lab identities' passwords (lab/tokend.py); `anonymous` has none.
 pub fn password(identity: &str) -> Option<&'static str> {
+    login(identity).map(|(_, password)| password)
+}
+
+/// An identity's user name and password: `alice-stale` is alice with a password the token
+/// service refuses (what lab/credential_provider.py answers with `--identity stale`).
+pub fn login(identity: &str) -> Option<(&'static str, &'static str)> {
     match identity {
-        "alice" => Some("alice-secret"),
-        "admin" => Some("admin-secret"),
+        "alice" => Some(("alice", "alice-secret")),
+        "admin" => Some(("admin", "admin-secret")),
+        "alice-stale" => Some(("alice", "alice-stale-token")),
         _ => None,
     }
+}
+
+/// Every secret the lab hands out, which no report, log or error may show.
+pub const LAB_SECRETS: [&str; 4] = [
+    "alice-secret",
+    "admin-secret",
+    "alice-stale-token",
+    "proxy-secret",
+];
+
+/// The source a scenario's report must name for the kubelet's credentials.
+#[derive(Debug, Clone, Deserialize)]
+pub struct KubeletSource {
+    pub kind: String,
+    pub outcome: String,
 }
 
 /// What `lab/lab.py status` reports.
@@ -119,6 +144,9 @@ pub struct Status {
     /// The containerd version the lab runs (`PULLPATH_LAB_CONTAINERD`: 1.6, 1.7, 2.1).
     #[serde(default)]
     pub containerd: String,
+    /// The node's kubelet credential files (provider.yaml, bin/, root/, pull-secret.json).
+    #[serde(default)]
+    pub kubelet: PathBuf,
 }
 
 /// Exclusive use of the lab for one test.

@@ -864,7 +864,7 @@ async fn anonymous_pulls_send_no_credential_anywhere() {
         outcome
             .path
             .iter()
-            .any(|h| h.steps.iter().any(|s| s.detail.contains("anonymously")))
+            .any(|h| h.steps.iter().any(|s| s.detail.contains("anonymous GET")))
     );
 }
 
