@@ -7,6 +7,8 @@
     lab.py reset-node NAME     restart a node's containerd with an empty image store
     lab.py status              print the lab's state as JSON
     lab.py fetch-runtimes      fetch containerd 1.7 and 2.1 (PULLPATH_LAB_CONTAINERD=1.7|2.1 runs them)
+    lab.py podman-pull IMAGE [USER:PASSWORD]
+                               pull with podman in the node's namespace (the second runtime)
     lab.py down                stop everything and remove every trace
 
 Topology (every address lives only inside these namespaces; none has a default route, and none
@@ -1042,7 +1044,46 @@ def switch(name: str):
                      hosts_files=state["hosts_files"])
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
-                   "redirect": state["redirect"], "mirror": mirror, "proxy_mode": state["proxy_mode"]}, f)
+                   "redirect": state["redirect"], "mirror": mirror, "proxy_mode": state["proxy_mode"],
+                   "runtime_env": state["runtime_env"]}, f)
+
+
+# ---------------------------------------------------------------- podman, the second runtime
+
+
+PODMAN = os.path.join(STATE, "podman")
+
+
+def podman_pull(image: str, creds: str = "") -> dict:
+    """Pull with podman (containers/image, the library CRI-O pulls with) in the node's namespace,
+    into an empty store, with the lab CA in its --cert-dir, the scenario's runtime environment
+    (its proxy) and no registries.conf mirrors. Returns {outcome, message}: podman's own `Error:`
+    text on failure."""
+    require_up()
+    certs = os.path.join(PODMAN, "certs")
+    os.makedirs(certs, exist_ok=True)
+    shutil.copy(os.path.join(PKI, "ca.pem"), os.path.join(certs, "ca.crt"))
+    write(os.path.join(PODMAN, "registries.conf"), "unqualified-search-registries = []\n")
+    write(os.path.join(PODMAN, "policy.json"), '{"default": [{"type": "insecureAcceptAnything"}]}\n')
+    for d in ("root", "run"):
+        shutil.rmtree(os.path.join(PODMAN, d), ignore_errors=True)
+    with open(os.path.join(STATE, "scenario.json")) as f:
+        runtime_env = json.load(f).get("runtime_env", {})
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": PODMAN,
+           "CONTAINERS_REGISTRIES_CONF": os.path.join(PODMAN, "registries.conf"), **runtime_env}
+    cmd = ["ip", "netns", "exec", NODES["node"], "podman", "--root", os.path.join(PODMAN, "root"),
+           "--runroot", os.path.join(PODMAN, "run"), "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
+           "--events-backend", "none", "pull", "--quiet", "--signature-policy", os.path.join(PODMAN, "policy.json"),
+           "--cert-dir", certs, *(["--creds", creds] if creds else []), image]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    shutil.rmtree(os.path.join(PODMAN, "root"), ignore_errors=True)
+    if result.returncode == 0:
+        return {"outcome": "pulled", "message": ""}
+    # The final `Error: ` and every line after it (an `errors:` list spans several).
+    lines = result.stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Error: ")]
+    message = "\n".join(lines[starts[-1]:]).removeprefix("Error: ") if starts else result.stderr.strip()
+    return {"outcome": "failed", "message": message.strip()}
 
 
 def require_up():
@@ -1179,6 +1220,8 @@ def main(argv):
         elif argv[:1] == ["reset-node"] and len(argv) == 2 and argv[1] in NODES:
             require_up()
             start_containerd(argv[1], fresh=True)
+        elif argv[:1] == ["podman-pull"] and len(argv) in (2, 3):
+            print(json.dumps(podman_pull(argv[1], argv[2] if len(argv) == 3 else "")))
         elif argv[:1] == ["fetch-runtimes"]:
             fetch_runtimes()
         elif argv[:1] == ["check-clean"]:

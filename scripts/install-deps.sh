@@ -4,6 +4,8 @@ set -euo pipefail
 
 packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables iproute2 openssl tinyproxy stunnel4
           curl python3 procps time
+          # the lab's second runtime (tests/lab_podman.rs): containers/image, as CRI-O pulls
+          podman
           # tests/distribution.rs: each shell checks its completion script; groff renders the man pages
           zsh fish groff-base
           # scripts/release.sh: glibc's static libc.a for crt-static, strip and readelf

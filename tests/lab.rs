@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use pullpath::runtime::cri::{Credentials, ImageService, PullOutcome};
-use support::{catalog, lab, login, repo};
+use support::{catalog, lab, login, mask_code, normalise, repo};
 
 /// containerd's own dial timeout is 30 s and it may retry once; the CRI call gets room for both.
 const PULL_DEADLINE: Duration = Duration::from_secs(150);
@@ -22,57 +22,6 @@ fn credentials(identity: &str) -> Option<Credentials> {
         username: username.to_string(),
         password: password.to_string(),
     })
-}
-
-/// Remove what varies between runs (ephemeral ports, the clock) so kept messages compare.
-fn normalise(message: &str) -> String {
-    let masked = mask_clock(message);
-    let message = masked.as_str();
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    // `10.10.1.2:43210->` -> `10.10.1.2:PORT->`
-    while let Some(at) = rest.find("->") {
-        let (head, tail) = rest.split_at(at);
-        let cut = head
-            .rfind(':')
-            .filter(|&c| head[c + 1..].chars().all(|ch| ch.is_ascii_digit()));
-        match cut {
-            Some(c) if c + 1 < head.len() => {
-                out.push_str(&head[..=c]);
-                out.push_str("PORT");
-            }
-            _ => out.push_str(head),
-        }
-        out.push_str("->");
-        rest = &tail[2..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `current time 2026-12-02T15:15:56Z is after` -> `current time TIME is after`.
-fn mask_clock(message: &str) -> String {
-    const MARK: &str = "current time ";
-    match message.find(MARK) {
-        Some(at) => {
-            let start = at + MARK.len();
-            let end = message[start..]
-                .find(' ')
-                .map_or(message.len(), |e| start + e);
-            format!("{}TIME{}", &message[..start], &message[end..])
-        }
-        None => message.to_string(),
-    }
-}
-
-/// `rpc error: code = DeadlineExceeded desc` -> `rpc error: code = CODE desc`.
-fn mask_code(message: &str) -> String {
-    match (message.find("code = "), message.find(" desc = ")) {
-        (Some(start), Some(end)) if start < end => {
-            format!("{}code = CODE{}", &message[..start], &message[end..])
-        }
-        _ => message.to_string(),
-    }
 }
 
 async fn ground_truth(name: &str) {

@@ -50,6 +50,9 @@ pub struct Scenario {
     /// line, keyed `1.6`, `1.7` or `2.1`.
     #[serde(default)]
     pub expect_on: BTreeMap<String, Expect>,
+    /// Where podman (containers/image) ends differently from containerd: its verdict.
+    #[serde(default)]
+    pub podman: Option<Expect>,
     /// For a `kubelet-creds` scenario: the credential source the probe must report.
     #[serde(default)]
     pub kubelet_source: Option<KubeletSource>,
@@ -271,4 +274,55 @@ fn assert_valid(validator: &jsonschema::Validator, file: &str, report: &serde_js
         "report violates docs/{file}:\n{}\n{report:#}",
         errors.join("\n")
     );
+}
+
+/// Remove what varies between runs (ephemeral ports, the clock) so kept messages compare.
+pub fn normalise(message: &str) -> String {
+    let masked = mask_clock(message);
+    let message = masked.as_str();
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    // `10.10.1.2:43210->` -> `10.10.1.2:PORT->`
+    while let Some(at) = rest.find("->") {
+        let (head, tail) = rest.split_at(at);
+        let cut = head
+            .rfind(':')
+            .filter(|&c| head[c + 1..].chars().all(|ch| ch.is_ascii_digit()));
+        match cut {
+            Some(c) if c + 1 < head.len() => {
+                out.push_str(&head[..=c]);
+                out.push_str("PORT");
+            }
+            _ => out.push_str(head),
+        }
+        out.push_str("->");
+        rest = &tail[2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `current time 2026-12-02T15:15:56Z is after` -> `current time TIME is after`.
+fn mask_clock(message: &str) -> String {
+    const MARK: &str = "current time ";
+    match message.find(MARK) {
+        Some(at) => {
+            let start = at + MARK.len();
+            let end = message[start..]
+                .find(' ')
+                .map_or(message.len(), |e| start + e);
+            format!("{}TIME{}", &message[..start], &message[end..])
+        }
+        None => message.to_string(),
+    }
+}
+
+/// `rpc error: code = DeadlineExceeded desc` -> `rpc error: code = CODE desc`.
+pub fn mask_code(message: &str) -> String {
+    match (message.find("code = "), message.find(" desc = ")) {
+        (Some(start), Some(end)) if start < end => {
+            format!("{}code = CODE{}", &message[..start], &message[end..])
+        }
+        _ => message.to_string(),
+    }
 }

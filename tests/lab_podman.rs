@@ -1,0 +1,112 @@
+//! The lab's second runtime: podman (containers/image, the library CRI-O pulls with) pulls in
+//! every scenario it can share with containerd, from the node's namespace, and its outcome must
+//! match the catalog's. Its messages are kept in `tests/fixtures/podman/<scenario>.txt` for the
+//! `explain` tests (`PULLPATH_RECORD=1` rewrites them).
+//!
+//! Scenarios made of containerd's own configuration (hosts.toml mirrors and variants, the
+//! kubelet's credential files, a systemd drop-in, an image cached on another node) are
+//! containerd's alone. The three whose fault is a silent drop take podman four 30 s dial
+//! timeouts (it retries network errors three times), so they run only with PULLPATH_LAB_SLOW=1;
+//! their kept messages are still read by the explain tests.
+
+mod support;
+
+use support::{Scenario, catalog, lab, login, normalise, repo};
+
+/// Faults that configure containerd, which podman does not read.
+const CONTAINERD_ONLY: [&str; 6] = [
+    "node-mirror",
+    "cache-",
+    "hosts-toml",
+    "kubelet-creds",
+    "dropin-proxy",
+    "runtime-proxy-with-credentials",
+];
+
+fn shared_with_podman(scenario: &Scenario) -> bool {
+    scenario.cached_on.is_none()
+        && scenario.mirror_fallback.is_none()
+        && !scenario
+            .faults
+            .iter()
+            .any(|f| CONTAINERD_ONLY.iter().any(|c| f.starts_with(c)))
+}
+
+fn slow(scenario: &Scenario) -> bool {
+    scenario.faults.iter().any(|f| f.starts_with("nft-drop"))
+        || scenario
+            .faults
+            .iter()
+            .any(|f| f.starts_with("return-route-del") || f == "proxy-mode silent")
+}
+
+#[derive(serde::Deserialize)]
+struct Pulled {
+    outcome: String,
+    message: String,
+}
+
+#[test]
+fn podman_pulls_every_shared_scenario_as_the_catalog_declares() {
+    let run_slow = std::env::var_os("PULLPATH_LAB_SLOW").is_some();
+    let lab = lab();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (name, scenario) in catalog() {
+        if !shared_with_podman(&scenario) || (slow(&scenario) && !run_slow) {
+            continue;
+        }
+        lab.switch(&name);
+        let creds = login(&scenario.identity)
+            .map(|(user, password)| format!("{user}:{password}"))
+            .unwrap_or_default();
+        let out = std::process::Command::new("python3")
+            .arg(repo().join("lab/lab.py"))
+            .args(["podman-pull", &scenario.image])
+            .args((!creds.is_empty()).then_some(creds.as_str()))
+            .output()
+            .expect("lab.py podman-pull runs");
+        assert!(
+            out.status.success(),
+            "{name}: podman-pull: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pulled: Pulled = serde_json::from_slice(&out.stdout).expect("podman-pull JSON");
+        let want = scenario.podman.as_ref().unwrap_or(&scenario.expect);
+        checked += 1;
+        if pulled.outcome != want.outcome {
+            wrong.push(format!(
+                "{name}: expected {}, podman {}: {}",
+                want.outcome, pulled.outcome, pulled.message
+            ));
+            continue;
+        }
+        if pulled.outcome != "failed" {
+            continue;
+        }
+        if let Some(fragment) = &want.runtime
+            && !pulled.message.contains(fragment.as_str())
+        {
+            wrong.push(format!(
+                "{name}: podman's error does not show the declared fault {fragment:?}: {}",
+                pulled.message
+            ));
+        }
+        let fixture = repo().join(format!("tests/fixtures/podman/{name}.txt"));
+        let live = normalise(&pulled.message);
+        if std::env::var_os("PULLPATH_RECORD").is_some() {
+            std::fs::create_dir_all(fixture.parent().expect("dir")).expect("fixture dir");
+            std::fs::write(&fixture, format!("{live}\n")).expect("record");
+        }
+        let kept = std::fs::read_to_string(&fixture).unwrap_or_default();
+        if kept.trim_end() != live {
+            wrong.push(format!(
+                "{name}: podman's message differs from {} (PULLPATH_RECORD=1 rewrites it):\n  kept {}\n  live {live}",
+                fixture.display(),
+                kept.trim_end()
+            ));
+        }
+    }
+    assert!(checked >= 25, "only {checked} scenarios pulled with podman");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
