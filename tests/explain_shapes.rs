@@ -320,6 +320,68 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "",
         "Failed to pull image \"app:v1\": rpc error: code = Unknown desc = short-name \"app:v1\" did not resolve to an alias and no unqualified-search registries are defined in \"/etc/containers/registries.conf\"",
     ),
+    // --- the host, however the text spells it ---
+    (
+        "refused",
+        "registry",
+        "[fd00::5]:5000",
+        "Error response from daemon: Get \"https://[fd00::5]:5000/v2/\": dial tcp [fd00::5]:5000: connect: connection refused",
+    ),
+    (
+        "route",
+        "registry",
+        "r.example",
+        "Failed to pull image \"r.example/a:1\": rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/a:1\": failed to resolve reference \"r.example/a:1\": failed to do request: Head \"https://r.example:443/v2/a/manifests/1\": dial tcp 10.0.0.1:443: i/o timeout",
+    ),
+    (
+        "tls",
+        "registry",
+        "r.example:8443",
+        "Error while pulling image: Get 'https://r.example:8443/v2/': x509: certificate signed by unknown authority",
+    ),
+    (
+        "refused",
+        "registry",
+        "index.docker.io",
+        "Error while pulling image: Get https: /index.docker.io/v1/repositories/library/x/images: dial tcp 10.0.0.1:443: connect: connection refused",
+    ),
+    (
+        "blob",
+        "blob",
+        "production.cloudflare.docker.com",
+        "error pulling image configuration: download failed after attempts=6: dialing production.cloudflare.docker.com:443 with direct connection: connecting to 104.16.1.1:443: dial tcp 104.16.1.1:443: i/o timeout",
+    ),
+    (
+        "ratelimit",
+        "registry",
+        "public.ecr.aws",
+        "Error: invalid from flag value public.ecr.aws/team/tool:1: toomanyrequests: Rate exceeded",
+    ),
+    (
+        "notfound",
+        "registry",
+        "r.example",
+        "Error response from daemon: repository r.example/team/app not found: does not exist or no pull access",
+    ),
+    (
+        "tls",
+        "registry",
+        "r.example",
+        "$ podman pull r.example/team/app:v1\nTrying to pull r.example/team/app:v1...\nError: initializing source docker://r.example/team/app:v1: pinging container registry r.example: Get \"https://r.example/v2/\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+    ),
+    // --- on the node, after the download (containers/image storage/, containers/storage) ---
+    (
+        "other",
+        "unknown",
+        "",
+        "Error: writing blob: adding layer with blob \"sha256:abc\": processing tar file(write /usr/lib/x: no space left on device): exit status 1",
+    ),
+    (
+        "blob",
+        "blob",
+        "",
+        "Error: copying system image from manifest list: trying to reuse blob sha256:abc at destination: reading blob sha256:abc: fetching blob: toomanyrequests: You have reached your pull rate limit",
+    ),
     // --- the kubelet ---
     (
         "dns",
@@ -504,4 +566,43 @@ fn texts_that_do_not_decide_say_so_with_the_likely_layer_first() {
         .map(|(l, _)| l.as_str())
         .collect();
     assert_eq!(candidates, ["blob", "refused"]);
+}
+
+#[test]
+fn each_runtime_is_named_by_its_own_words() {
+    let cases = [
+        (
+            "crio",
+            "Error: copying system image from manifest list: writing blob: storing blob to file \"/var/tmp/storage1/1\": happened during read: unexpected EOF",
+        ),
+        (
+            "crio",
+            "Trying to pull r.example/app:v1...\nError: initializing source docker://r.example/app:v1: reading manifest v1 in r.example/app: manifest unknown",
+        ),
+        (
+            "docker",
+            "Trying to pull repository r.example/app ... \nunauthorized: authentication required",
+        ),
+        (
+            "docker",
+            "Error: invalid from flag value r.example/app:v1: toomanyrequests: Rate exceeded",
+        ),
+        (
+            "containerd",
+            "failed to pull and unpack image \"r.example/app:v1\": failed to prepare extraction snapshot \"extract-1\": failed to create snapshot: missing parent bucket: not found",
+        ),
+        // containerd's resolver is a library others print too (helm, diffoci): no runtime.
+        (
+            "unknown",
+            "Error: failed to do request: Head \"https://r.example/v2/app/manifests/v1\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+        ),
+        // The kubelet's own limit names no runtime.
+        (
+            "unknown",
+            "Failed to pull image \"r.example/app:v1\": pull QPS exceeded",
+        ),
+    ];
+    for (runtime, message) in cases {
+        assert_eq!(verdict(message).runtime.as_str(), runtime, "{message}");
+    }
 }

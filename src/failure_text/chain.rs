@@ -42,16 +42,23 @@ static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"\b(GET|HEAD|POST|PUT|Get|Head|Post|Put|(?:GET|HEAD|POST) request to)\s+"?(https?://[^\s"]+?)"?(?:: |:$|\s|$|")"#)
         .expect("static regex")
 });
+/// The authority of a URL: an IPv6 literal first (`[fd00::5]:5000`), else a name or IPv4 with an
+/// optional port, ending at a quote or bracket around the URL (people redact names as
+/// `<acrname>.azurecr.io`, so angle brackets stay).
 static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"https?://([^/\s"?:]+(?::\d+)?|\[[0-9a-fA-F:]+\](?::\d+)?)([^\s"?]*)"#)
+    Regex::new(r#"https?://(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;]+(?::\d+)?)([^\s"'?]*)"#)
         .expect("static regex")
 });
+/// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
+/// forums do to keep a link from being made.
+static BROKEN_URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(https?): ?/([A-Za-z0-9\[])").expect("static regex"));
 /// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
 /// name is always quoted, and requiring the quote keeps `pulling image failed` from naming an
 /// image called "failed"; the other contexts name it bare.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:[Pp]ull|[Pp]ulling|unpack|resolve|get sandbox|[Cc]ontainer|inspect) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |to pull "|pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |[Tt]rying to pull |reading manifest \S+ in |authn lookup for |✘ Image |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
@@ -59,10 +66,19 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
 /// Split failure text into attempts and parse each one's chain.
 pub fn parse(text: &str) -> Vec<Chain> {
     let text = unescape(text);
+    let text = repair_urls(&text);
     split_attempts(&text)
         .into_iter()
         .map(parse_attempt)
         .collect()
+}
+
+/// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
+fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("http") {
+        return text.into();
+    }
+    BROKEN_URL.replace_all(text, "$1://$2")
 }
 
 /// Log lines quote their message: `msg="failed … \"x\""`. Take the quoted values of the
@@ -137,7 +153,7 @@ fn parse_attempt(text: &str) -> Chain {
                 requests.push(Request {
                     link: i,
                     method,
-                    host: u[1].to_ascii_lowercase(),
+                    host: authority(&url, &u[1]),
                     path: u[2].to_string(),
                     url: url.clone(),
                 });
@@ -162,7 +178,7 @@ fn parse_attempt(text: &str) -> Chain {
                         link: i,
                         method: "GET".into(),
                         url: url.to_string(),
-                        host: u[1].to_ascii_lowercase(),
+                        host: authority(url, &u[1]),
                         path: u[2].to_string(),
                     });
                 }
@@ -173,7 +189,8 @@ fn parse_attempt(text: &str) -> Chain {
     // spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
     let names: Vec<String> = IMAGE
         .captures_iter(text)
-        .map(|c| c[1].trim_end_matches([':', '.', ',']).to_string())
+        .filter_map(|c| c.get(1).or(c.get(2)))
+        .map(|m| m.as_str().trim_end_matches([':', '.', ',']).to_string())
         .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
         .collect();
     let image = names
@@ -187,6 +204,18 @@ fn parse_attempt(text: &str) -> Chain {
         requests,
         image,
     }
+}
+
+/// A URL's `host[:port]` as the host is named everywhere else: lowercase, and without the
+/// scheme's default port (`https://r.example:443/` is `r.example`).
+fn authority(url: &str, host: &str) -> String {
+    let default = if url.starts_with("https:") {
+        ":443"
+    } else {
+        ":80"
+    };
+    let host = host.strip_suffix(default).unwrap_or(host);
+    host.to_ascii_lowercase()
 }
 
 /// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), or a token realm (its query
@@ -352,6 +381,52 @@ mod tests {
             "Error: choosing an image from manifest list docker://quay.io/x/y:1: no image found in image index for architecture \"arm64\"",
         );
         assert_eq!(chains[0].image.as_deref(), Some("quay.io/x/y:1"));
+    }
+
+    #[test]
+    fn urls_people_broke_ipv6_literals_and_default_ports() {
+        let host = |text: &str| parse(text)[0].requests.first().map(|r| r.host.clone());
+        assert_eq!(
+            host("Get https: /index.docker.io/v1/repositories/x/images: EOF").as_deref(),
+            Some("index.docker.io")
+        );
+        assert_eq!(
+            host("Get https:/r.example/v2/: EOF").as_deref(),
+            Some("r.example")
+        );
+        assert_eq!(
+            host(r#"Get "https://[fd00::5]:5000/v2/": EOF"#).as_deref(),
+            Some("[fd00::5]:5000")
+        );
+        assert_eq!(
+            host(r#"Head "https://R.example:443/v2/a/manifests/1": EOF"#).as_deref(),
+            Some("r.example")
+        );
+        assert_eq!(
+            host("Get http://r.example:443/v2/: EOF").as_deref(),
+            Some("r.example:443"),
+            "443 is only https's default"
+        );
+    }
+
+    #[test]
+    fn images_named_by_commands_and_docker_wording() {
+        let image = |text: &str| parse(text)[0].image.clone();
+        assert_eq!(
+            image("Error response from daemon: repository r.example/a not found: does not exist or no pull access").as_deref(),
+            Some("r.example/a")
+        );
+        assert_eq!(
+            image("$ docker pull -q r.example/a:1\nError response from daemon: manifest unknown")
+                .as_deref(),
+            Some("r.example/a:1")
+        );
+        assert_eq!(
+            image(
+                "Error response from daemon: pull access denied, repository does not exist or may require authorization"
+            ),
+            None
+        );
     }
 
     #[test]

@@ -107,10 +107,11 @@ static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 /// Hosts the runtimes name without a URL: containerd 1.6 `pulling from host H failed with
-/// status code`, containers/image `pinging container registry H`.
+/// status code`, containers/image `pinging container registry H`, Docker Desktop's dialer
+/// `dialing H:443 with direct connection` (the default port is no part of the host's name).
 static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:pulling from host|pinging (?:container|docker) registry) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
+        r"(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
     )
 });
 /// containerd's ingest reference names the kind of content it was writing
@@ -152,9 +153,14 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
                 .map(|m| m.as_str().to_ascii_lowercase())
         });
     let named = || {
-        NAMED_HOST
-            .captures(&chain.text)
-            .map(|c| c[1].to_ascii_lowercase())
+        NAMED_HOST.captures(&chain.text).map(|c| {
+            let host = c[1].to_ascii_lowercase();
+            // The registry API is HTTPS: its default port is no part of the host's name.
+            match host.strip_suffix(":443") {
+                Some(bare) => bare.to_string(),
+                None => host,
+            }
+        })
     };
     let host = proxy
         .or_else(|| request.map(|r| r.host.clone()))
@@ -209,7 +215,7 @@ impl Diagnosis {
 
 /// Words only image pulls, registries and runtimes use.
 fn about_a_pull(chain: &Chain) -> bool {
-    const MARKERS: [&str; 12] = [
+    const MARKERS: [&str; 14] = [
         "image",
         "Image",
         "registry",
@@ -222,6 +228,9 @@ fn about_a_pull(chain: &Chain) -> bool {
         "containerd",
         "daemon",
         "kubelet",
+        // containers/image names the source as a transport reference, and its token step.
+        "docker://",
+        "auth token",
     ];
     !chain.requests.is_empty() || MARKERS.iter().any(|m| chain.text.contains(m))
 }
@@ -297,7 +306,7 @@ fn registry_of(image: &str) -> Option<String> {
 /// Each runtime's own words, from its source: containerd (core/remotes/docker, core/content,
 /// the CRI plugin), CRI-O and podman (containers/image docker/, copy/, storage/), Docker (moby
 /// daemon/internal/distribution, buildkit, the v1-era client).
-const CONTAINERD_WORDS: [&str; 14] = [
+const CONTAINERD_WORDS: [&str; 17] = [
     "failed to pull and unpack image",
     "failed to resolve reference",
     "failed to resolve image",
@@ -312,8 +321,14 @@ const CONTAINERD_WORDS: [&str; 14] = [
     "failed to read expected number of bytes",
     "pulling from host",
     "ctr: ",
+    // client/pull.go and core/unpack: the pull's unpack step. (The resolver's own words,
+    // `failed to do request`, `failed to authorize`, are containerd's library, which tools
+    // such as helm and buildkit print too: they name no runtime.)
+    "failed to unpack image on snapshotter",
+    "failed to prepare extraction snapshot",
+    "nerdctl",
 ];
-const CRIO_WORDS: [&str; 17] = [
+const CRIO_WORDS: [&str; 26] = [
     "pinging container registry",
     "pinging docker registry",
     "Error reading manifest",
@@ -331,8 +346,20 @@ const CRIO_WORDS: [&str; 17] = [
     "Source image rejected",
     "did not resolve to an alias",
     "crio",
+    // containers/image copy/ (copy.go, single.go, blob.go), storage/storage_dest.go and
+    // docker/docker_client.go; CRI-O's mirror list; podman's progress line (containers/common
+    // libimage) and its own name in a log prefix.
+    "copying system image from manifest list",
+    "trying to reuse blob",
+    "storing blob to file",
+    "adding layer with blob",
+    "happened during read",
+    "Requesting bearer token",
+    "Mirrors also failed",
+    "Trying to pull ",
+    "podman",
 ];
-const DOCKER_WORDS: [&str; 15] = [
+const DOCKER_WORDS: [&str; 18] = [
     "Error response from daemon",
     "error pulling image configuration",
     "Error while pulling image",
@@ -345,8 +372,13 @@ const DOCKER_WORDS: [&str; 15] = [
     "in the manifest list entries",
     "failed to register layer",
     "trying to pull repository",
+    "Trying to pull repository",
     "not found in repository",
     "failed to solve: ",
+    // The classic builder's `COPY --from` / `FROM` of an image it cannot pull
+    // (daemon/builder/dockerfile/dispatchers.go), and the command itself when pasted.
+    "invalid from flag value",
+    "docker pull ",
     // docker compose v2's progress line; compose v1 and buildx print `ERROR: ` (see `runtime`).
     "✘ Image ",
 ];
@@ -437,6 +469,11 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
     let text = &chain.text;
     if mechanism == Layer::Proxy {
         return Hop::Proxy;
+    }
+    // The node's own store failed after the bytes arrived (containers/image's
+    // `writing blob: adding layer with blob …` is storage applying a verified layer): no hop.
+    if request.is_none() && is_local(text, mechanism) {
+        return Hop::Unknown;
     }
     let blob = match content(chain, request) {
         Some(kind) => kind == Content::Blob,
@@ -589,8 +626,12 @@ const INTEGRITY_WORDS: [&str; 6] = [
 /// On the node, before a request or after the download: unpacking, snapshots, disk, the
 /// kubelet's pull secrets and credential provider plugins, signature policy, the reference
 /// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
-const NODE_WORDS: [&str; 27] = [
+const NODE_WORDS: [&str; 29] = [
     "failed to extract layer",
+    // containers/image storage/storage_dest.go commits a downloaded, verified layer, and
+    // containers/storage unpacks it.
+    "adding layer with blob",
+    "processing tar file",
     "error unpacking image",
     "failed to resolve rootfs",
     // CRI-O's short-name policy (containers/image pkg/shortnames): registries.conf decides.
