@@ -369,6 +369,12 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "r.example",
         "$ podman pull r.example/team/app:v1\nTrying to pull r.example/team/app:v1...\nError: initializing source docker://r.example/team/app:v1: pinging container registry r.example: Get \"https://r.example/v2/\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
     ),
+    (
+        "ratelimit",
+        "registry",
+        "docker.io",
+        "Error response from daemon: toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit",
+    ),
     // --- on the node, after the download (containers/image storage/, containers/storage) ---
     (
         "other",
@@ -379,7 +385,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     (
         "blob",
         "blob",
-        "",
+        "docker.io",
         "Error: copying system image from manifest list: trying to reuse blob sha256:abc at destination: reading blob sha256:abc: fetching blob: toomanyrequests: You have reached your pull rate limit",
     ),
     // --- the kubelet ---

@@ -114,6 +114,11 @@ static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
         r"(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
     )
 });
+/// Docker Hub's rate-limit answer, in its own words (its body and documentation link).
+const DOCKER_HUB_BODY: [&str; 2] = [
+    "You have reached your pull rate limit",
+    "docker.com/increase-rate-limit",
+];
 /// containerd's ingest reference names the kind of content it was writing
 /// (core/remotes/handlers.go, `MakeRefKey`): `manifest-`, `index-`, `config-`, `layer-`.
 static REF_KIND: LazyLock<Regex> = LazyLock::new(|| re(r#"failed commit on ref "([a-z]+)-"#));
@@ -175,6 +180,13 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
             } else {
                 registry_of(image)
             }
+        })
+        .or_else(|| {
+            // Docker Hub's own answer names it even when the runtime printed no URL.
+            DOCKER_HUB_BODY
+                .iter()
+                .any(|w| chain.text.contains(w))
+                .then(|| "docker.io".to_string())
         });
     let about_a_pull = about_a_pull(chain);
     // Only where the answer concerned the credential: a token host that cannot be reached says
