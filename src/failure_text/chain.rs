@@ -44,9 +44,10 @@ static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// The authority of a URL: an IPv6 literal first (`[fd00::5]:5000`), else a name or IPv4 with an
 /// optional port, ending at a quote or bracket around the URL (people redact names as
-/// `<acrname>.azurecr.io`, so angle brackets stay).
+/// `<acrname>.azurecr.io`, so angle brackets stay). A `user:password@` before it is skipped,
+/// and [`without_userinfo`] keeps it out of the URL reported.
 static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"https?://(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;]+(?::\d+)?)([^\s"'?]*)"#)
+    Regex::new(r#"https?://(?:[^/\s"'@]*@)?(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;@]+(?::\d+)?)([^\s"'?]*)"#)
         .expect("static regex")
 });
 /// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
@@ -155,7 +156,7 @@ fn parse_attempt(text: &str) -> Chain {
                     method,
                     host: authority(&url, &u[1]),
                     path: u[2].to_string(),
-                    url: url.clone(),
+                    url: without_userinfo(&url),
                 });
             }
         }
@@ -177,7 +178,7 @@ fn parse_attempt(text: &str) -> Chain {
                     requests.push(Request {
                         link: i,
                         method: "GET".into(),
-                        url: url.to_string(),
+                        url: without_userinfo(url),
                         host: authority(url, &u[1]),
                         path: u[2].to_string(),
                     });
@@ -203,6 +204,19 @@ fn parse_attempt(text: &str) -> Chain {
         links,
         requests,
         image,
+    }
+}
+
+/// The URL without the `user:password@` a pasted proxy or registry URL may carry: a
+/// credential never reaches the report.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
     }
 }
 
@@ -407,6 +421,15 @@ mod tests {
             Some("r.example:443"),
             "443 is only https's default"
         );
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_neither_host_nor_reported() {
+        let chains = parse(r#"Get "https://bob:s3cret@r.example:5000/v2/": EOF"#);
+        let r = &chains[0].requests[0];
+        assert_eq!(r.host, "r.example:5000");
+        assert_eq!(r.url, "https://r.example:5000/v2/");
+        assert!(!r.url.contains("s3cret"));
     }
 
     #[test]

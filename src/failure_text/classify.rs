@@ -148,7 +148,12 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     };
     let lookup_name = cause_links
         .iter()
-        .find_map(|l| LOOKUP.captures(l).map(|c| c[1].to_string()));
+        // A name as DNS compares it: lowercase, and `r.example.` (fully qualified) is `r.example`.
+        .find_map(|l| {
+            LOOKUP
+                .captures(l)
+                .map(|c| c[1].trim_end_matches('.').to_ascii_lowercase())
+        });
     let proxy = (hop == Hop::Proxy)
         .then(|| PROXY_ADDRESS.captures(&chain.text))
         .flatten()
