@@ -59,7 +59,17 @@ static BROKEN_URL: LazyLock<Regex> =
 /// image called "failed"; the other contexts name it bare.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|[Pp]ulling|unpack|resolve|get sandbox|[Cc]ontainer|inspect) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |to pull "|pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |[Tt]rying to pull |reading manifest \S+ in |authn lookup for |✘ Image |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:(?:[Pp]ull|[Pp]ulling|unpack|resolve|get sandbox|[Cc]ontainer|inspect) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |to pull "|pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+    )
+    .expect("static regex")
+});
+/// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
+/// common path to one regex): podman's `Trying to pull X...`, Docker's builder `invalid from
+/// flag value X`, a pasted `docker pull X` command, and Docker's `repository X not found:
+/// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
+static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:[Tt]rying to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
@@ -188,12 +198,17 @@ fn parse_attempt(text: &str) -> Chain {
     }
     // The first name the text gives, unless a later one is the same image with its registry
     // spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
-    let names: Vec<String> = IMAGE
-        .captures_iter(text)
-        .filter_map(|c| c.get(1).or(c.get(2)))
-        .map(|m| m.as_str().trim_end_matches([':', '.', ',']).to_string())
-        .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
-        .collect();
+    let names_in = |re: &Regex| -> Vec<String> {
+        re.captures_iter(text)
+            .filter_map(|c| c.get(1).or(c.get(2)))
+            .map(|m| m.as_str().trim_end_matches([':', '.', ',']).to_string())
+            .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
+            .collect()
+    };
+    let mut names = names_in(&IMAGE);
+    if !names.iter().any(|i| named_registry(i).is_some()) {
+        names.extend(names_in(&IMAGE_ELSEWHERE));
+    }
     let image = names
         .iter()
         .find(|i| named_registry(i).is_some())
