@@ -612,3 +612,20 @@ fn each_runtime_is_named_by_its_own_words() {
         assert_eq!(verdict(message).runtime.as_str(), runtime, "{message}");
     }
 }
+
+#[test]
+fn a_pasted_event_line_leaves_its_columns_out_of_the_cause() {
+    // kubectl ≥ 1.30 describe: the Message column starts with the field path and a colon.
+    let d = verdict(
+        "  Warning  Failed  3s (x2 over 20s)  kubelet  spec.initContainers{migrate}: Failed to pull image \"r.example/a:1\": rpc error: code = NotFound desc = failed to pull and unpack image \"r.example/a:1\": failed to resolve reference \"r.example/a:1\": r.example/a:1: not found",
+    );
+    assert_eq!(d.layer.as_str(), "notfound");
+    assert_eq!(d.cause, "r.example/a:1: not found");
+    let d = verdict(
+        "Warning  Failed  3s  kubelet  spec.containers{app}: Failed to pull image \"nginx:1.25\": pull QPS exceeded",
+    );
+    assert_eq!(
+        (d.layer.as_str(), d.cause.as_str()),
+        ("ratelimit", "pull QPS exceeded")
+    );
+}

@@ -970,6 +970,21 @@ const WRAPPERS: [&str; 17] = [
     "Error choosing image instance",
 ];
 
+/// A pasted event line's columns before its message (`Warning  Failed  3s (x2 over 20s)
+/// kubelet  spec.containers{app}`): recent kubectl ends them with the field path and a colon,
+/// so they become a link of their own. They are the event's, not the cause's.
+fn is_event_columns(link: &str) -> bool {
+    let link = link.trim_start();
+    let typed = ["Warning ", "Normal ", "Warning\t", "Normal\t"]
+        .iter()
+        .any(|t| link.starts_with(t));
+    let field_path = link
+        .rsplit([' ', '\t'])
+        .next()
+        .is_some_and(|last| last.starts_with("spec.") && last.ends_with('}'));
+    typed || field_path
+}
+
 /// The innermost cause in the runtime's words, with the lookup or dial that frames it.
 fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
     let framed: Vec<&str> = cause_links
@@ -977,8 +992,9 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
         .map(String::as_str)
         .filter(|l| !l.is_empty())
         .skip_while(|l| {
-            chain.innermost_request().is_none()
-                && (*l == "Error" || *l == "errors" || WRAPPERS.iter().any(|w| l.contains(w)))
+            is_event_columns(l)
+                || chain.innermost_request().is_none()
+                    && (*l == "Error" || *l == "errors" || WRAPPERS.iter().any(|w| l.contains(w)))
         })
         .collect();
     let text = if framed.is_empty() {
