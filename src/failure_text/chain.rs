@@ -202,7 +202,7 @@ fn parse_attempt(text: &str) -> Chain {
         re.captures_iter(text)
             .filter_map(|c| c.get(1).or(c.get(2)))
             .map(|m| m.as_str().trim_end_matches([':', '.', ',']).to_string())
-            .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
+            .filter(|i| !i.is_empty() && !i.starts_with("sha256") && !is_platform(i))
             .collect()
     };
     let mut names = names_in(&IMAGE);
@@ -245,6 +245,23 @@ fn authority(url: &str, host: &str) -> String {
     };
     let host = host.strip_suffix(default).unwrap_or(host);
     host.to_ascii_lowercase()
+}
+
+/// `linux/arm64/v8`: Docker's `no matching manifest for linux/arm64/v8 in the manifest list
+/// entries` names the platform where other messages name the image.
+fn is_platform(name: &str) -> bool {
+    const OSES: [&str; 6] = [
+        "linux/", "windows/", "darwin/", "freebsd/", "solaris/", "aix/",
+    ];
+    const ARCHES: [&str; 10] = [
+        "amd64", "arm64", "arm", "386", "ppc64le", "ppc64", "s390x", "riscv64", "mips64le", "wasm",
+    ];
+    OSES.iter().any(|os| {
+        name.strip_prefix(os).is_some_and(|rest| {
+            let arch = rest.split('/').next().unwrap_or_default();
+            ARCHES.contains(&arch)
+        })
+    })
 }
 
 /// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), or a token realm (its query
@@ -445,6 +462,20 @@ mod tests {
         assert_eq!(r.host, "r.example:5000");
         assert_eq!(r.url, "https://r.example:5000/v2/");
         assert!(!r.url.contains("s3cret"));
+    }
+
+    #[test]
+    fn a_platform_is_no_image() {
+        let chains = parse(
+            "Error response from daemon: no matching manifest for linux/arm64/v8 in the manifest list entries",
+        );
+        assert_eq!(chains[0].image, None);
+        assert_eq!(
+            parse("Error response from daemon: manifest for linuxserver/x:1 not found")[0]
+                .image
+                .as_deref(),
+            Some("linuxserver/x:1")
+        );
     }
 
     #[test]
