@@ -375,6 +375,37 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "docker.io",
         "Error response from daemon: toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit",
     ),
+    // --- podman and CRI-O in the lab's faults, as containers/image words them ---
+    (
+        "blob",
+        "blob",
+        "relay.example.test",
+        "Error: copying system image from manifest list: reading config blob sha256:abc: Get \"https://relay.example.test/b/sha256:abc?sig=x\": dial tcp 10.10.6.2:443: connect: network is unreachable",
+    ),
+    (
+        "blob",
+        "blob",
+        "labstore.blob.example.test",
+        "Error: reading blob sha256:abc: Get \"https://labstore.blob.example.test/v2/blobs/abc?sig=x\": dial tcp: lookup labstore.blob.example.test on 10.10.5.2:53: no such host",
+    ),
+    (
+        "auth",
+        "auth",
+        "registry.example.test",
+        "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: unable to retrieve auth token: invalid username/password: unauthorized: authentication required",
+    ),
+    (
+        "route",
+        "auth",
+        "auth.example.test",
+        "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: Get \"https://auth.example.test/token?scope=repository%3Ateam-a%2Fsmall%3Apull&service=registry.example.test\": dial tcp 10.10.3.2:443: connect: network is unreachable",
+    ),
+    (
+        "ratelimit",
+        "registry",
+        "registry.example.test",
+        "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: too many requests to registry",
+    ),
     // --- on the node, after the download (containers/image storage/, containers/storage) ---
     (
         "other",

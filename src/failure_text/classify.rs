@@ -345,7 +345,7 @@ const CONTAINERD_WORDS: [&str; 17] = [
     "failed to prepare extraction snapshot",
     "nerdctl",
 ];
-const CRIO_WORDS: [&str; 26] = [
+const CRIO_WORDS: [&str; 30] = [
     "pinging container registry",
     "pinging docker registry",
     "Error reading manifest",
@@ -372,6 +372,10 @@ const CRIO_WORDS: [&str; 26] = [
     "adding layer with blob",
     "happened during read",
     "Requesting bearer token",
+    "reading config blob",
+    "partial pull of blob",
+    "initializing image from source",
+    "determining manifest MIME type",
     "Mirrors also failed",
     "Trying to pull ",
     "podman",
@@ -421,7 +425,7 @@ pub fn runtime(text: &str) -> Runtime {
 }
 
 /// Operations that download a blob (a config or a layer), in each runtime's words.
-const BLOB_OPERATIONS: [&str; 22] = [
+const BLOB_OPERATIONS: [&str; 25] = [
     "failed to copy",
     "httpReadSeeker",
     "httpReaderSeeker",
@@ -444,6 +448,12 @@ const BLOB_OPERATIONS: [&str; 22] = [
     "error reading blob",
     "reading blob",
     "failed to fetch blob",
+    // containers/image copy/single.go (the config) and docker/docker_image_src.go (partial
+    // pulls, a manifest's external URLs). Not its `copying layer:` / `copying config:`, which
+    // wrap only a cancelled context (the semaphore), no download.
+    "reading config blob",
+    "partial pull of blob",
+    "external blob",
 ];
 
 /// What kind of content the failing step fetched, when the text says.
