@@ -10,8 +10,11 @@
 //! Scoring. A row whose `note` starts with `context:` is not decidable from the text: its
 //! answer is right when the verdict is undecided with the label first among the candidates.
 //! Every other row is text-decidable: its layer is right when the verdict names the label.
-//! Host names compare without case. The test asserts a floor per figure (what the rules
-//! reached, so no change may lower it) and prints each figure against the target.
+//! Host names compare without case, and host is scored twice: on every row, and on the rows
+//! whose text names the labelled host (or whose label names none), since some labels came from
+//! the thread rather than the text. The test asserts a floor per figure (what the rules
+//! reached, so no change may lower it; at or above the target where the rules meet
+//! it) and prints each figure against the target.
 
 use std::collections::BTreeMap;
 
