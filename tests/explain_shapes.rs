@@ -406,6 +406,30 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "registry.example.test",
         "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: too many requests to registry",
     ),
+    (
+        "blob",
+        "blob",
+        "winlayers.blob.core.windows.net",
+        "Error: copying system image from manifest list: reading blob sha256:abc: failed fetching external blob from all urls: error fetching external blob from \"https://winlayers.blob.core.windows.net/layers/sha256-abc?sv=2019-02-02&sig=x\": received unexpected HTTP status: 403 Forbidden",
+    ),
+    (
+        "route",
+        "registry",
+        "registry.corp.example:5000",
+        "Failed to pull image \"registry.corp.example:5000/app:v1\": rpc error: code = Unknown desc = dial tcp registry.corp.example:5000: i/o timeout",
+    ),
+    (
+        "other",
+        "registry",
+        "127.0.0.1:65001",
+        "failed to resolve reference \"harbor.example.com/base/nginx:1\": pulling from host 127.0.0.1:65001 failed with status code [manifests 1]: 502 Bad Gateway",
+    ),
+    (
+        "tls",
+        "registry",
+        "quay.io",
+        "Error: unable to pull quay.io/team/app:v1: 1 error occurred:\n\t* x509: certificate signed by unknown authority",
+    ),
     // --- on the node, after the download (containers/image storage/, containers/storage) ---
     (
         "other",

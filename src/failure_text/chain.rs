@@ -64,12 +64,12 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 /// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
-/// common path to one regex): podman's `Trying to pull X...`, Docker's builder `invalid from
+/// common path to one regex): podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
 /// flag value X`, a pasted `docker pull X` command, and Docker's `repository X not found:
 /// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
 static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:[Tt]rying to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
@@ -264,13 +264,18 @@ fn is_platform(name: &str) -> bool {
     })
 }
 
-/// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), or a token realm (its query
-/// names the scope and service).
+/// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), a token realm (its query
+/// names the scope and service), or a blob's storage location after a redirect (Distribution's
+/// storage path `…/docker/registry/v2/blobs/…`, or a signed URL: S3's `X-Amz-`, Azure's `sig=`,
+/// Cloudflare's `verify=`, GCS's `Signature=`).
 fn is_api_url(url: &str, path: &str) -> bool {
+    const SIGNED: [&str; 5] = ["X-Amz-", "sig=", "verify=", "Signature=", "Expires="];
     path.starts_with("/v2/")
         || path.starts_with("/v1/")
         || path.ends_with("/token")
+        || path.contains("/blobs/")
         || (url.contains("scope=") && url.contains("service="))
+        || (url.contains('?') && SIGNED.iter().any(|s| url.contains(s)))
 }
 
 /// A registry may answer with a list of errors, which the distribution client prints as

@@ -108,10 +108,12 @@ static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Hosts the runtimes name without a URL: containerd 1.6 `pulling from host H failed with
 /// status code`, containers/image `pinging container registry H`, Docker Desktop's dialer
-/// `dialing H:443 with direct connection` (the default port is no part of the host's name).
+/// `dialing H:443 with direct connection` (the default port is no part of the host's name), and
+/// a `dial tcp H:443` by name (Go dials resolved addresses, but proxies and other clients name
+/// the host; a name has a letter, so `dial tcp 10.0.0.1:443` names none).
 static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
+        r"(?:(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)|dial tcp ([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*(?::\d+)?))(?::|\s|$)",
     )
 });
 /// Docker Hub's rate-limit answer, in its own words (its body and documentation link).
@@ -163,13 +165,13 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
                 .map(|m| m.as_str().to_ascii_lowercase())
         });
     let named = || {
-        NAMED_HOST.captures(&chain.text).map(|c| {
-            let host = c[1].to_ascii_lowercase();
+        NAMED_HOST.captures(&chain.text).and_then(|c| {
+            let host = c.get(1).or(c.get(2))?.as_str().to_ascii_lowercase();
             // The registry API is HTTPS: its default port is no part of the host's name.
-            match host.strip_suffix(":443") {
+            Some(match host.strip_suffix(":443") {
                 Some(bare) => bare.to_string(),
                 None => host,
-            }
+            })
         })
     };
     let host = proxy
