@@ -44,10 +44,10 @@ static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// The authority of a URL: an IPv6 literal first (`[fd00::5]:5000`), else a name or IPv4 with an
 /// optional port, ending at a quote or bracket around the URL (people redact names as
-/// `<acrname>.azurecr.io`, so angle brackets stay). A `user:password@` before it is skipped,
-/// and [`without_userinfo`] keeps it out of the URL reported.
+/// `<acrname>.azurecr.io`, so angle brackets stay). It reads URLs that [`without_userinfo`]
+/// has cleared of a `user:password@`.
 static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"https?://(?:[^/\s"'@]*@)?(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;@]+(?::\d+)?)([^\s"'?]*)"#)
+    Regex::new(r#"https?://(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;@]+(?::\d+)?)([^\s"'?]*)"#)
         .expect("static regex")
 });
 /// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
@@ -59,17 +59,18 @@ static BROKEN_URL: LazyLock<Regex> =
 /// image called "failed"; the other contexts name it bare.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|[Pp]ulling|unpack|resolve|get sandbox|[Cc]ontainer|inspect) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |to pull "|pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
     )
     .expect("static regex")
 });
 /// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
-/// common path to one regex): podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
+/// common path to one regex): the kubelet's `Pulling image "X"` and `Container image "X"`,
+/// `failed to pull "X"`, podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
 /// flag value X`, a pasted `docker pull X` command, and Docker's `repository X not found:
 /// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
 static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:(?:Pulling|[Cc]ontainer|inspect) image\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
@@ -86,10 +87,18 @@ pub fn parse(text: &str) -> Vec<Chain> {
 
 /// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
 fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains("http") {
-        return text.into();
+    // The regex only where a scheme is followed by anything but `//` (this runs per message).
+    let broken = text.match_indices("http").any(|(at, _)| {
+        let rest = text[at + 4..].strip_prefix('s').unwrap_or(&text[at + 4..]);
+        rest.strip_prefix(':')
+            .map(|r| r.strip_prefix(' ').unwrap_or(r))
+            .is_some_and(|r| r.starts_with('/') && !r.starts_with("//"))
+    });
+    if broken {
+        BROKEN_URL.replace_all(text, "$1://$2")
+    } else {
+        text.into()
     }
-    BROKEN_URL.replace_all(text, "$1://$2")
 }
 
 /// Log lines quote their message: `msg="failed … \"x\""`. Take the quoted values of the
@@ -159,14 +168,14 @@ fn parse_attempt(text: &str) -> Chain {
                 .next()
                 .unwrap_or("GET")
                 .to_ascii_uppercase();
-            let url = caps[2].trim_end_matches(['"', ',', '.', ';']).to_string();
+            let url = without_userinfo(caps[2].trim_end_matches(['"', ',', '.', ';']));
             if let Some(u) = URL.captures(&url) {
                 requests.push(Request {
                     link: i,
                     method,
                     host: authority(&url, &u[1]),
                     path: u[2].to_string(),
-                    url: without_userinfo(&url),
+                    url: url.clone(),
                 });
             }
         }
@@ -177,20 +186,24 @@ fn parse_attempt(text: &str) -> Chain {
     // increase-rate-limit`), which is no request.
     if requests.is_empty() {
         for (i, link) in links.iter().enumerate() {
-            for u in URL.captures_iter(link) {
-                let at = u.get(0).map_or(0, |m| m.start());
-                let url = link[at..]
-                    .split([' ', '"', '\n'])
-                    .next()
-                    .unwrap_or_default()
-                    .trim_end_matches([',', '.', ';', ')']);
-                if is_api_url(url, &u[2]) {
+            for found in URL.find_iter(link) {
+                let url = without_userinfo(
+                    link[found.start()..]
+                        .split([' ', '"', '\n'])
+                        .next()
+                        .unwrap_or_default()
+                        .trim_end_matches([',', '.', ';', ')']),
+                );
+                let Some(u) = URL.captures(&url) else {
+                    continue;
+                };
+                if is_api_url(&url, &u[2]) {
                     requests.push(Request {
                         link: i,
                         method: "GET".into(),
-                        url: without_userinfo(url),
-                        host: authority(url, &u[1]),
+                        host: authority(&url, &u[1]),
                         path: u[2].to_string(),
+                        url: url.clone(),
                     });
                 }
             }
@@ -206,7 +219,19 @@ fn parse_attempt(text: &str) -> Chain {
             .collect()
     };
     let mut names = names_in(&IMAGE);
-    if !names.iter().any(|i| named_registry(i).is_some()) {
+    // Every context of IMAGE_ELSEWHERE holds one of these words: a cheap test before the regex.
+    let elsewhere = [
+        "Pulling image",
+        "ontainer image",
+        "nspect image",
+        "to pull ",
+        " pull ",
+        "repository ",
+        "invalid from flag value",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    if elsewhere && !names.iter().any(|i| named_registry(i).is_some()) {
         names.extend(names_in(&IMAGE_ELSEWHERE));
     }
     let image = names

@@ -347,7 +347,7 @@ const CONTAINERD_WORDS: [&str; 17] = [
     "failed to prepare extraction snapshot",
     "nerdctl",
 ];
-const CRIO_WORDS: [&str; 30] = [
+const CRIO_WORDS: [&str; 28] = [
     "pinging container registry",
     "pinging docker registry",
     "Error reading manifest",
@@ -370,9 +370,7 @@ const CRIO_WORDS: [&str; 30] = [
     // libimage) and its own name in a log prefix.
     "copying system image from manifest list",
     "trying to reuse blob",
-    "storing blob to file",
     "adding layer with blob",
-    "happened during read",
     "Requesting bearer token",
     "reading config blob",
     "partial pull of blob",
@@ -501,7 +499,7 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
     }
     // The node's own store failed after the bytes arrived (containers/image's
     // `writing blob: adding layer with blob …` is storage applying a verified layer): no hop.
-    if request.is_none() && is_local(text, mechanism) {
+    if request.is_none() && mechanism == Layer::Other && is_local(text, mechanism) {
         return Hop::Unknown;
     }
     let blob = match content(chain, request) {
@@ -987,14 +985,16 @@ const WRAPPERS: [&str; 17] = [
 /// so they become a link of their own. They are the event's, not the cause's.
 fn is_event_columns(link: &str) -> bool {
     let link = link.trim_start();
-    let typed = ["Warning ", "Normal ", "Warning\t", "Normal\t"]
-        .iter()
-        .any(|t| link.starts_with(t));
-    let field_path = link
-        .rsplit([' ', '\t'])
-        .next()
-        .is_some_and(|last| last.starts_with("spec.") && last.ends_with('}'));
-    typed || field_path
+    let typed = (link.starts_with('W') || link.starts_with('N'))
+        && ["Warning ", "Normal ", "Warning\t", "Normal\t"]
+            .iter()
+            .any(|t| link.starts_with(t));
+    typed
+        || link.ends_with('}')
+            && link
+                .rsplit([' ', '\t'])
+                .next()
+                .is_some_and(|last| last.starts_with("spec."))
 }
 
 /// The innermost cause in the runtime's words, with the lookup or dial that frames it.
