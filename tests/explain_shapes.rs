@@ -430,6 +430,18 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "quay.io",
         "Error: unable to pull quay.io/team/app:v1: 1 error occurred:\n\t* x509: certificate signed by unknown authority",
     ),
+    (
+        "notfound",
+        "registry",
+        "quay.io",
+        "Failed to pull image \"quay.io/x/y:1\": rpc error: code = Unknown desc = (Mirrors also failed: [mirror.example/x/y:1: pinging container registry mirror.example: Get \"https://mirror.example/v2/\": dial tcp 10.0.0.9:443: i/o timeout]\n[mirror2.example/x/y:1: reading manifest 1 in mirror2.example/x/y: manifest unknown]): quay.io/x/y:1: reading manifest 1 in quay.io/x/y: manifest unknown",
+    ),
+    (
+        "tls",
+        "registry",
+        "r.example",
+        "Error: unable to pull app:v1: x509: certificate is valid for ingress.local, other.example, not r.example",
+    ),
     // --- on the node, after the download (containers/image storage/, containers/storage) ---
     (
         "other",

@@ -64,13 +64,14 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 /// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
-/// common path to one regex): the kubelet's `Pulling image "X"` and `Container image "X"`,
+/// common path to one regex): any quoted name after "image" (the kubelet's `Pulling image "X"`,
+/// `Container image "X"`),
 /// `failed to pull "X"`, podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
 /// flag value X`, a pasted `docker pull X` command, and Docker's `repository X not found:
 /// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
 static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:Pulling|[Cc]ontainer|inspect) image\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:\b[Ii]mage\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
@@ -159,6 +160,8 @@ fn split_attempts(text: &str) -> Vec<&str> {
 
 fn parse_attempt(text: &str) -> Chain {
     let text = primary_of_error_list(text);
+    let text = without_mirror_failures(text);
+    let text = text.as_ref();
     let links = split_links(text);
     let mut requests = Vec::new();
     for (i, link) in links.iter().enumerate() {
@@ -221,9 +224,8 @@ fn parse_attempt(text: &str) -> Chain {
     let mut names = names_in(&IMAGE);
     // Every context of IMAGE_ELSEWHERE holds one of these words: a cheap test before the regex.
     let elsewhere = [
-        "Pulling image",
-        "ontainer image",
-        "nspect image",
+        "mage \"",
+        "mage\"",
         "to pull ",
         " pull ",
         "repository ",
@@ -318,6 +320,33 @@ fn primary_of_error_list(text: &str) -> &str {
         Some(end) => &text[..first + end],
         None => text,
     }
+}
+
+/// CRI-O and podman try the mirrors of registries.conf first and report them before the
+/// primary location's error: `(Mirrors also failed: [m1: …]\n[m2: …]): REF: <primary error>`
+/// (containers/image docker/docker_image_src.go). The primary error is the one the pull failed
+/// with, and the mirrors' hosts are not its host: the parenthesis goes.
+fn without_mirror_failures(text: &str) -> std::borrow::Cow<'_, str> {
+    const MIRRORS: &str = "(Mirrors also failed: ";
+    let Some(start) = text.find(MIRRORS) else {
+        return text.into();
+    };
+    let mut depth = 0usize;
+    for (at, c) in text[start..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    let rest = &text[start + at + 1..];
+                    let rest = rest.strip_prefix(": ").unwrap_or(rest);
+                    return format!("{}{rest}", &text[..start]).into();
+                }
+            }
+            _ => {}
+        }
+    }
+    text.into()
 }
 
 /// Split at `": "` (and `":\n"`) outside double quotes, the way Go wraps errors.
@@ -492,6 +521,18 @@ mod tests {
         assert_eq!(r.host, "r.example:5000");
         assert_eq!(r.url, "https://r.example:5000/v2/");
         assert!(!r.url.contains("s3cret"));
+    }
+
+    #[test]
+    fn mirror_failures_before_the_primary_error_are_left_out() {
+        let chains = parse(
+            r#"rpc error: code = Unknown desc = (Mirrors also failed: [mirror.example/x/y:1: pinging container registry mirror.example: Get "https://mirror.example/v2/": dial tcp 10.0.0.9:443: i/o timeout (after 30s)]): quay.io/x/y:1: reading manifest 1 in quay.io/x/y: manifest unknown"#,
+        );
+        let c = &chains[0];
+        assert!(c.requests.is_empty(), "{:?}", c.requests);
+        assert!(!c.text.contains("mirror.example"));
+        assert_eq!(c.links.last().map(String::as_str), Some("manifest unknown"));
+        assert_eq!(c.image.as_deref(), Some("quay.io/x/y"));
     }
 
     #[test]

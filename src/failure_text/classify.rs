@@ -110,10 +110,11 @@ static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
 /// status code`, containers/image `pinging container registry H`, Docker Desktop's dialer
 /// `dialing H:443 with direct connection` (the default port is no part of the host's name), and
 /// a `dial tcp H:443` by name (Go dials resolved addresses, but proxies and other clients name
-/// the host; a name has a letter, so `dial tcp 10.0.0.1:443` names none).
+/// the host; a name has a letter, so `dial tcp 10.0.0.1:443` names none), and the name Go's
+/// x509 verification wanted (`certificate is valid for A, B, not H`).
 static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)|dial tcp ([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*(?::\d+)?))(?::|\s|$)",
+        r"(?:(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)|dial tcp ([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*(?::\d+)?)|x509: certificate is (?:valid for [^\n]*?, not|not valid for any names, but wanted to match) ([A-Za-z0-9][A-Za-z0-9.-]*))(?::|\s|$)",
     )
 });
 /// Docker Hub's rate-limit answer, in its own words (its body and documentation link).
@@ -166,7 +167,12 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         });
     let named = || {
         NAMED_HOST.captures(&chain.text).and_then(|c| {
-            let host = c.get(1).or(c.get(2))?.as_str().to_ascii_lowercase();
+            let host = c
+                .get(1)
+                .or(c.get(2))
+                .or(c.get(3))?
+                .as_str()
+                .to_ascii_lowercase();
             // The registry API is HTTPS: its default port is no part of the host's name.
             Some(match host.strip_suffix(":443") {
                 Some(bare) => bare.to_string(),
