@@ -71,7 +71,7 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
 /// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
 static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:\b[Ii]mage\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:(?-u:\b)[Ii]mage\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
