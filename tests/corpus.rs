@@ -10,8 +10,11 @@
 //! Scoring. A row whose `note` starts with `context:` is not decidable from the text: its
 //! answer is right when the verdict is undecided with the label first among the candidates.
 //! Every other row is text-decidable: its layer is right when the verdict names the label.
-//! Host names compare without case. The test asserts a floor per figure (what the rules
-//! reached, so no change may lower it) and prints each figure against the issue's target.
+//! Host names compare without case, and host is scored twice: on every row, and on the rows
+//! whose text names the labelled host (or whose label names none), since some labels came from
+//! the thread rather than the text. The test asserts a floor per figure (what the rules
+//! reached, so no change may lower it; at or above the issue's target where the rules meet
+//! it) and prints each figure against the issue's target.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +41,13 @@ struct Row {
 impl Row {
     fn needs_context(&self) -> bool {
         self.note.starts_with("context:")
+    }
+
+    /// Whether the text itself names the labelled host (or the label names none). Where it
+    /// does not, the label came from the thread (`hub.foobar.com` behind a bare `unexpected
+    /// EOF`), and no reading of the text can find it without guessing.
+    fn names_its_host(&self) -> bool {
+        self.host.is_empty() || self.text.to_lowercase().contains(&self.host.to_lowercase())
     }
 }
 
@@ -105,6 +115,9 @@ struct Tally {
     layer_context: usize,
     hop: usize,
     host: usize,
+    /// Rows whose text names the labelled host, and how many of those got it.
+    host_named: usize,
+    host_named_right: usize,
     runtime: usize,
     undecided_needlessly: usize,
 }
@@ -121,6 +134,10 @@ impl Tally {
         }
         self.hop += usize::from(s.hop);
         self.host += usize::from(s.host);
+        if row.names_its_host() {
+            self.host_named += 1;
+            self.host_named_right += usize::from(s.host);
+        }
         self.runtime += usize::from(s.runtime);
         self.undecided_needlessly += usize::from(s.undecided_needlessly);
     }
@@ -133,8 +150,8 @@ impl Tally {
         let pct = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
         format!(
             "{name}: layer {}/{} decidable ({:.1}%), {}/{} context rows undecided with the label first, \
-             {}/{} overall ({:.1}%); hop {}/{n} ({:.1}%), host {}/{n} ({:.1}%), runtime {}/{n} ({:.1}%); \
-             undecided where the text decides: {}",
+             {}/{} overall ({:.1}%); hop {}/{n} ({:.1}%), host {}/{n} ({:.1}%) ({}/{} where the text names it), \
+             runtime {}/{n} ({:.1}%); undecided where the text decides: {}",
             self.layer_decidable,
             self.decidable,
             pct(self.layer_decidable, self.decidable),
@@ -147,6 +164,8 @@ impl Tally {
             pct(self.hop, self.rows),
             self.host,
             pct(self.host, self.rows),
+            self.host_named_right,
+            self.host_named,
             self.runtime,
             pct(self.runtime, self.rows),
             self.undecided_needlessly,
@@ -233,20 +252,31 @@ fn corpus_accuracy_overall_and_on_the_held_out_slice() {
     }
 
     // Each figure against the issue's target and against the floor this suite reached; the
-    // floor is asserted so that no change makes it worse, the target is reported. Where a floor
-    // sits below its target, the rows in between name no host, runtime or cause in their text
-    // (the label came from the thread): see the misses printed above.
+    // floor is asserted so that no change makes it worse, and where the rules meet the target
+    // the floor is at or above it (layer, hop), so the target itself is asserted. Where a floor
+    // sits below its target, the rows in between name no host or runtime in their text (the
+    // label came from the thread: a bare `unexpected EOF` labelled `hub.foobar.com`, crictl's
+    // socket timeout labelled containerd), or the held-out slice's rows the rules miss: see the
+    // development misses printed above. Host is also scored on the rows whose text names the
+    // labelled host, the figure a reading of the text can reach without guessing.
     let checks = [
         (
             "layer, text-decidable rows",
             all.layer_decidable,
             all.decidable,
             97,
-            96,
+            97,
         ),
-        ("hop", all.hop, all.rows, 95, 95),
-        ("host", all.host, all.rows, 95, 82),
-        ("runtime", all.runtime, all.rows, 95, 90),
+        ("hop", all.hop, all.rows, 95, 99),
+        ("host", all.host, all.rows, 95, 83),
+        (
+            "host, rows whose text names it",
+            all.host_named_right,
+            all.host_named,
+            95,
+            94,
+        ),
+        ("runtime", all.runtime, all.rows, 95, 91),
         (
             "held-out layer, all rows",
             held.layer_all(),

@@ -320,6 +320,141 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "",
         "Failed to pull image \"app:v1\": rpc error: code = Unknown desc = short-name \"app:v1\" did not resolve to an alias and no unqualified-search registries are defined in \"/etc/containers/registries.conf\"",
     ),
+    // --- the host, however the text spells it ---
+    (
+        "refused",
+        "registry",
+        "[fd00::5]:5000",
+        "Error response from daemon: Get \"https://[fd00::5]:5000/v2/\": dial tcp [fd00::5]:5000: connect: connection refused",
+    ),
+    (
+        "route",
+        "registry",
+        "r.example",
+        "Failed to pull image \"r.example/a:1\": rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/a:1\": failed to resolve reference \"r.example/a:1\": failed to do request: Head \"https://r.example:443/v2/a/manifests/1\": dial tcp 10.0.0.1:443: i/o timeout",
+    ),
+    (
+        "tls",
+        "registry",
+        "r.example:8443",
+        "Error while pulling image: Get 'https://r.example:8443/v2/': x509: certificate signed by unknown authority",
+    ),
+    (
+        "refused",
+        "registry",
+        "index.docker.io",
+        "Error while pulling image: Get https: /index.docker.io/v1/repositories/library/x/images: dial tcp 10.0.0.1:443: connect: connection refused",
+    ),
+    (
+        "blob",
+        "blob",
+        "production.cloudflare.docker.com",
+        "error pulling image configuration: download failed after attempts=6: dialing production.cloudflare.docker.com:443 with direct connection: connecting to 104.16.1.1:443: dial tcp 104.16.1.1:443: i/o timeout",
+    ),
+    (
+        "ratelimit",
+        "registry",
+        "public.ecr.aws",
+        "Error: invalid from flag value public.ecr.aws/team/tool:1: toomanyrequests: Rate exceeded",
+    ),
+    (
+        "notfound",
+        "registry",
+        "r.example",
+        "Error response from daemon: repository r.example/team/app not found: does not exist or no pull access",
+    ),
+    (
+        "tls",
+        "registry",
+        "r.example",
+        "$ podman pull r.example/team/app:v1\nTrying to pull r.example/team/app:v1...\nError: initializing source docker://r.example/team/app:v1: pinging container registry r.example: Get \"https://r.example/v2/\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+    ),
+    (
+        "ratelimit",
+        "registry",
+        "docker.io",
+        "Error response from daemon: toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit",
+    ),
+    // --- podman and CRI-O in the lab's faults, as containers/image words them ---
+    (
+        "blob",
+        "blob",
+        "relay.example.test",
+        "Error: copying system image from manifest list: reading config blob sha256:abc: Get \"https://relay.example.test/b/sha256:abc?sig=x\": dial tcp 10.10.6.2:443: connect: network is unreachable",
+    ),
+    (
+        "blob",
+        "blob",
+        "labstore.blob.example.test",
+        "Error: reading blob sha256:abc: Get \"https://labstore.blob.example.test/v2/blobs/abc?sig=x\": dial tcp: lookup labstore.blob.example.test on 10.10.5.2:53: no such host",
+    ),
+    (
+        "auth",
+        "auth",
+        "registry.example.test",
+        "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: unable to retrieve auth token: invalid username/password: unauthorized: authentication required",
+    ),
+    (
+        "route",
+        "auth",
+        "auth.example.test",
+        "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: Get \"https://auth.example.test/token?scope=repository%3Ateam-a%2Fsmall%3Apull&service=registry.example.test\": dial tcp 10.10.3.2:443: connect: network is unreachable",
+    ),
+    (
+        "ratelimit",
+        "registry",
+        "registry.example.test",
+        "Error: initializing source docker://registry.example.test/team-a/small:v1: reading manifest v1 in registry.example.test/team-a/small: too many requests to registry",
+    ),
+    (
+        "blob",
+        "blob",
+        "winlayers.blob.core.windows.net",
+        "Error: copying system image from manifest list: reading blob sha256:abc: failed fetching external blob from all urls: error fetching external blob from \"https://winlayers.blob.core.windows.net/layers/sha256-abc?sv=2019-02-02&sig=x\": received unexpected HTTP status: 403 Forbidden",
+    ),
+    (
+        "route",
+        "registry",
+        "registry.corp.example:5000",
+        "Failed to pull image \"registry.corp.example:5000/app:v1\": rpc error: code = Unknown desc = dial tcp registry.corp.example:5000: i/o timeout",
+    ),
+    (
+        "other",
+        "registry",
+        "127.0.0.1:65001",
+        "failed to resolve reference \"harbor.example.com/base/nginx:1\": pulling from host 127.0.0.1:65001 failed with status code [manifests 1]: 502 Bad Gateway",
+    ),
+    (
+        "tls",
+        "registry",
+        "quay.io",
+        "Error: unable to pull quay.io/team/app:v1: 1 error occurred:\n\t* x509: certificate signed by unknown authority",
+    ),
+    (
+        "notfound",
+        "registry",
+        "quay.io",
+        "Failed to pull image \"quay.io/x/y:1\": rpc error: code = Unknown desc = (Mirrors also failed: [mirror.example/x/y:1: pinging container registry mirror.example: Get \"https://mirror.example/v2/\": dial tcp 10.0.0.9:443: i/o timeout]\n[mirror2.example/x/y:1: reading manifest 1 in mirror2.example/x/y: manifest unknown]): quay.io/x/y:1: reading manifest 1 in quay.io/x/y: manifest unknown",
+    ),
+    (
+        "tls",
+        "registry",
+        "r.example",
+        "Error: unable to pull app:v1: x509: certificate is valid for ingress.local, other.example, not r.example",
+    ),
+    // --- on the node, after the download (containers/image storage/, containers/storage) ---
+    (
+        "other",
+        "unknown",
+        "",
+        "Error: writing blob: adding layer with blob \"sha256:abc\": processing tar file(write /usr/lib/x: no space left on device): exit status 1",
+    ),
+    (
+        "blob",
+        "blob",
+        "docker.io",
+        "Error: copying system image from manifest list: trying to reuse blob sha256:abc at destination: reading blob sha256:abc: fetching blob: toomanyrequests: You have reached your pull rate limit",
+    ),
     // --- the kubelet ---
     (
         "dns",
@@ -504,4 +639,60 @@ fn texts_that_do_not_decide_say_so_with_the_likely_layer_first() {
         .map(|(l, _)| l.as_str())
         .collect();
     assert_eq!(candidates, ["blob", "refused"]);
+}
+
+#[test]
+fn each_runtime_is_named_by_its_own_words() {
+    let cases = [
+        (
+            "crio",
+            "Error: copying system image from manifest list: writing blob: storing blob to file \"/var/tmp/storage1/1\": happened during read: unexpected EOF",
+        ),
+        (
+            "crio",
+            "Trying to pull r.example/app:v1...\nError: initializing source docker://r.example/app:v1: reading manifest v1 in r.example/app: manifest unknown",
+        ),
+        (
+            "docker",
+            "Trying to pull repository r.example/app ... \nunauthorized: authentication required",
+        ),
+        (
+            "docker",
+            "Error: invalid from flag value r.example/app:v1: toomanyrequests: Rate exceeded",
+        ),
+        (
+            "containerd",
+            "failed to pull and unpack image \"r.example/app:v1\": failed to prepare extraction snapshot \"extract-1\": failed to create snapshot: missing parent bucket: not found",
+        ),
+        // containerd's resolver is a library others print too (helm, diffoci): no runtime.
+        (
+            "unknown",
+            "Error: failed to do request: Head \"https://r.example/v2/app/manifests/v1\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+        ),
+        // The kubelet's own limit names no runtime.
+        (
+            "unknown",
+            "Failed to pull image \"r.example/app:v1\": pull QPS exceeded",
+        ),
+    ];
+    for (runtime, message) in cases {
+        assert_eq!(verdict(message).runtime.as_str(), runtime, "{message}");
+    }
+}
+
+#[test]
+fn a_pasted_event_line_leaves_its_columns_out_of_the_cause() {
+    // kubectl ≥ 1.30 describe: the Message column starts with the field path and a colon.
+    let d = verdict(
+        "  Warning  Failed  3s (x2 over 20s)  kubelet  spec.initContainers{migrate}: Failed to pull image \"r.example/a:1\": rpc error: code = NotFound desc = failed to pull and unpack image \"r.example/a:1\": failed to resolve reference \"r.example/a:1\": r.example/a:1: not found",
+    );
+    assert_eq!(d.layer.as_str(), "notfound");
+    assert_eq!(d.cause, "r.example/a:1: not found");
+    let d = verdict(
+        "Warning  Failed  3s  kubelet  spec.containers{app}: Failed to pull image \"nginx:1.25\": pull QPS exceeded",
+    );
+    assert_eq!(
+        (d.layer.as_str(), d.cause.as_str()),
+        ("ratelimit", "pull QPS exceeded")
+    );
 }

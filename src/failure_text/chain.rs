@@ -42,10 +42,18 @@ static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"\b(GET|HEAD|POST|PUT|Get|Head|Post|Put|(?:GET|HEAD|POST) request to)\s+"?(https?://[^\s"]+?)"?(?:: |:$|\s|$|")"#)
         .expect("static regex")
 });
+/// The authority of a URL: an IPv6 literal first (`[fd00::5]:5000`), else a name or IPv4 with an
+/// optional port, ending at a quote or bracket around the URL (people redact names as
+/// `<acrname>.azurecr.io`, so angle brackets stay). It reads URLs that [`without_userinfo`]
+/// has cleared of a `user:password@`.
 static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"https?://([^/\s"?:]+(?::\d+)?|\[[0-9a-fA-F:]+\](?::\d+)?)([^\s"?]*)"#)
+    Regex::new(r#"https?://(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;@]+(?::\d+)?)([^\s"'?]*)"#)
         .expect("static regex")
 });
+/// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
+/// forums do to keep a link from being made.
+static BROKEN_URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(https?): ?/([A-Za-z0-9\[])").expect("static regex"));
 /// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
 /// name is always quoted, and requiring the quote keeps `pulling image failed` from naming an
 /// image called "failed"; the other contexts name it bare.
@@ -55,14 +63,43 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("static regex")
 });
+/// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
+/// common path to one regex): any quoted name after "image" (the kubelet's `Pulling image "X"`,
+/// `Container image "X"`),
+/// `failed to pull "X"`, podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
+/// flag value X`, a pasted `docker pull X` command, and Docker's `repository X not found:
+/// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
+static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:(?-u:\b)[Ii]mage\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+    )
+    .expect("static regex")
+});
 
 /// Split failure text into attempts and parse each one's chain.
 pub fn parse(text: &str) -> Vec<Chain> {
     let text = unescape(text);
+    let text = repair_urls(&text);
     split_attempts(&text)
         .into_iter()
         .map(parse_attempt)
         .collect()
+}
+
+/// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
+fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
+    // The regex only where a scheme is followed by anything but `//` (this runs per message).
+    let broken = text.match_indices("http").any(|(at, _)| {
+        let rest = text[at + 4..].strip_prefix('s').unwrap_or(&text[at + 4..]);
+        rest.strip_prefix(':')
+            .map(|r| r.strip_prefix(' ').unwrap_or(r))
+            .is_some_and(|r| r.starts_with('/') && !r.starts_with("//"))
+    });
+    if broken {
+        BROKEN_URL.replace_all(text, "$1://$2")
+    } else {
+        text.into()
+    }
 }
 
 /// Log lines quote their message: `msg="failed … \"x\""`. Take the quoted values of the
@@ -123,6 +160,8 @@ fn split_attempts(text: &str) -> Vec<&str> {
 
 fn parse_attempt(text: &str) -> Chain {
     let text = primary_of_error_list(text);
+    let text = without_mirror_failures(text);
+    let text = text.as_ref();
     let links = split_links(text);
     let mut requests = Vec::new();
     for (i, link) in links.iter().enumerate() {
@@ -132,12 +171,12 @@ fn parse_attempt(text: &str) -> Chain {
                 .next()
                 .unwrap_or("GET")
                 .to_ascii_uppercase();
-            let url = caps[2].trim_end_matches(['"', ',', '.', ';']).to_string();
+            let url = without_userinfo(caps[2].trim_end_matches(['"', ',', '.', ';']));
             if let Some(u) = URL.captures(&url) {
                 requests.push(Request {
                     link: i,
                     method,
-                    host: u[1].to_ascii_lowercase(),
+                    host: authority(&url, &u[1]),
                     path: u[2].to_string(),
                     url: url.clone(),
                 });
@@ -150,20 +189,24 @@ fn parse_attempt(text: &str) -> Chain {
     // increase-rate-limit`), which is no request.
     if requests.is_empty() {
         for (i, link) in links.iter().enumerate() {
-            for u in URL.captures_iter(link) {
-                let at = u.get(0).map_or(0, |m| m.start());
-                let url = link[at..]
-                    .split([' ', '"', '\n'])
-                    .next()
-                    .unwrap_or_default()
-                    .trim_end_matches([',', '.', ';', ')']);
-                if is_api_url(url, &u[2]) {
+            for found in URL.find_iter(link) {
+                let url = without_userinfo(
+                    link[found.start()..]
+                        .split([' ', '"', '\n'])
+                        .next()
+                        .unwrap_or_default()
+                        .trim_end_matches([',', '.', ';', ')']),
+                );
+                let Some(u) = URL.captures(&url) else {
+                    continue;
+                };
+                if is_api_url(&url, &u[2]) {
                     requests.push(Request {
                         link: i,
                         method: "GET".into(),
-                        url: url.to_string(),
-                        host: u[1].to_ascii_lowercase(),
+                        host: authority(&url, &u[1]),
                         path: u[2].to_string(),
+                        url: url.clone(),
                     });
                 }
             }
@@ -171,11 +214,28 @@ fn parse_attempt(text: &str) -> Chain {
     }
     // The first name the text gives, unless a later one is the same image with its registry
     // spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
-    let names: Vec<String> = IMAGE
-        .captures_iter(text)
-        .map(|c| c[1].trim_end_matches([':', '.', ',']).to_string())
-        .filter(|i| !i.is_empty() && !i.starts_with("sha256"))
-        .collect();
+    let names_in = |re: &Regex| -> Vec<String> {
+        re.captures_iter(text)
+            .filter_map(|c| c.get(1).or(c.get(2)))
+            .map(|m| m.as_str().trim_end_matches([':', '.', ',']).to_string())
+            .filter(|i| !i.is_empty() && !i.starts_with("sha256") && !is_platform(i))
+            .collect()
+    };
+    let mut names = names_in(&IMAGE);
+    // Every context of IMAGE_ELSEWHERE holds one of these words: a cheap test before the regex.
+    let elsewhere = [
+        "mage \"",
+        "mage\"",
+        "to pull ",
+        " pull ",
+        "repository ",
+        "invalid from flag value",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    if elsewhere && !names.iter().any(|i| named_registry(i).is_some()) {
+        names.extend(names_in(&IMAGE_ELSEWHERE));
+    }
     let image = names
         .iter()
         .find(|i| named_registry(i).is_some())
@@ -189,13 +249,60 @@ fn parse_attempt(text: &str) -> Chain {
     }
 }
 
-/// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), or a token realm (its query
-/// names the scope and service).
+/// The URL without the `user:password@` a pasted proxy or registry URL may carry: a
+/// credential never reaches the report.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+/// A URL's `host[:port]` as the host is named everywhere else: lowercase, and without the
+/// scheme's default port (`https://r.example:443/` is `r.example`).
+fn authority(url: &str, host: &str) -> String {
+    let default = if url.starts_with("https:") {
+        ":443"
+    } else {
+        ":80"
+    };
+    let host = host.strip_suffix(default).unwrap_or(host);
+    host.to_ascii_lowercase()
+}
+
+/// `linux/arm64/v8`: Docker's `no matching manifest for linux/arm64/v8 in the manifest list
+/// entries` names the platform where other messages name the image.
+fn is_platform(name: &str) -> bool {
+    const OSES: [&str; 6] = [
+        "linux/", "windows/", "darwin/", "freebsd/", "solaris/", "aix/",
+    ];
+    const ARCHES: [&str; 10] = [
+        "amd64", "arm64", "arm", "386", "ppc64le", "ppc64", "s390x", "riscv64", "mips64le", "wasm",
+    ];
+    OSES.iter().any(|os| {
+        name.strip_prefix(os).is_some_and(|rest| {
+            let arch = rest.split('/').next().unwrap_or_default();
+            ARCHES.contains(&arch)
+        })
+    })
+}
+
+/// A URL a runtime requests: the registry API (`/v1/`, `/v2/`), a token realm (its query
+/// names the scope and service), or a blob's storage location after a redirect (Distribution's
+/// storage path `…/docker/registry/v2/blobs/…`, or a signed URL: S3's `X-Amz-`, Azure's `sig=`,
+/// Cloudflare's `verify=`, GCS's `Signature=`).
 fn is_api_url(url: &str, path: &str) -> bool {
+    const SIGNED: [&str; 5] = ["X-Amz-", "sig=", "verify=", "Signature=", "Expires="];
     path.starts_with("/v2/")
         || path.starts_with("/v1/")
         || path.ends_with("/token")
+        || path.contains("/blobs/")
         || (url.contains("scope=") && url.contains("service="))
+        || (url.contains('?') && SIGNED.iter().any(|s| url.contains(s)))
 }
 
 /// A registry may answer with a list of errors, which the distribution client prints as
@@ -213,6 +320,33 @@ fn primary_of_error_list(text: &str) -> &str {
         Some(end) => &text[..first + end],
         None => text,
     }
+}
+
+/// CRI-O and podman try the mirrors of registries.conf first and report them before the
+/// primary location's error: `(Mirrors also failed: [m1: …]\n[m2: …]): REF: <primary error>`
+/// (containers/image docker/docker_image_src.go). The primary error is the one the pull failed
+/// with, and the mirrors' hosts are not its host: the parenthesis goes.
+fn without_mirror_failures(text: &str) -> std::borrow::Cow<'_, str> {
+    const MIRRORS: &str = "(Mirrors also failed: ";
+    let Some(start) = text.find(MIRRORS) else {
+        return text.into();
+    };
+    let mut depth = 0usize;
+    for (at, c) in text[start..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    let rest = &text[start + at + 1..];
+                    let rest = rest.strip_prefix(": ").unwrap_or(rest);
+                    return format!("{}{rest}", &text[..start]).into();
+                }
+            }
+            _ => {}
+        }
+    }
+    text.into()
 }
 
 /// Split at `": "` (and `":\n"`) outside double quotes, the way Go wraps errors.
@@ -352,6 +486,87 @@ mod tests {
             "Error: choosing an image from manifest list docker://quay.io/x/y:1: no image found in image index for architecture \"arm64\"",
         );
         assert_eq!(chains[0].image.as_deref(), Some("quay.io/x/y:1"));
+    }
+
+    #[test]
+    fn urls_people_broke_ipv6_literals_and_default_ports() {
+        let host = |text: &str| parse(text)[0].requests.first().map(|r| r.host.clone());
+        assert_eq!(
+            host("Get https: /index.docker.io/v1/repositories/x/images: EOF").as_deref(),
+            Some("index.docker.io")
+        );
+        assert_eq!(
+            host("Get https:/r.example/v2/: EOF").as_deref(),
+            Some("r.example")
+        );
+        assert_eq!(
+            host(r#"Get "https://[fd00::5]:5000/v2/": EOF"#).as_deref(),
+            Some("[fd00::5]:5000")
+        );
+        assert_eq!(
+            host(r#"Head "https://R.example:443/v2/a/manifests/1": EOF"#).as_deref(),
+            Some("r.example")
+        );
+        assert_eq!(
+            host("Get http://r.example:443/v2/: EOF").as_deref(),
+            Some("r.example:443"),
+            "443 is only https's default"
+        );
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_neither_host_nor_reported() {
+        let chains = parse(r#"Get "https://bob:s3cret@r.example:5000/v2/": EOF"#);
+        let r = &chains[0].requests[0];
+        assert_eq!(r.host, "r.example:5000");
+        assert_eq!(r.url, "https://r.example:5000/v2/");
+        assert!(!r.url.contains("s3cret"));
+    }
+
+    #[test]
+    fn mirror_failures_before_the_primary_error_are_left_out() {
+        let chains = parse(
+            r#"rpc error: code = Unknown desc = (Mirrors also failed: [mirror.example/x/y:1: pinging container registry mirror.example: Get "https://mirror.example/v2/": dial tcp 10.0.0.9:443: i/o timeout (after 30s)]): quay.io/x/y:1: reading manifest 1 in quay.io/x/y: manifest unknown"#,
+        );
+        let c = &chains[0];
+        assert!(c.requests.is_empty(), "{:?}", c.requests);
+        assert!(!c.text.contains("mirror.example"));
+        assert_eq!(c.links.last().map(String::as_str), Some("manifest unknown"));
+        assert_eq!(c.image.as_deref(), Some("quay.io/x/y"));
+    }
+
+    #[test]
+    fn a_platform_is_no_image() {
+        let chains = parse(
+            "Error response from daemon: no matching manifest for linux/arm64/v8 in the manifest list entries",
+        );
+        assert_eq!(chains[0].image, None);
+        assert_eq!(
+            parse("Error response from daemon: manifest for linuxserver/x:1 not found")[0]
+                .image
+                .as_deref(),
+            Some("linuxserver/x:1")
+        );
+    }
+
+    #[test]
+    fn images_named_by_commands_and_docker_wording() {
+        let image = |text: &str| parse(text)[0].image.clone();
+        assert_eq!(
+            image("Error response from daemon: repository r.example/a not found: does not exist or no pull access").as_deref(),
+            Some("r.example/a")
+        );
+        assert_eq!(
+            image("$ docker pull -q r.example/a:1\nError response from daemon: manifest unknown")
+                .as_deref(),
+            Some("r.example/a:1")
+        );
+        assert_eq!(
+            image(
+                "Error response from daemon: pull access denied, repository does not exist or may require authorization"
+            ),
+            None
+        );
     }
 
     #[test]

@@ -107,12 +107,21 @@ static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 /// Hosts the runtimes name without a URL: containerd 1.6 `pulling from host H failed with
-/// status code`, containers/image `pinging container registry H`.
+/// status code`, containers/image `pinging container registry H`, Docker Desktop's dialer
+/// `dialing H:443 with direct connection` (the default port is no part of the host's name), and
+/// a `dial tcp H:443` by name (Go dials resolved addresses, but proxies and other clients name
+/// the host; a name has a letter, so `dial tcp 10.0.0.1:443` names none), and the name Go's
+/// x509 verification wanted (`certificate is valid for A, B, not H`).
 static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:pulling from host|pinging (?:container|docker) registry) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)(?::|\s|$)",
+        r"(?:(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)|dial tcp ([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*(?::\d+)?)|x509: certificate is (?:valid for [^\n]*?, not|not valid for any names, but wanted to match) ([A-Za-z0-9][A-Za-z0-9.-]*))(?::|\s|$)",
     )
 });
+/// Docker Hub's rate-limit answer, in its own words (its body and documentation link).
+const DOCKER_HUB_BODY: [&str; 2] = [
+    "You have reached your pull rate limit",
+    "docker.com/increase-rate-limit",
+];
 /// containerd's ingest reference names the kind of content it was writing
 /// (core/remotes/handlers.go, `MakeRefKey`): `manifest-`, `index-`, `config-`, `layer-`.
 static REF_KIND: LazyLock<Regex> = LazyLock::new(|| re(r#"failed commit on ref "([a-z]+)-"#));
@@ -142,7 +151,12 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     };
     let lookup_name = cause_links
         .iter()
-        .find_map(|l| LOOKUP.captures(l).map(|c| c[1].to_string()));
+        // A name as DNS compares it: lowercase, and `r.example.` (fully qualified) is `r.example`.
+        .find_map(|l| {
+            LOOKUP
+                .captures(l)
+                .map(|c| c[1].trim_end_matches('.').to_ascii_lowercase())
+        });
     let proxy = (hop == Hop::Proxy)
         .then(|| PROXY_ADDRESS.captures(&chain.text))
         .flatten()
@@ -152,9 +166,19 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
                 .map(|m| m.as_str().to_ascii_lowercase())
         });
     let named = || {
-        NAMED_HOST
-            .captures(&chain.text)
-            .map(|c| c[1].to_ascii_lowercase())
+        NAMED_HOST.captures(&chain.text).and_then(|c| {
+            let host = c
+                .get(1)
+                .or(c.get(2))
+                .or(c.get(3))?
+                .as_str()
+                .to_ascii_lowercase();
+            // The registry API is HTTPS: its default port is no part of the host's name.
+            Some(match host.strip_suffix(":443") {
+                Some(bare) => bare.to_string(),
+                None => host,
+            })
+        })
     };
     let host = proxy
         .or_else(|| request.map(|r| r.host.clone()))
@@ -169,6 +193,13 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
             } else {
                 registry_of(image)
             }
+        })
+        .or_else(|| {
+            // Docker Hub's own answer names it even when the runtime printed no URL.
+            DOCKER_HUB_BODY
+                .iter()
+                .any(|w| chain.text.contains(w))
+                .then(|| "docker.io".to_string())
         });
     let about_a_pull = about_a_pull(chain);
     // Only where the answer concerned the credential: a token host that cannot be reached says
@@ -209,7 +240,7 @@ impl Diagnosis {
 
 /// Words only image pulls, registries and runtimes use.
 fn about_a_pull(chain: &Chain) -> bool {
-    const MARKERS: [&str; 12] = [
+    const MARKERS: [&str; 14] = [
         "image",
         "Image",
         "registry",
@@ -222,6 +253,9 @@ fn about_a_pull(chain: &Chain) -> bool {
         "containerd",
         "daemon",
         "kubelet",
+        // containers/image names the source as a transport reference, and its token step.
+        "docker://",
+        "auth token",
     ];
     !chain.requests.is_empty() || MARKERS.iter().any(|m| chain.text.contains(m))
 }
@@ -297,7 +331,7 @@ fn registry_of(image: &str) -> Option<String> {
 /// Each runtime's own words, from its source: containerd (core/remotes/docker, core/content,
 /// the CRI plugin), CRI-O and podman (containers/image docker/, copy/, storage/), Docker (moby
 /// daemon/internal/distribution, buildkit, the v1-era client).
-const CONTAINERD_WORDS: [&str; 14] = [
+const CONTAINERD_WORDS: [&str; 17] = [
     "failed to pull and unpack image",
     "failed to resolve reference",
     "failed to resolve image",
@@ -312,8 +346,14 @@ const CONTAINERD_WORDS: [&str; 14] = [
     "failed to read expected number of bytes",
     "pulling from host",
     "ctr: ",
+    // client/pull.go and core/unpack: the pull's unpack step. (The resolver's own words,
+    // `failed to do request`, `failed to authorize`, are containerd's library, which tools
+    // such as helm and buildkit print too: they name no runtime.)
+    "failed to unpack image on snapshotter",
+    "failed to prepare extraction snapshot",
+    "nerdctl",
 ];
-const CRIO_WORDS: [&str; 17] = [
+const CRIO_WORDS: [&str; 28] = [
     "pinging container registry",
     "pinging docker registry",
     "Error reading manifest",
@@ -331,8 +371,22 @@ const CRIO_WORDS: [&str; 17] = [
     "Source image rejected",
     "did not resolve to an alias",
     "crio",
+    // containers/image copy/ (copy.go, single.go, blob.go), storage/storage_dest.go and
+    // docker/docker_client.go; CRI-O's mirror list; podman's progress line (containers/common
+    // libimage) and its own name in a log prefix.
+    "copying system image from manifest list",
+    "trying to reuse blob",
+    "adding layer with blob",
+    "Requesting bearer token",
+    "reading config blob",
+    "partial pull of blob",
+    "initializing image from source",
+    "determining manifest MIME type",
+    "Mirrors also failed",
+    "Trying to pull ",
+    "podman",
 ];
-const DOCKER_WORDS: [&str; 15] = [
+const DOCKER_WORDS: [&str; 18] = [
     "Error response from daemon",
     "error pulling image configuration",
     "Error while pulling image",
@@ -345,8 +399,13 @@ const DOCKER_WORDS: [&str; 15] = [
     "in the manifest list entries",
     "failed to register layer",
     "trying to pull repository",
+    "Trying to pull repository",
     "not found in repository",
     "failed to solve: ",
+    // The classic builder's `COPY --from` / `FROM` of an image it cannot pull
+    // (daemon/builder/dockerfile/dispatchers.go), and the command itself when pasted.
+    "invalid from flag value",
+    "docker pull ",
     // docker compose v2's progress line; compose v1 and buildx print `ERROR: ` (see `runtime`).
     "✘ Image ",
 ];
@@ -372,7 +431,7 @@ pub fn runtime(text: &str) -> Runtime {
 }
 
 /// Operations that download a blob (a config or a layer), in each runtime's words.
-const BLOB_OPERATIONS: [&str; 22] = [
+const BLOB_OPERATIONS: [&str; 25] = [
     "failed to copy",
     "httpReadSeeker",
     "httpReaderSeeker",
@@ -395,6 +454,12 @@ const BLOB_OPERATIONS: [&str; 22] = [
     "error reading blob",
     "reading blob",
     "failed to fetch blob",
+    // containers/image copy/single.go (the config) and docker/docker_image_src.go (partial
+    // pulls, a manifest's external URLs). Not its `copying layer:` / `copying config:`, which
+    // wrap only a cancelled context (the semaphore), no download.
+    "reading config blob",
+    "partial pull of blob",
+    "external blob",
 ];
 
 /// What kind of content the failing step fetched, when the text says.
@@ -437,6 +502,11 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
     let text = &chain.text;
     if mechanism == Layer::Proxy {
         return Hop::Proxy;
+    }
+    // The node's own store failed after the bytes arrived (containers/image's
+    // `writing blob: adding layer with blob …` is storage applying a verified layer): no hop.
+    if request.is_none() && mechanism == Layer::Other && is_local(text, mechanism) {
+        return Hop::Unknown;
     }
     let blob = match content(chain, request) {
         Some(kind) => kind == Content::Blob,
@@ -589,8 +659,12 @@ const INTEGRITY_WORDS: [&str; 6] = [
 /// On the node, before a request or after the download: unpacking, snapshots, disk, the
 /// kubelet's pull secrets and credential provider plugins, signature policy, the reference
 /// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
-const NODE_WORDS: [&str; 27] = [
+const NODE_WORDS: [&str; 29] = [
     "failed to extract layer",
+    // containers/image storage/storage_dest.go commits a downloaded, verified layer, and
+    // containers/storage unpacks it.
+    "adding layer with blob",
+    "processing tar file",
     "error unpacking image",
     "failed to resolve rootfs",
     // CRI-O's short-name policy (containers/image pkg/shortnames): registries.conf decides.
@@ -912,6 +986,23 @@ const WRAPPERS: [&str; 17] = [
     "Error choosing image instance",
 ];
 
+/// A pasted event line's columns before its message (`Warning  Failed  3s (x2 over 20s)
+/// kubelet  spec.containers{app}`): recent kubectl ends them with the field path and a colon,
+/// so they become a link of their own. They are the event's, not the cause's.
+fn is_event_columns(link: &str) -> bool {
+    let link = link.trim_start();
+    let typed = (link.starts_with('W') || link.starts_with('N'))
+        && ["Warning ", "Normal ", "Warning\t", "Normal\t"]
+            .iter()
+            .any(|t| link.starts_with(t));
+    typed
+        || link.ends_with('}')
+            && link
+                .rsplit([' ', '\t'])
+                .next()
+                .is_some_and(|last| last.starts_with("spec."))
+}
+
 /// The innermost cause in the runtime's words, with the lookup or dial that frames it.
 fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
     let framed: Vec<&str> = cause_links
@@ -919,8 +1010,9 @@ fn innermost_cause(chain: &Chain, cause_links: &[String]) -> String {
         .map(String::as_str)
         .filter(|l| !l.is_empty())
         .skip_while(|l| {
-            chain.innermost_request().is_none()
-                && (*l == "Error" || *l == "errors" || WRAPPERS.iter().any(|w| l.contains(w)))
+            is_event_columns(l)
+                || chain.innermost_request().is_none()
+                    && (*l == "Error" || *l == "errors" || WRAPPERS.iter().any(|w| l.contains(w)))
         })
         .collect();
     let text = if framed.is_empty() {
