@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_kubelet::{Behaviour, FakeKubelet, Runner, SimNode};
-use kube_api::{ApiServer, World};
+use kube_api::{ApiServer, Fault, World};
 use serde_json::{Value, json};
 use support::scratch::Scratch;
 
@@ -30,6 +30,9 @@ const IMAGE: &str = "registry.fleet.test/team/app:v1";
 const SYSTEM: &str = "aks-system-38273115-vmss000000";
 const USER_OLD: &str = "aks-user-24791652-vmss000000";
 const USER_NEW: &str = "aks-user-24791652-vmss000003";
+/// With `hand_fixed`: the newest node of `system`, which reaches the registry by name only
+/// through an /etc/hosts entry somebody added (its resolver knows no such name).
+const SYSTEM_FIXED: &str = "aks-system-38273115-vmss000002";
 
 fn node(name: &str, pool: &str, created: &str, images: &[&str]) -> Value {
     json!({"kind": "Node", "apiVersion": "v1",
@@ -82,6 +85,19 @@ struct Fleet {
 
 /// The world, each node's kubelet behaving as `behaviour` says (default: run the probe).
 async fn fleet(name: &str, behaviour: &[(&str, Behaviour)]) -> Fleet {
+    fleet_of(name, behaviour, false).await
+}
+
+async fn fleet_of(name: &str, behaviour: &[(&str, Behaviour)], hand_fixed: bool) -> Fleet {
+    fleet_with(name, behaviour, hand_fixed, None).await
+}
+
+async fn fleet_with(
+    name: &str,
+    behaviour: &[(&str, Behaviour)],
+    hand_fixed: bool,
+    fault: Option<Fault>,
+) -> Fleet {
     let registry = registry::serve().await;
     // A port nothing listens on: bound, then released.
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -92,31 +108,50 @@ async fn fleet(name: &str, behaviour: &[(&str, Behaviour)]) -> Fleet {
     let live = format!("http://127.0.0.1:{}", registry.port);
     let closed = format!("http://127.0.0.1:{closed_port}");
     let behaviour: BTreeMap<&str, Behaviour> = behaviour.iter().cloned().collect();
-    let nodes: BTreeMap<String, SimNode> =
-        [(SYSTEM, &live), (USER_OLD, &closed), (USER_NEW, &closed)]
-            .into_iter()
-            .map(|(n, server)| {
-                (
-                    n.to_string(),
-                    SimNode {
-                        root: node_root(scratch.path(), n, server),
-                        runner: Runner::default(),
-                        behaviour: behaviour.get(n).cloned().unwrap_or(Behaviour::Run),
-                    },
-                )
-            })
-            .collect();
+    let by_name = format!("http://registry.fleet.test:{}", registry.port);
+    let mut roots = vec![(SYSTEM, &live), (USER_OLD, &closed), (USER_NEW, &closed)];
+    if hand_fixed {
+        roots.push((SYSTEM_FIXED, &by_name));
+    }
+    let nodes: BTreeMap<String, SimNode> = roots
+        .into_iter()
+        .map(|(n, server)| {
+            (
+                n.to_string(),
+                SimNode {
+                    root: node_root(scratch.path(), n, server),
+                    runner: Runner::default(),
+                    behaviour: behaviour.get(n).cloned().unwrap_or(Behaviour::Run),
+                },
+            )
+        })
+        .collect();
     let kubelet = FakeKubelet {
         nodes,
         binary: PathBuf::from(env!("CARGO_BIN_EXE_pullpath")),
     };
-    let world = World::from_objects(vec![
+    let mut objects = vec![
         node(SYSTEM, "system", "2026-09-01T08:00:00Z", &[]),
         node(USER_OLD, "user", "2026-10-20T07:30:00Z", &[IMAGE]),
         node(USER_NEW, "user", "2026-12-01T08:20:00Z", &[]),
         deployment(),
-    ])
-    .with_kubelet(Arc::new(kubelet));
+    ];
+    if hand_fixed {
+        let root = scratch.path().join(SYSTEM_FIXED);
+        // The resolver is a loopback address nothing listens on: DNS alone finds no answer.
+        std::fs::write(root.join("etc/resolv.conf"), "nameserver 127.0.0.77\n")
+            .expect("resolv.conf");
+        std::fs::write(
+            root.join("etc/hosts"),
+            "127.0.0.1 localhost\n127.0.0.1 registry.fleet.test\n",
+        )
+        .expect("hosts");
+        objects.push(node(SYSTEM_FIXED, "system", "2026-11-15T08:00:00Z", &[]));
+    }
+    let mut world = World::from_objects(objects).with_kubelet(Arc::new(kubelet));
+    if let Some(fault) = fault {
+        world = world.with_fault(fault);
+    }
     let server = ApiServer::start(world);
     let config = server.kubeconfig(scratch.path(), "shop");
     Fleet {
@@ -284,6 +319,35 @@ async fn a_cached_node_works_from_cache_and_the_text_says_so() {
             && text.contains("✓ pool `system` passes")
             && text.contains("probe pods: all deleted from pullpath"),
         "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_fixed_node_passes_and_is_named_as_hand_fixed() {
+    let f = fleet_of("fleet-hand-fix", &[], true).await;
+    let (_, r) = f.json(&[]).await;
+    let fixed = row(&r, SYSTEM_FIXED);
+    assert_eq!(fixed["chosen_because"], "the pool's newest Ready node");
+    assert_eq!(fixed["status"], "passed", "{r:#}");
+    let fixes = fixed["hand_fixes"].as_array().expect("hand fixes");
+    assert!(
+        fixes.iter().any(|h| h
+            .as_str()
+            .is_some_and(|h| h.contains("registry.fleet.test"))),
+        "{r:#}"
+    );
+    let system = r["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["pool"] == "system")
+        .expect("system");
+    let summary = system["summary"].as_str().expect("summary");
+    assert!(
+        summary.contains(&format!(
+            "{SYSTEM_FIXED} has a hand fix a replaced node would lack"
+        )),
+        "{summary}"
     );
 }
 
@@ -461,4 +525,25 @@ async fn runtime_pull_is_refused_as_unsupported_not_faked() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--runtime-pull is not supported yet"));
     assert_eq!(f.server.store.created(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_pods_refused_by_the_api_are_pullpaths_own_error() {
+    let f = fleet_with(
+        "fleet-forbidden",
+        &[],
+        false,
+        Some(Fault::forbid("create", "", "pods")),
+    )
+    .await;
+    let out = f.run(&[IMAGE]).await;
+    assert_eq!(out.status.code(), Some(70));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("403 Forbidden")
+            && stderr.contains("cannot create resource \"pods\"")
+            && stderr.contains("deploy/rbac-fleet.yaml"),
+        "{stderr}"
+    );
+    assert!(f.pods_left().is_empty());
 }

@@ -72,6 +72,11 @@ pub enum Answer {
     Missing {
         why: String,
     },
+    /// The API refused the probe pod (RBAC, Pod Security admission, a missing namespace).
+    NotCreated {
+        code: Option<u16>,
+        why: String,
+    },
 }
 
 pub fn layer_named(name: &str) -> Option<Layer> {

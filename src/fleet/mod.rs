@@ -123,6 +123,9 @@ pub async fn fleet(
         })
         .collect();
     let outcome = run::run(client, &config.settings, &id, plans, interrupt).await;
+    if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
+        return Err(refused);
+    }
     let header = report::Header {
         image: config.image.clone(),
         run_id: id,
@@ -147,6 +150,26 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<run::Clea
             what: format!("delete pods in {probe_namespace} ({selector})"),
             message,
         })
+}
+
+/// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own
+/// error (exit 70), not a finding about the nodes.
+fn none_created(outcome: &run::RunOutcome, namespace: &str) -> Option<ClusterError> {
+    let mut refusals = outcome.runs.iter().map(|r| match &r.answer {
+        answer::Answer::NotCreated { code, why } => Some((*code, why.clone())),
+        _ => None,
+    });
+    let (code, why) = refusals.next()??;
+    if !refusals.all(|r| r.is_some()) {
+        return None;
+    }
+    Some(ClusterError::Api {
+        code: code.unwrap_or(0),
+        what: format!("create pods in {namespace}"),
+        message: format!(
+            "{why} (every probe pod was refused: see deploy/rbac-fleet.yaml, and the namespace's Pod Security level must be privileged, deploy/namespace.yaml)"
+        ),
+    })
 }
 
 fn now() -> i64 {

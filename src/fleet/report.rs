@@ -199,7 +199,9 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
             "probe-pod",
             Some(message.clone()),
         ),
-        Some(Answer::Missing { why }) => ("no-answer", undecided(why), Vec::new(), "run", None),
+        Some(Answer::Missing { why } | Answer::NotCreated { why, .. }) => {
+            ("no-answer", undecided(why), Vec::new(), "run", None)
+        }
         None => (
             "no-answer",
             undecided("not probed"),

@@ -141,7 +141,11 @@ pub async fn run(
 async fn probe_node(api: &Api<Pod>, plan: &PodPlan, poll: Duration) -> Answer {
     let pod = pod_spec::probe_pod(plan);
     if let Err(e) = api.create(&PostParams::default(), &pod).await {
-        return Answer::Missing {
+        return Answer::NotCreated {
+            code: match &e {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            },
             why: format!("cannot create probe pod {}: {}", plan.name, api_error(&e)),
         };
     }
