@@ -1,12 +1,16 @@
 //! The run: the only networked part of fleet. Probe pods are created with bounded parallelism
-//! under one overall deadline; each is polled until it finishes (or is stuck pulling its own
-//! image), its log read and the pod deleted. Whatever ends the run — every node answered, the
-//! deadline, or an interrupt — every pod of the run is then deleted by its run label.
+//! under one overall deadline; one lister reads every pod of the run (by its run label) each
+//! poll interval, and each node's task waits on that until its pod finishes (or is stuck
+//! pulling its own image), reads its log and deletes the pod. Whatever ends the run — every
+//! node answered, the deadline, or an interrupt — every pod of the run is then deleted by its
+//! run label.
 //!
-//! Requests per node: one create, one get per poll interval the pod runs, one log read, one
-//! delete. Polling with `get` (not a watch) keeps that count fixed and each request bounded by
-//! the client's request timeout.
+//! Requests: per node one create, one log read, one delete; per run one list per poll interval
+//! (not one get per pod: a 1,000-node run costs a few thousand requests, not tens of
+//! thousands). A polled list, not a watch, keeps each request bounded by the client's request
+//! timeout.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +34,18 @@ pub struct RunSettings {
     /// How often a running probe pod is asked for its phase.
     pub poll: Duration,
 }
+
+/// What the lister last saw: the run's pods by name, or why it could not list them.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    /// Counts lists; a pod absent from a list that began after its create is gone.
+    generation: u64,
+    pods: BTreeMap<String, Pod>,
+    error: Option<String>,
+}
+
+/// A pod missing from this many lists after it was created was deleted by someone else.
+const GONE_AFTER_LISTS: u64 = 3;
 
 /// One node's answer and how long it took (pod created → answer read).
 #[derive(Debug, Clone)]
@@ -78,17 +94,51 @@ pub async fn run(
     let deadline = Instant::now() + settings.deadline;
     let results: Arc<Mutex<Vec<Option<NodeRun>>>> = Arc::new(Mutex::new(vec![None; plans.len()]));
     let permits = Arc::new(tokio::sync::Semaphore::new(settings.parallel.max(1)));
+    let selector = format!("{}={run_id}", pod_spec::RUN_LABEL);
+    let (seen_tx, seen_rx) = tokio::sync::watch::channel(Seen::default());
+    let lister = async {
+        let params = ListParams::default().labels(&selector);
+        let mut generation = 0;
+        loop {
+            tokio::time::sleep(settings.poll).await;
+            generation += 1;
+            let seen = match api.list(&params).await {
+                Ok(list) => Seen {
+                    generation,
+                    pods: list
+                        .items
+                        .into_iter()
+                        .filter_map(|p| Some((p.metadata.name.clone()?, p)))
+                        .collect(),
+                    error: None,
+                },
+                Err(e) => Seen {
+                    generation,
+                    error: Some(format!(
+                        "cannot list the probe pods ({selector}): {}",
+                        api_error(&e)
+                    )),
+                    ..seen_tx.borrow().clone()
+                },
+            };
+            seen_tx.send_replace(seen);
+        }
+    };
     let mut tasks = tokio::task::JoinSet::new();
     for (index, plan) in plans.iter().cloned().enumerate() {
-        let (api, results, permits, poll) =
-            (api.clone(), results.clone(), permits.clone(), settings.poll);
+        let (api, results, permits, seen) = (
+            api.clone(),
+            results.clone(),
+            permits.clone(),
+            seen_rx.clone(),
+        );
         tasks.spawn(async move {
             // A closed semaphore cannot happen: it is never closed.
             let Ok(_permit) = permits.acquire_owned().await else {
                 return;
             };
             let started = Instant::now();
-            let answer = probe_node(&api, &plan, poll).await;
+            let answer = probe_node(&api, &plan, seen).await;
             let run = NodeRun {
                 node: plan.node.clone(),
                 pod: plan.name.clone(),
@@ -103,13 +153,14 @@ pub async fn run(
     let all_answered = async { while tasks.join_next().await.is_some() {} };
     let ending = tokio::select! {
         () = all_answered => Ending::Finished,
+        () = lister => Ending::Finished,
         () = tokio::time::sleep_until(deadline.into()) => Ending::Deadline,
         () = interrupt => Ending::Interrupted,
     };
     // Stops every node still running: its pod is deleted below with the rest.
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
-    let cleanup = delete_run(&api, &format!("{}={run_id}", pod_spec::RUN_LABEL)).await;
+    let cleanup = delete_run(&api, &selector).await;
     let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
     let unanswered = match ending {
         Ending::Finished => "the probe task ended without an answer",
@@ -138,7 +189,11 @@ pub async fn run(
 }
 
 /// One node: create its pod, wait for an answer, read it, delete the pod.
-async fn probe_node(api: &Api<Pod>, plan: &PodPlan, poll: Duration) -> Answer {
+async fn probe_node(
+    api: &Api<Pod>,
+    plan: &PodPlan,
+    seen: tokio::sync::watch::Receiver<Seen>,
+) -> Answer {
     let pod = pod_spec::probe_pod(plan);
     if let Err(e) = api.create(&PostParams::default(), &pod).await {
         return Answer::NotCreated {
@@ -149,30 +204,42 @@ async fn probe_node(api: &Api<Pod>, plan: &PodPlan, poll: Duration) -> Answer {
             why: format!("cannot create probe pod {}: {}", plan.name, api_error(&e)),
         };
     }
-    let answer = wait_and_read(api, &plan.name, poll).await;
+    let answer = wait_and_read(api, &plan.name, seen).await;
     // Best effort: the run's cleanup deletes by label whatever this leaves.
     let _ = api.delete(&plan.name, &now()).await;
     answer
 }
 
-async fn wait_and_read(api: &Api<Pod>, name: &str, poll: Duration) -> Answer {
+async fn wait_and_read(
+    api: &Api<Pod>,
+    name: &str,
+    mut seen: tokio::sync::watch::Receiver<Seen>,
+) -> Answer {
+    // Lists that began before the create finished may not show the pod yet.
+    let created_at = seen.borrow().generation + 1;
     loop {
-        tokio::time::sleep(poll).await;
-        let pod = match api.get(name).await {
-            Ok(pod) => pod,
-            Err(e) => {
+        if seen.changed().await.is_err() {
+            return Answer::Missing {
+                why: "the run stopped listing its probe pods".to_string(),
+            };
+        }
+        let snapshot = seen.borrow_and_update().clone();
+        let Some(pod) = snapshot.pods.get(name) else {
+            if snapshot.generation > created_at + GONE_AFTER_LISTS {
                 return Answer::Missing {
-                    why: format!("cannot read probe pod {name}: {}", api_error(&e)),
+                    why: snapshot.error.unwrap_or_else(|| {
+                        format!("probe pod {name} disappeared before it finished (deleted by someone else, or evicted)")
+                    }),
                 };
             }
+            continue;
         };
-        if let Some(pull) = answer::probe_image_pull(&pod) {
+        if let Some(pull) = answer::probe_image_pull(pod) {
             return pull;
         }
         let status = pod.status.as_ref();
-        match status.and_then(|s| s.phase.as_deref()) {
-            Some("Succeeded" | "Failed") => return read_log(api, name, &pod).await,
-            _ => continue,
+        if let Some("Succeeded" | "Failed") = status.and_then(|s| s.phase.as_deref()) {
+            return read_log(api, name, pod).await;
         }
     }
 }
