@@ -84,20 +84,33 @@ struct Fleet {
 }
 
 /// The world, each node's kubelet behaving as `behaviour` says (default: run the probe).
-async fn fleet(name: &str, behaviour: &[(&str, Behaviour)]) -> Fleet {
-    fleet_of(name, behaviour, false).await
-}
-
-async fn fleet_of(name: &str, behaviour: &[(&str, Behaviour)], hand_fixed: bool) -> Fleet {
-    fleet_with(name, behaviour, hand_fixed, None).await
-}
-
-async fn fleet_with(
-    name: &str,
-    behaviour: &[(&str, Behaviour)],
+/// What a test changes in the world.
+#[derive(Default)]
+struct Setup<'a> {
+    behaviour: &'a [(&'a str, Behaviour)],
     hand_fixed: bool,
     fault: Option<Fault>,
-) -> Fleet {
+    objects: Vec<Value>,
+}
+
+async fn fleet(name: &str, behaviour: &[(&str, Behaviour)]) -> Fleet {
+    fleet_with(
+        name,
+        Setup {
+            behaviour,
+            ..Setup::default()
+        },
+    )
+    .await
+}
+
+async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
+    let Setup {
+        behaviour,
+        hand_fixed,
+        fault,
+        objects: extra,
+    } = setup;
     let registry = registry::serve().await;
     // A port nothing listens on: bound, then released.
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -136,6 +149,7 @@ async fn fleet_with(
         node(USER_NEW, "user", "2026-12-01T08:20:00Z", &[]),
         deployment(),
     ];
+    objects.extend(extra);
     if hand_fixed {
         let root = scratch.path().join(SYSTEM_FIXED);
         // The resolver is a loopback address nothing listens on: DNS alone finds no answer.
@@ -324,7 +338,14 @@ async fn a_cached_node_works_from_cache_and_the_text_says_so() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hand_fixed_node_passes_and_is_named_as_hand_fixed() {
-    let f = fleet_of("fleet-hand-fix", &[], true).await;
+    let f = fleet_with(
+        "fleet-hand-fix",
+        Setup {
+            hand_fixed: true,
+            ..Setup::default()
+        },
+    )
+    .await;
     let (_, r) = f.json(&[]).await;
     let fixed = row(&r, SYSTEM_FIXED);
     assert_eq!(fixed["chosen_because"], "the pool's newest Ready node");
@@ -531,9 +552,10 @@ async fn runtime_pull_is_refused_as_unsupported_not_faked() {
 async fn probe_pods_refused_by_the_api_are_pullpaths_own_error() {
     let f = fleet_with(
         "fleet-forbidden",
-        &[],
-        false,
-        Some(Fault::forbid("create", "", "pods")),
+        Setup {
+            fault: Some(Fault::forbid("create", "", "pods")),
+            ..Setup::default()
+        },
     )
     .await;
     let out = f.run(&[IMAGE]).await;
@@ -546,4 +568,27 @@ async fn probe_pods_refused_by_the_api_are_pullpaths_own_error() {
         "{stderr}"
     );
     assert!(f.pods_left().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_running_the_image_works_from_cache() {
+    let running = json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web-6d8f7c9b5-q8w2e", "namespace": "shop", "uid": "uid-web-q8w2e", "creationTimestamp": "2026-12-01T08:30:00Z"},
+        "spec": {"nodeName": USER_NEW, "containers": [{"name": "web", "image": IMAGE}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "web", "image": IMAGE,
+            "imageID": "registry.fleet.test/team/app@sha256:3b1c0cbe6e0d2d5ba7c3d3b2f0c9a4c5e2c0f1c9b8e7d6a5b4c3d2e1f0a9b8c7",
+            "ready": true, "restartCount": 0, "started": true, "state": {"running": {"startedAt": "2026-12-01T08:31:00Z"}}}]}});
+    let f = fleet_with(
+        "fleet-running",
+        Setup {
+            objects: vec![running],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r) = f.json(&[]).await;
+    let new = row(&r, USER_NEW);
+    assert_eq!(new["status"], "works-from-cache", "{r:#}");
+    assert_eq!(new["cache_evidence"], json!(["running"]));
+    assert_eq!(row(&r, SYSTEM)["cache_evidence"], json!([]));
 }

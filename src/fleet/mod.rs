@@ -99,11 +99,12 @@ pub async fn fleet(
             (Some(Constraints::from_spec(&what, &spec)), node, Some(what))
         }
     };
+    let running_on = running_on(client.clone(), &image).await;
     let choice = Choice {
         also: landed.or_else(|| config.choice.also.clone()),
         ..config.choice.clone()
     };
-    let candidates = select::choose(&nodes, &image, constraints.as_ref(), &choice);
+    let candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
     let id = run_id();
     let plans: Vec<PodPlan> = candidates
         .iter()
@@ -170,6 +171,23 @@ fn none_created(outcome: &run::RunOutcome, namespace: &str) -> Option<ClusterErr
             "{why} (every probe pod was refused: see deploy/rbac-fleet.yaml, and the namespace's Pod Security level must be privileged, deploy/namespace.yaml)"
         ),
     })
+}
+
+/// Nodes where a pod runs `image` now (every namespace). Evidence only: a refused list
+/// (RBAC) leaves `node.status.images` as the cache evidence.
+async fn running_on(client: kube::Client, image: &ImageRef) -> std::collections::BTreeSet<String> {
+    let Ok(list) = Api::<Pod>::all(client).list(&ListParams::default()).await else {
+        return Default::default();
+    };
+    list.items
+        .iter()
+        .filter(|p| {
+            crate::pod::running_image_ids(p).iter().any(|(running, _)| {
+                ImageRef::parse(running).is_ok_and(|r| crate::cluster::nodes::same_image(&r, image))
+            })
+        })
+        .filter_map(crate::pod::node_name)
+        .collect()
 }
 
 fn now() -> i64 {

@@ -59,8 +59,10 @@ pub struct NodeRow {
     /// `passed`, `failed`, `works-from-cache`, `probe-image-failed`, `undecided`, `no-answer`.
     pub status: &'static str,
     pub verdict: Verdict,
-    /// `node.status.images` lists the image.
+    /// The node holds the image: see `cache_evidence`.
     pub cached: bool,
+    /// `running` (a pod on the node runs it), `listed` (`node.status.images`).
+    pub cache_evidence: Vec<&'static str>,
     pub hand_fixes: Vec<String>,
     /// Where the verdict comes from: `probe` (its report), `probe-pod` (the probe pod's own
     /// pull failure, explained), `run` (no answer).
@@ -82,7 +84,8 @@ pub struct PoolRow {
     pub probed: usize,
     pub passed: usize,
     pub failed: usize,
-    /// Nodes of the pool (probed or not) listing the image in `node.status.images`.
+    /// Nodes of the pool (probed or not) holding the image: running it, or listing it in
+    /// `node.status.images`.
     pub cached_nodes: usize,
     /// The pool's worst probed node.
     pub verdict: Verdict,
@@ -182,7 +185,7 @@ fn severity(v: &Verdict) -> (u8, usize) {
 fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> NodeRow {
     let (status, verdict, hand_fixes, source, message) = match run.map(|r| &r.answer) {
         Some(Answer::Probe(p)) => {
-            let status = match (p.passed, p.decided, candidate.listed) {
+            let status = match (p.passed, p.decided, candidate.listed || candidate.running) {
                 (true, _, _) => "passed",
                 (false, _, true) => "works-from-cache",
                 (false, true, false) => "failed",
@@ -223,7 +226,11 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
         chosen_because: candidate.why.clone(),
         status,
         verdict,
-        cached: candidate.listed,
+        cached: candidate.listed || candidate.running,
+        cache_evidence: [("running", candidate.running), ("listed", candidate.listed)]
+            .into_iter()
+            .filter_map(|(name, held)| held.then_some(name))
+            .collect(),
         hand_fixes,
         source,
         probe_pod_message: message,
@@ -268,7 +275,7 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
     };
     let passed = rows.iter().filter(|r| r.verdict.passed).count();
     let failed = rows.len() - passed;
-    let cached_nodes = members.iter().filter(|m| m.listed).count();
+    let cached_nodes = members.iter().filter(|m| m.listed || m.running).count();
     let mut summary = if rows.is_empty() {
         format!("pool `{pool}`: no node probed")
     } else if failed == 0 {
@@ -297,7 +304,7 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
         .collect();
     if !from_cache.is_empty() {
         summary.push_str(&format!(
-            "; {} only works from cache (it lists the image; a fresh pull fails)",
+            "; {} only works from cache (it holds the image; a fresh pull fails)",
             from_cache.join(", ")
         ));
     } else if cached_nodes > 0 {

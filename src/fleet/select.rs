@@ -2,7 +2,7 @@
 //! pool the newest Ready nodes, the ones least likely to carry a hand fix. Pure functions of
 //! the Nodes read and the flags.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -35,6 +35,8 @@ pub struct Candidate {
     pub eligible: Option<Result<(), String>>,
     /// `node.status.images` lists the image.
     pub listed: bool,
+    /// A pod on the node runs the image now.
+    pub running: bool,
     /// Chosen to be probed.
     pub chosen: bool,
     /// Why this node was (or was not) chosen, in words.
@@ -57,10 +59,11 @@ pub fn is_ready(node: &Node) -> bool {
 }
 
 /// Every node, each marked chosen or not, grouped by pool (pools in name order, newest node
-/// first within a pool).
+/// first within a pool). `running_on`: the nodes where a pod runs the image.
 pub fn choose(
     nodes: &[Node],
     image: &ImageRef,
+    running_on: &BTreeSet<String>,
     constraints: Option<&Constraints>,
     choice: &Choice,
 ) -> Vec<Candidate> {
@@ -73,6 +76,7 @@ pub fn choose(
             ready: is_ready(node),
             eligible: constraints.map(|c| eligibility::check(c, node)),
             listed: nodes::lists_image(node, image),
+            running: running_on.contains(&facts.name),
             chosen: false,
             why: String::new(),
             facts,
@@ -170,7 +174,13 @@ mod tests {
 
     #[test]
     fn by_default_the_newest_ready_node_of_each_pool() {
-        let c = choose(&world(), &image(), None, &default_choice());
+        let c = choose(
+            &world(),
+            &image(),
+            &BTreeSet::new(),
+            None,
+            &default_choice(),
+        );
         assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
         let skipped = c
             .iter()
@@ -187,20 +197,23 @@ mod tests {
             ..default_choice()
         };
         assert_eq!(
-            chosen(&choose(&world(), &image(), None, &two)),
+            chosen(&choose(&world(), &image(), &BTreeSet::new(), None, &two)),
             vec!["system-1", "user-new", "user-old"]
         );
         let all = Choice {
             all_nodes: true,
             ..default_choice()
         };
-        assert_eq!(chosen(&choose(&world(), &image(), None, &all)).len(), 3);
+        assert_eq!(
+            chosen(&choose(&world(), &image(), &BTreeSet::new(), None, &all)).len(),
+            3
+        );
         let only_user = Choice {
             pools: vec!["user".into()],
             also: Some("system-1".into()),
             ..default_choice()
         };
-        let c = choose(&world(), &image(), None, &only_user);
+        let c = choose(&world(), &image(), &BTreeSet::new(), None, &only_user);
         assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
         assert_eq!(c[0].why, "the node the pod landed on");
     }
@@ -216,7 +229,13 @@ mod tests {
             .into(),
             ..Constraints::default()
         };
-        let c = choose(&world(), &image(), Some(&constraints), &default_choice());
+        let c = choose(
+            &world(),
+            &image(),
+            &BTreeSet::new(),
+            Some(&constraints),
+            &default_choice(),
+        );
         let system = c
             .iter()
             .find(|c| c.facts.name == "system-1")
