@@ -427,3 +427,160 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         elapsed_ms: header.elapsed_ms,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::nodes::NodeFacts;
+    use crate::fleet::run::{Cleanup, NodeRun};
+    use std::time::Duration;
+
+    fn candidate(
+        name: &str,
+        pool: &str,
+        eligible: Option<Result<(), String>>,
+        listed: bool,
+    ) -> Candidate {
+        Candidate {
+            facts: NodeFacts::named(name),
+            pool: pool.to_string(),
+            ready: true,
+            eligible,
+            listed,
+            running: false,
+            chosen: true,
+            why: "the pool's newest Ready node".into(),
+        }
+    }
+
+    fn probe(passed: bool, layer: Option<Layer>, hand_fixes: &[&str]) -> Answer {
+        Answer::Probe(ProbeAnswer {
+            passed,
+            decided: true,
+            layer,
+            hop: layer.map(|_| "registry".to_string()),
+            host: layer.map(|_| "r.example".to_string()),
+            cause: layer.map(|l| format!("{l} observed")),
+            mechanism: None,
+            hand_fixes: hand_fixes.iter().map(|h| h.to_string()).collect(),
+            view: None,
+            elapsed_ms: Some(5),
+        })
+    }
+
+    fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetReport {
+        let outcome = RunOutcome {
+            runs: answers
+                .into_iter()
+                .map(|(node, answer)| NodeRun {
+                    node: node.into(),
+                    pod: format!("pullpath-fleet-x-{node}"),
+                    answer,
+                    elapsed: Duration::from_millis(20),
+                })
+                .collect(),
+            ending: Ending::Finished,
+            cleanup: Ok(Cleanup {
+                deleted: 0,
+                remaining: 0,
+            }),
+        };
+        let header = Header {
+            image: "r.example/app:1".into(),
+            run_id: "0123456789".into(),
+            probe_namespace: "pullpath".into(),
+            probe_image: "r.example/pullpath:0.1.0".into(),
+            workload: None,
+            now: 0,
+            elapsed_ms: 30,
+        };
+        build(header, candidates, &outcome)
+    }
+
+    #[test]
+    fn the_verdict_is_the_worst_eligible_pool_an_ineligible_failure_only_flagged() {
+        let candidates = [
+            candidate(
+                "gpu-1",
+                "gpu",
+                Some(Err("taint sku=gpu:NoSchedule is not tolerated".into())),
+                false,
+            ),
+            candidate("user-1", "user", Some(Ok(())), false),
+            candidate("user-2", "user", Some(Ok(())), true),
+        ];
+        let r = build_of(
+            &candidates,
+            vec![
+                ("gpu-1", probe(false, Some(Layer::Dns), &[])),
+                ("user-1", probe(true, None, &[])),
+                ("user-2", probe(false, Some(Layer::Tls), &[])),
+            ],
+        );
+        // user fails at tls (its cached node): that is the verdict, not gpu's dns.
+        assert_eq!(r.verdict.layer, Some(Layer::Tls));
+        assert_eq!(r.pools[0].pool, "user");
+        assert_eq!(r.pools[1].eligible, Some(false));
+        assert!(
+            r.pools[1].summary.contains("not eligible"),
+            "{}",
+            r.pools[1].summary
+        );
+        let cached = r.nodes.iter().find(|n| n.node == "user-2").expect("row");
+        assert_eq!(cached.status, "works-from-cache");
+        assert!(
+            r.summary[0].contains("user-2 only works from cache"),
+            "{}",
+            r.summary[0]
+        );
+        assert_eq!(
+            crate::exit::for_verdict(&r.verdict),
+            crate::exit::for_layer(Layer::Tls)
+        );
+    }
+
+    #[test]
+    fn hand_fixes_no_answers_and_an_all_passing_run() {
+        let candidates = [
+            candidate("a", "p", None, false),
+            candidate("b", "q", None, false),
+        ];
+        let r = build_of(
+            &candidates,
+            vec![
+                (
+                    "a",
+                    probe(true, None, &["/etc/hosts maps r.example to 10.0.0.5"]),
+                ),
+                (
+                    "b",
+                    Answer::Missing {
+                        why: "the pod's log holds no JSON report".into(),
+                    },
+                ),
+            ],
+        );
+        let a = r.pools.iter().find(|p| p.pool == "p").expect("p");
+        assert!(
+            a.summary
+                .contains("a has a hand fix a replaced node would lack: /etc/hosts maps r.example"),
+            "{}",
+            a.summary
+        );
+        // An eligible pool without an answer makes the run undecided (exit 3).
+        assert!(!r.verdict.passed && !r.verdict.decided);
+        assert_eq!(crate::exit::for_verdict(&r.verdict), crate::exit::UNDECIDED);
+        let passing = build_of(
+            &candidates,
+            vec![("a", probe(true, None, &[])), ("b", probe(true, None, &[]))],
+        );
+        assert!(passing.verdict.passed);
+        assert_eq!(
+            passing.summary,
+            vec![
+                "pool `p` passes (1 node probed)",
+                "pool `q` passes (1 node probed)"
+            ]
+        );
+    }
+}
