@@ -355,6 +355,11 @@ pub struct FleetArgs {
     /// flag for it (the pod side, the CRI socket mounted read-write, is ready).
     #[arg(long)]
     pub runtime_pull: bool,
+    /// Run the probe pods with hostPID as uid 0, so the probe reads the running kubelet's flags
+    /// and containerd's environment (its proxy) from /proc, as on the node. Without it the pods
+    /// run as 65532 and the proxy comes from containerd's systemd drop-ins.
+    #[arg(long)]
+    pub host_pid: bool,
     /// The kubelet's `--image-credential-provider-config` on the nodes (a node path, mounted
     /// read-only into each probe pod).
     #[arg(long, value_name = "PATH")]

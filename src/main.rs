@@ -466,6 +466,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
             also: None,
         },
         full: args.full,
+        host_pid: args.host_pid,
         paths: fleet::pod_spec::NodePaths {
             provider_config: args.image_credential_provider_config.clone(),
             provider_bin_dir: args.image_credential_provider_bin_dir.clone(),

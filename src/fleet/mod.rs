@@ -50,6 +50,8 @@ pub struct FleetConfig {
     pub selector: Option<String>,
     pub choice: Choice,
     pub full: bool,
+    /// `--host-pid` (see [`PodPlan::host_pid`]).
+    pub host_pid: bool,
     pub paths: NodePaths,
     pub settings: RunSettings,
 }
@@ -119,6 +121,7 @@ pub async fn fleet(
             image: config.image.clone(),
             full: config.full,
             runtime_pull: false,
+            host_pid: config.host_pid,
             deadline_seconds: config.settings.deadline.as_secs().max(10),
             paths: config.paths.clone(),
         })

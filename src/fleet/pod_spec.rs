@@ -67,6 +67,10 @@ pub struct PodPlan {
     pub image: String,
     pub full: bool,
     pub runtime_pull: bool,
+    /// `hostPID` and uid 0: the probe then reads the running kubelet's flags and containerd's
+    /// environment (its proxy) from /proc, as on the node. Off, the pod runs as 65532 like
+    /// deploy/probe-pod.yaml and the runtime's proxy comes from its systemd drop-ins.
+    pub host_pid: bool,
     /// The pod's `activeDeadlineSeconds`; the probe's own `--deadline` is a little shorter.
     pub deadline_seconds: u64,
     pub paths: NodePaths,
@@ -219,9 +223,14 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
         "spec": {
             "nodeName": plan.node,
             "hostNetwork": true,
-            // hostPID: the probe reads the running kubelet's flags and containerd's
-            // environment (its proxy) from /proc, as it does on the node itself.
-            "hostPID": true,
+            "hostPID": plan.host_pid,
+            // Another user's /proc/PID/environ is readable only by that user (root, for
+            // containerd and the kubelet): uid 0 only when hostPID asks for it.
+            "securityContext": if plan.host_pid {
+                json!({"runAsUser": 0, "seccompProfile": {"type": "RuntimeDefault"}})
+            } else {
+                json!({"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}})
+            },
             "dnsPolicy": "Default",
             "restartPolicy": "Never",
             "activeDeadlineSeconds": plan.deadline_seconds,
@@ -264,6 +273,7 @@ mod tests {
             image: "r.example/team/app:v1".into(),
             full: true,
             runtime_pull: false,
+            host_pid: false,
             deadline_seconds: 300,
             paths: NodePaths::default(),
         }
@@ -329,6 +339,27 @@ mod tests {
         ));
         assert!(args.contains("--systemd-dir /host/lib/systemd/system"));
         assert!(!args.contains(CRI_SOCKET));
+    }
+
+    #[test]
+    fn host_pid_only_on_request_and_then_as_root() {
+        let pod = probe_pod(&plan());
+        let spec = pod.spec.as_ref().expect("spec");
+        assert_eq!(spec.host_pid, Some(false));
+        let security = spec.security_context.as_ref().expect("security context");
+        assert_eq!(
+            (security.run_as_non_root, security.run_as_user),
+            (Some(true), Some(65532))
+        );
+        let mut p = plan();
+        p.host_pid = true;
+        let pod = probe_pod(&p);
+        let spec = pod.spec.as_ref().expect("spec");
+        assert_eq!(spec.host_pid, Some(true));
+        assert_eq!(
+            spec.security_context.as_ref().and_then(|s| s.run_as_user),
+            Some(0)
+        );
     }
 
     #[test]
