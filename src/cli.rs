@@ -360,6 +360,10 @@ pub struct FleetArgs {
     /// run as 65532 and the proxy comes from containerd's systemd drop-ins.
     #[arg(long)]
     pub host_pid: bool,
+    /// The kubelet's `--root-dir` on the nodes: its config.json (only that file) is mounted
+    /// read-only and read as the node's credentials. The node must have the file.
+    #[arg(long, value_name = "DIR")]
+    pub kubelet_root_dir: Option<PathBuf>,
     /// The kubelet's `--image-credential-provider-config` on the nodes (a node path, mounted
     /// read-only into each probe pod).
     #[arg(long, value_name = "PATH")]

@@ -468,6 +468,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         full: args.full,
         host_pid: args.host_pid,
         paths: fleet::pod_spec::NodePaths {
+            kubelet_root_dir: args.kubelet_root_dir.clone(),
             provider_config: args.image_credential_provider_config.clone(),
             provider_bin_dir: args.image_credential_provider_bin_dir.clone(),
             ..fleet::pod_spec::NodePaths::default()

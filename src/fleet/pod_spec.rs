@@ -30,6 +30,9 @@ pub struct NodePaths {
     pub containerd: PathBuf,
     pub trust_store: PathBuf,
     pub systemd_dirs: Vec<PathBuf>,
+    /// The kubelet's `--root-dir`, when given: only its `config.json` is mounted (the rest of
+    /// the directory holds every pod's volumes and secrets).
+    pub kubelet_root_dir: Option<PathBuf>,
     /// The kubelet's `--image-credential-provider-config` and `-bin-dir`, when given.
     pub provider_config: Option<PathBuf>,
     pub provider_bin_dir: Option<PathBuf>,
@@ -49,6 +52,7 @@ impl Default for NodePaths {
             ]
             .map(PathBuf::from)
             .to_vec(),
+            kubelet_root_dir: None,
             provider_config: None,
             provider_bin_dir: None,
         }
@@ -151,6 +155,16 @@ fn mounts_and_args(plan: &PodPlan) -> (Vec<Mount>, Vec<String>) {
             read_only: true,
         });
         args.extend(["--systemd-dir".to_string(), in_pod(dir)]);
+    }
+    if let Some(root) = &p.kubelet_root_dir {
+        mounts.push(Mount {
+            name: "node-kubelet-config-json",
+            node_path: root.join("config.json"),
+            pod_path: format!("{}/config.json", in_pod(root)),
+            kind: "File",
+            read_only: true,
+        });
+        args.extend(["--kubelet-root-dir".to_string(), in_pod(root)]);
     }
     if let Some(config) = &p.provider_config {
         mounts.push(Mount {
@@ -310,14 +324,19 @@ mod tests {
         let mut p = plan();
         p.paths.provider_config = Some("/var/lib/kubelet/credential-provider-config.yaml".into());
         p.paths.provider_bin_dir = Some("/var/lib/kubelet/credential-provider".into());
+        p.paths.kubelet_root_dir = Some("/var/lib/kubelet".into());
         let pod = probe_pod(&p);
         let spec = pod.spec.as_ref().expect("spec");
         let c = &spec.containers[0];
-        let args = c.args.clone().expect("args").join(" ");
+        let list = c.args.clone().expect("args");
+        let args = list.join(" ");
         for m in c.volume_mounts.iter().flatten() {
             assert_eq!(m.read_only, Some(true), "{}", m.name);
-            let named = args.contains(&m.mount_path)
-                || m.mount_path.starts_with("/host/etc/")
+            // A flag names the mount or a directory holding it; the trust store is where the
+            // probe's own system store is looked up.
+            let named = list
+                .iter()
+                .any(|a| m.mount_path == *a || m.mount_path.starts_with(&format!("{a}/")))
                 || m.mount_path == "/etc/ssl";
             assert!(named, "{} is mounted but no flag reads it", m.mount_path);
         }
@@ -338,6 +357,24 @@ mod tests {
             "--image-credential-provider-config /host/var/lib/kubelet/credential-provider-config.yaml"
         ));
         assert!(args.contains("--systemd-dir /host/lib/systemd/system"));
+        assert!(args.contains("--kubelet-root-dir /host/var/lib/kubelet"));
+        let kubelet_mounts: Vec<&str> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter_map(|v| v.host_path.as_ref())
+            .map(|h| h.path.as_str())
+            .filter(|p| p.starts_with("/var/lib/kubelet"))
+            .collect();
+        assert_eq!(
+            kubelet_mounts,
+            [
+                "/var/lib/kubelet/config.json",
+                "/var/lib/kubelet/credential-provider-config.yaml",
+                "/var/lib/kubelet/credential-provider"
+            ],
+            "never the kubelet's whole root dir: it holds every pod's secrets"
+        );
         assert!(!args.contains(CRI_SOCKET));
     }
 
