@@ -480,7 +480,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
             poll: args.poll_interval,
         },
     };
-    let report = runtime.block_on(fleet::fleet(&config, interrupted()));
+    let report = runtime.block_on(async { fleet::fleet(&config, interrupted()).await });
     let report = match report {
         Ok(report) => report,
         Err(e) => {
@@ -498,22 +498,27 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
     Ok(exit::for_verdict(&report.verdict))
 }
 
-/// Resolves on Ctrl-C (SIGINT) or SIGTERM; never when neither can be listened for.
-async fn interrupted() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed when this is called
+/// (inside the runtime, before any probe pod exists), so a signal at any point of the run is
+/// caught and its pods deleted; one that cannot be listened for never resolves.
+fn interrupted() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        tokio::select! {
+            () = next(interrupt.as_mut()) => {}
+            () = next(terminate.as_mut()) => {}
         }
-    };
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => {
-            if r.is_err() {
-                std::future::pending::<()>().await;
-            }
+    }
+}
+
+/// The next delivery of a signal; never, when it could not be listened for.
+async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
         }
-        () = terminate => {}
+        None => std::future::pending::<()>().await,
     }
 }

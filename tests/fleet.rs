@@ -592,3 +592,24 @@ async fn a_node_running_the_image_works_from_cache() {
     assert_eq!(new["cache_evidence"], json!(["running"]));
     assert_eq!(row(&r, SYSTEM)["cache_evidence"], json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nodes_that_cannot_be_listed_are_pullpaths_own_error_naming_fleets_rbac() {
+    let f = fleet_with(
+        "fleet-no-nodes",
+        Setup {
+            fault: Some(Fault::forbid("list", "", "nodes")),
+            ..Setup::default()
+        },
+    )
+    .await;
+    let out = f.run(&[IMAGE]).await;
+    assert_eq!(out.status.code(), Some(70));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot list resource \"nodes\"")
+            && stderr.contains("deploy/rbac-fleet.yaml"),
+        "{stderr}"
+    );
+    assert_eq!(f.server.store.created(), 0);
+}

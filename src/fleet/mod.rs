@@ -77,7 +77,16 @@ pub async fn fleet(
     })?;
     let session = cluster::read::connect(&config.target).await?;
     let client = session.client();
-    let fail = |e: kube::Error, what: &str| ClusterError::from_kube(e, what, &session.server);
+    // A refusal names fleet's RBAC, not the read-only one cluster mode points at.
+    let fail = |e: kube::Error, what: &str| match ClusterError::from_kube(e, what, &session.server)
+    {
+        ClusterError::Forbidden { message } => ClusterError::Api {
+            code: 403,
+            what: what.to_string(),
+            message: format!("{message}; see deploy/rbac-fleet.yaml"),
+        },
+        other => other,
+    };
     let mut params = ListParams::default();
     if let Some(selector) = &config.selector {
         params = params.labels(selector);
