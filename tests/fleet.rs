@@ -549,28 +549,6 @@ async fn runtime_pull_is_refused_as_unsupported_not_faked() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn probe_pods_refused_by_the_api_are_pullpaths_own_error() {
-    let f = fleet_with(
-        "fleet-forbidden",
-        Setup {
-            fault: Some(Fault::forbid("create", "", "pods")),
-            ..Setup::default()
-        },
-    )
-    .await;
-    let out = f.run(&[IMAGE]).await;
-    assert_eq!(out.status.code(), Some(70));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("403 Forbidden")
-            && stderr.contains("cannot create resource \"pods\"")
-            && stderr.contains("deploy/rbac-fleet.yaml"),
-        "{stderr}"
-    );
-    assert!(f.pods_left().is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn a_node_running_the_image_works_from_cache() {
     let running = json!({"kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": "web-6d8f7c9b5-q8w2e", "namespace": "shop", "uid": "uid-web-q8w2e", "creationTimestamp": "2026-12-01T08:30:00Z"},
@@ -593,23 +571,38 @@ async fn a_node_running_the_image_works_from_cache() {
     assert_eq!(row(&r, SYSTEM)["cache_evidence"], json!([]));
 }
 
+/// Every API refusal fleet cannot work without is pullpath's own error (exit 70), one line
+/// quoting the apiserver and naming fleet's RBAC, and leaves no pod behind.
 #[tokio::test(flavor = "multi_thread")]
-async fn nodes_that_cannot_be_listed_are_pullpaths_own_error_naming_fleets_rbac() {
-    let f = fleet_with(
-        "fleet-no-nodes",
-        Setup {
-            fault: Some(Fault::forbid("list", "", "nodes")),
-            ..Setup::default()
-        },
-    )
-    .await;
-    let out = f.run(&[IMAGE]).await;
-    assert_eq!(out.status.code(), Some(70));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("cannot list resource \"nodes\"")
-            && stderr.contains("deploy/rbac-fleet.yaml"),
-        "{stderr}"
-    );
-    assert_eq!(f.server.store.created(), 0);
+async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
+    for (fault, quoted) in [
+        (
+            Fault::forbid("create", "", "pods"),
+            "cannot create resource \"pods\"",
+        ),
+        (
+            Fault::forbid("list", "", "nodes"),
+            "cannot list resource \"nodes\"",
+        ),
+    ] {
+        let f = fleet_with(
+            "fleet-refused",
+            Setup {
+                fault: Some(fault),
+                ..Setup::default()
+            },
+        )
+        .await;
+        let out = f.run(&[IMAGE]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(70), "{stderr}");
+        assert!(
+            stderr.contains("403")
+                && stderr.contains(quoted)
+                && stderr.contains("deploy/rbac-fleet.yaml"),
+            "{stderr}"
+        );
+        assert_eq!(f.server.store.created(), 0);
+        assert!(f.pods_left().is_empty());
+    }
 }
