@@ -76,9 +76,29 @@ fn node_root(base: &Path, name: &str, server: &str) -> PathBuf {
     root
 }
 
+/// The newest `user` node runs its probe through a command prefix, as a lab namespace will
+/// (`ip netns exec NS`): a shell that leaves a mark, then runs the command.
+fn runner(base: &Path, node: &str) -> Runner {
+    if node != USER_NEW {
+        return Runner::default();
+    }
+    Runner {
+        prefix: vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "echo \"$@\" > {}/ran-through-prefix; exec \"$@\"",
+                base.display()
+            ),
+            "runner".into(),
+        ],
+        runtime_pid: None,
+    }
+}
+
 struct Fleet {
     server: ApiServer,
-    _scratch: Scratch,
+    scratch: Scratch,
     config: PathBuf,
     closed_port: u16,
 }
@@ -133,7 +153,7 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
                 n.to_string(),
                 SimNode {
                     root: node_root(scratch.path(), n, server),
-                    runner: Runner::default(),
+                    runner: runner(scratch.path(), n),
                     behaviour: behaviour.get(n).cloned().unwrap_or(Behaviour::Run),
                 },
             )
@@ -170,7 +190,7 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
     let config = server.kubeconfig(scratch.path(), "shop");
     Fleet {
         server,
-        _scratch: scratch,
+        scratch,
         config,
         closed_port,
     }
@@ -312,6 +332,13 @@ async fn the_broken_pool_is_named_with_its_layer_and_host_and_the_passing_pool_t
         .filter(|s| s.starts_with("POST /api/v1/namespaces/pullpath/pods"))
         .count();
     assert_eq!(creates, 2, "{served:#?}");
+    // The failing node's probe ran through its runner's prefix.
+    let ran = std::fs::read_to_string(f.scratch.path().join("ran-through-prefix"))
+        .expect("the prefix ran");
+    assert!(
+        ran.contains("probe registry.fleet.test/team/app:v1"),
+        "{ran}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -147,7 +147,9 @@ const PULL_REASONS: [&str; 4] = [
     "ErrImageNeverPull",
 ];
 
-/// The probe pod's own pull failure, explained; `None` while it is not stuck on its image.
+/// The probe pod's own pull failure, explained; `None` while it is not stuck on its image. A
+/// bare back-off (`Back-off pulling image "…"`, which older kubelets say without the cause) is
+/// waited past: the kubelet's next try reports `ErrImagePull` with the runtime's message.
 pub fn probe_image_pull(probe_pod: &k8s_openapi::api::core::v1::Pod) -> Option<Answer> {
     let wait = pod::image_waits(probe_pod)
         .into_iter()
@@ -158,6 +160,9 @@ pub fn probe_image_pull(probe_pod: &k8s_openapi::api::core::v1::Pod) -> Option<A
         .unwrap_or_else(|| format!("{}: {}", wait.reason, wait.image));
     let explanation = failure_text::explain(&message);
     let explained = report::explain_report(&explanation)?;
+    if wait.reason == "ImagePullBackOff" && explained.verdict.layer == Some(Layer::Other) {
+        return None;
+    }
     Some(Answer::ProbeImagePull {
         reason: wait.reason,
         message,
@@ -222,5 +227,26 @@ mod tests {
         assert_eq!(reason, "ErrImagePull");
         assert_eq!(explained.verdict.layer, Some(Layer::Route));
         assert_eq!(explained.verdict.host.as_deref(), Some("r.example"));
+        // A back-off that names no cause is waited past; one that carries it is explained.
+        let backoff = |text: &str| {
+            let mut p = pod.clone();
+            let waiting = p
+                .status
+                .as_mut()
+                .and_then(|s| s.container_statuses.as_mut())
+                .and_then(|c| c[0].state.as_mut())
+                .and_then(|s| s.waiting.as_mut())
+                .expect("waiting");
+            waiting.reason = Some("ImagePullBackOff".into());
+            waiting.message = Some(text.into());
+            probe_image_pull(&p)
+        };
+        assert!(backoff("Back-off pulling image \"r.example/tools/pullpath:0.1.0\"").is_none());
+        assert!(matches!(
+            backoff(&format!(
+                "Back-off pulling image \"r.example/tools/pullpath:0.1.0\": ErrImagePull: {message}"
+            )),
+            Some(Answer::ProbeImagePull { .. })
+        ));
     }
 }
