@@ -380,6 +380,10 @@ pub struct FleetArgs {
     /// How often a running probe pod's phase is read.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, hide = true)]
     pub poll_interval: Duration,
+    /// Print the probe pods as a `List` (JSON, for `kubectl apply -f -`) instead of creating
+    /// them: read-only, nothing is created.
+    #[arg(long, conflicts_with = "cleanup")]
+    pub dry_run: bool,
     /// Delete every probe pod pullpath left in the probe namespace (label
     /// app.kubernetes.io/managed-by=pullpath), then exit.
     #[arg(long, conflicts_with_all = ["for_workload", "all_nodes", "pools", "selector", "full", "runtime_pull"])]

@@ -480,6 +480,18 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
             poll: args.poll_interval,
         },
     };
+    if args.dry_run {
+        return match runtime.block_on(fleet::plan(&config)) {
+            Ok(plan) => {
+                print!("{}", render::json::render(&fleet::manifest(&plan)));
+                Ok(exit::PASSED)
+            }
+            Err(e) => {
+                eprintln!("pullpath: {e}");
+                Ok(exit::INTERNAL)
+            }
+        };
+    }
     let report = runtime.block_on(async { fleet::fleet(&config, interrupted()).await });
     let report = match report {
         Ok(report) => report,

@@ -633,3 +633,56 @@ async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
         assert!(f.pods_left().is_empty());
     }
 }
+
+/// `--dry-run` prints the probe pods and creates nothing; the real kubectl accepts them
+/// (`kubectl apply --dry-run=client` against the stand-in, which answers NotFound for each, so
+/// kubectl plans a create) and reads them back as Pods pinned to each chosen node.
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_run_prints_probe_pods_kubectl_accepts_and_creates_nothing() {
+    let f = fleet("fleet-dry-run", &[]).await;
+    let out = f.run(&[IMAGE, "--dry-run", "--full"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(f.server.store.created(), 0);
+    let manifest = f.scratch.path().join("probe-pods.json");
+    std::fs::write(&manifest, &out.stdout).expect("manifest");
+    let manifest_arg = manifest.display().to_string();
+    let applied = kube_api::run_kubectl(
+        &f.config,
+        &[
+            "apply",
+            "--dry-run=client",
+            "--validate=false",
+            "-o",
+            "json",
+            "-f",
+            &manifest_arg,
+        ],
+    );
+    let applied: Value = serde_json::from_str(&applied).expect("kubectl prints JSON");
+    let items = applied["items"].as_array().expect("a List");
+    let nodes: Vec<&str> = items
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(nodes, [SYSTEM, USER_NEW]);
+    for pod in items {
+        assert_eq!(pod["kind"], "Pod");
+        assert_eq!(pod["metadata"]["namespace"], "pullpath");
+        assert_eq!(
+            pod["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "pullpath"
+        );
+        assert_eq!(pod["spec"]["hostNetwork"], true);
+        let args: Vec<&str> = pod["spec"]["containers"][0]["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(args.contains(&"--full") && args[1] == IMAGE, "{args:?}");
+    }
+}

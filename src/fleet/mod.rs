@@ -65,13 +65,18 @@ pub fn run_id() -> String {
     format!("{:010x}", mixed & 0xff_ffff_ffff)
 }
 
-/// Read the cluster, probe the chosen nodes, report. `interrupt` ends the run early (its pods
-/// are deleted all the same).
-pub async fn fleet(
-    config: &FleetConfig,
-    interrupt: impl Future<Output = ()>,
-) -> Result<FleetReport, ClusterError> {
-    let started = Instant::now();
+/// What a run will do: every node read, each chosen or not, and a probe pod per chosen node.
+pub struct Plan {
+    pub run_id: String,
+    pub candidates: Vec<select::Candidate>,
+    pub pods: Vec<PodPlan>,
+    pub workload: Option<String>,
+    client: kube::Client,
+}
+
+/// Read the cluster (nodes, where the image runs, the `--for` workload) and choose the nodes;
+/// creates nothing. `pullpath fleet --dry-run` prints the result.
+pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     let image = ImageRef::parse(&config.image).map_err(|e| {
         ClusterError::Config(format!("{:?} is not an image reference: {e}", config.image))
     })?;
@@ -117,7 +122,7 @@ pub async fn fleet(
     };
     let candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
     let id = run_id();
-    let plans: Vec<PodPlan> = candidates
+    let pods = candidates
         .iter()
         .filter(|c| c.chosen)
         .enumerate()
@@ -135,20 +140,54 @@ pub async fn fleet(
             paths: config.paths.clone(),
         })
         .collect();
-    let outcome = run::run(client, &config.settings, &id, plans, interrupt).await;
+    Ok(Plan {
+        run_id: id,
+        candidates,
+        pods,
+        workload,
+        client,
+    })
+}
+
+/// The probe pods of a plan as one `List` (what `kubectl apply -f` reads).
+pub fn manifest(plan: &Plan) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = plan
+        .pods
+        .iter()
+        .map(|p| serde_json::to_value(pod_spec::probe_pod(p)).unwrap_or_default())
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// Read the cluster, probe the chosen nodes, report. `interrupt` ends the run early (its pods
+/// are deleted all the same).
+pub async fn fleet(
+    config: &FleetConfig,
+    interrupt: impl Future<Output = ()>,
+) -> Result<FleetReport, ClusterError> {
+    let started = Instant::now();
+    let plan = plan(config).await?;
+    let outcome = run::run(
+        plan.client.clone(),
+        &config.settings,
+        &plan.run_id,
+        plan.pods.clone(),
+        interrupt,
+    )
+    .await;
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
         return Err(refused);
     }
     let header = report::Header {
         image: config.image.clone(),
-        run_id: id,
+        run_id: plan.run_id.clone(),
         probe_namespace: config.probe_namespace.clone(),
         probe_image: config.probe_image.clone(),
-        workload,
+        workload: plan.workload.clone(),
         now: now(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
-    Ok(report::build(header, &candidates, &outcome))
+    Ok(report::build(header, &plan.candidates, &outcome))
 }
 
 /// `pullpath fleet --cleanup`: delete every probe pod pullpath left in the probe namespace.
