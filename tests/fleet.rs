@@ -649,19 +649,13 @@ async fn dry_run_prints_probe_pods_kubectl_accepts_and_creates_nothing() {
     assert_eq!(f.server.store.created(), 0);
     let manifest = f.scratch.path().join("probe-pods.json");
     std::fs::write(&manifest, &out.stdout).expect("manifest");
-    let manifest_arg = manifest.display().to_string();
-    let applied = kube_api::run_kubectl(
-        &f.config,
-        &[
-            "apply",
-            "--dry-run=client",
-            "--validate=false",
-            "-o",
-            "json",
-            "-f",
-            &manifest_arg,
-        ],
-    );
+    let mut apply: Vec<String> = "apply --dry-run=client --validate=false -o json -f"
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    apply.push(manifest.display().to_string());
+    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
+    let applied = kube_api::run_kubectl(&f.config, &apply);
     let applied: Value = serde_json::from_str(&applied).expect("kubectl prints JSON");
     let items = applied["items"].as_array().expect("a List");
     let nodes: Vec<&str> = items
