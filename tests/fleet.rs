@@ -231,7 +231,7 @@ impl Fleet {
         self.server.store.names()
     }
 
-    /// Wait (bounded) until `n` probe pods were created.
+    /// Wait (bounded) until `n` probe pods were created since the server started.
     async fn until_created(&self, n: u64) {
         let start = Instant::now();
         while self.server.store.created() < n {
@@ -496,7 +496,7 @@ fn signal(child: &Child, name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn sigint_deletes_every_probe_pod_and_kubectl_sees_them_while_they_run() {
+async fn sigint_and_sigterm_delete_every_probe_pod_and_kubectl_sees_them_while_they_run() {
     let f = fleet(
         "fleet-sigint",
         &[(USER_NEW, Behaviour::Hang), (SYSTEM, Behaviour::Hang)],
@@ -528,6 +528,15 @@ async fn sigint_deletes_every_probe_pod_and_kubectl_sees_them_while_they_run() {
         .expect("wait");
     let r = report_of(&out);
     assert_eq!(r["ending"], "interrupted", "{r:#}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    // SIGTERM (what `kubectl`-driving scripts and CI runners send) is handled the same way.
+    let child = spawn(f.command(&[IMAGE, "-o", "json"]));
+    f.until_created(4).await;
+    signal(&child, "TERM");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
+        .await
+        .expect("wait");
+    assert_eq!(report_of(&out)["ending"], "interrupted");
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
 }
 

@@ -32,10 +32,14 @@ use report::FleetReport;
 use run::RunSettings;
 use select::Choice;
 
-/// The probe image of this version, as scripts/release.sh and scripts/image.sh publish it.
-/// Nodes behind a private registry need it mirrored there (`--probe-image`, README).
-pub const PUBLISHED_PROBE_IMAGE: &str =
-    concat!("ghcr.io/pullpath/pullpath:", env!("CARGO_PKG_VERSION"));
+/// The probe image of this version, where the release publishes it: the same name as
+/// deploy/probe-pod.yaml and scripts/image.sh's example (`registry.example.com` is the
+/// release's placeholder, like scripts/release.sh's `releases.example.com`, until a public
+/// location exists). Nodes behind a private registry need it mirrored there (`--probe-image`).
+pub const PUBLISHED_PROBE_IMAGE: &str = concat!(
+    "registry.example.com/tools/pullpath:",
+    env!("CARGO_PKG_VERSION")
+);
 
 /// The validated settings of one run.
 #[derive(Debug, Clone)]
