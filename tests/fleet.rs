@@ -584,18 +584,22 @@ async fn runtime_pull_is_refused_as_unsupported_not_faked() {
     assert_eq!(f.server.store.created(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_node_running_the_image_works_from_cache() {
-    let running = json!({"kind": "Pod", "apiVersion": "v1",
+/// A running pod of the web Deployment on `node`.
+fn web_pod_on(node: &str) -> Value {
+    json!({"kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": "web-6d8f7c9b5-q8w2e", "namespace": "shop", "uid": "uid-web-q8w2e", "creationTimestamp": "2026-12-01T08:30:00Z"},
-        "spec": {"nodeName": USER_NEW, "containers": [{"name": "web", "image": IMAGE}]},
+        "spec": {"nodeName": node, "containers": [{"name": "web", "image": IMAGE}]},
         "status": {"phase": "Running", "containerStatuses": [{"name": "web", "image": IMAGE,
             "imageID": "registry.fleet.test/team/app@sha256:3b1c0cbe6e0d2d5ba7c3d3b2f0c9a4c5e2c0f1c9b8e7d6a5b4c3d2e1f0a9b8c7",
-            "ready": true, "restartCount": 0, "started": true, "state": {"running": {"startedAt": "2026-12-01T08:31:00Z"}}}]}});
+            "ready": true, "restartCount": 0, "started": true, "state": {"running": {"startedAt": "2026-12-01T08:31:00Z"}}}]}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_running_the_image_works_from_cache() {
     let f = fleet_with(
         "fleet-running",
         Setup {
-            objects: vec![running],
+            objects: vec![web_pod_on(USER_NEW)],
             ..Setup::default()
         },
     )
@@ -688,4 +692,36 @@ async fn dry_run_prints_probe_pods_kubectl_accepts_and_creates_nothing() {
             .collect();
         assert!(args.contains(&"--full") && args[1] == IMAGE, "{args:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn for_a_pod_the_node_it_landed_on_is_probed_too() {
+    let f = fleet_with(
+        "fleet-for-pod",
+        Setup {
+            objects: vec![web_pod_on(USER_OLD)],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r) = f
+        .json(&["--for", "pod/web-6d8f7c9b5-q8w2e", "-n", "shop"])
+        .await;
+    assert_eq!(r["workload"], "Pod/web-6d8f7c9b5-q8w2e in shop");
+    let landed = row(&r, USER_OLD);
+    assert_eq!(
+        landed["chosen_because"], "the node the pod landed on",
+        "{r:#}"
+    );
+    assert_eq!(
+        row(&r, USER_NEW)["chosen_because"],
+        "the pool's newest Ready node"
+    );
+    // The pod has no nodeSelector and tolerates nothing: the system pool's taint keeps it off.
+    assert_eq!(row(&r, SYSTEM)["eligible"], false);
+    assert!(
+        row(&r, SYSTEM)["not_eligible_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("CriticalAddonsOnly"))
+    );
 }
