@@ -460,6 +460,13 @@ async fn a_probe_pod_stuck_in_err_image_pull_is_that_nodes_explained_finding() {
     assert_eq!(stuck["probe_pod_message"], message.as_str());
     assert_eq!(code, 11);
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    let text = f.run(&[IMAGE]).await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("probe pod's own image pull fails at route on the registry hop to redacted.dkr.ecr.us-east-2.amazonaws.com")
+            && text.contains("(pulling the probe image itself: the probe could not start)"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

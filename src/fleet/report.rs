@@ -263,11 +263,11 @@ pub fn verdict_words(v: &Verdict) -> String {
 }
 
 fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
-    let worst = rows
-        .iter()
-        .min_by_key(|r| severity(&r.verdict))
+    let worst_row = rows.iter().min_by_key(|r| severity(&r.verdict));
+    let worst = worst_row
         .map(|r| r.verdict.clone())
         .unwrap_or_else(|| undecided("no Ready node of this pool was probed"));
+    let through_probe_image = worst_row.is_some_and(|r| r.status == "probe-image-failed");
     let eligible = if members.iter().all(|m| m.eligible.is_none()) {
         None
     } else {
@@ -291,8 +291,13 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
             .map(|c| format!(": {c}"))
             .unwrap_or_default();
         format!(
-            "pool `{pool}` {} on {failed} of {} probed node{}{cause}",
+            "pool `{pool}` {}{} on {failed} of {} probed node{}{cause}",
             verdict_words(&worst),
+            if through_probe_image {
+                " (pulling the probe image itself: the probe could not start)"
+            } else {
+                ""
+            },
             rows.len(),
             if rows.len() == 1 { "" } else { "s" }
         )
