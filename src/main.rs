@@ -435,11 +435,14 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         return match runtime.block_on(fleet::cleanup(&target, &args.probe_namespace)) {
             Ok(done) => {
                 println!(
-                    "deleted {} probe pod{} from {} ({} still terminating)",
+                    "deleted {} probe pod{} from {} ({})",
                     done.deleted,
                     if done.deleted == 1 { "" } else { "s" },
                     args.probe_namespace,
-                    done.remaining
+                    match &done.unverified {
+                        Some(why) => format!("whether any is left is unknown: {why}"),
+                        None => format!("{} still terminating", done.remaining),
+                    }
                 );
                 Ok(exit::PASSED)
             }

@@ -732,3 +732,35 @@ async fn for_a_pod_the_node_it_landed_on_is_probed_too() {
             .is_some_and(|w| w.contains("CriticalAddonsOnly"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_cannot_list_its_pods_says_so_and_still_deletes_them() {
+    let f = fleet_with(
+        "fleet-no-list",
+        Setup {
+            fault: Some(Fault::forbid("list", "", "pods")),
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (code, r) = f.json(&["--deadline", "20s"]).await;
+    // Each node gives up after a few failed lists, long before the deadline.
+    assert_eq!(r["ending"], "finished", "{r:#}");
+    let cause = row(&r, USER_NEW)["verdict"]["cause"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        cause.contains("cannot list the probe pods") && cause.contains("403"),
+        "{cause}"
+    );
+    assert!(
+        r["cleanup"]["unverified"]
+            .as_str()
+            .is_some_and(|u| u.contains("403")),
+        "{r:#}"
+    );
+    assert_eq!(code, 3);
+    // Deleting needs no list: the pods are gone all the same.
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+}

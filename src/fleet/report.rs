@@ -103,6 +103,9 @@ pub struct SkippedNode {
 pub struct CleanupReport {
     pub deleted: usize,
     pub remaining: usize,
+    /// The delete went through but the list that would show nothing is left failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -402,11 +405,13 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         Ok(c) => CleanupReport {
             deleted: c.deleted,
             remaining: c.remaining,
+            unverified: c.unverified.clone(),
             error: None,
         },
         Err(e) => CleanupReport {
             deleted: 0,
             remaining: 0,
+            unverified: None,
             error: Some(e.clone()),
         },
     };
@@ -488,6 +493,7 @@ mod tests {
             cleanup: Ok(Cleanup {
                 deleted: 0,
                 remaining: 0,
+                unverified: None,
             }),
         };
         let header = Header {

@@ -75,11 +75,14 @@ pub struct RunOutcome {
     pub cleanup: Result<Cleanup, String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cleanup {
     pub deleted: usize,
     /// Pods still listed after the delete (deleted but not yet gone, or created meanwhile).
     pub remaining: usize,
+    /// Why the list after the delete failed: the delete went through, but nothing proves no
+    /// pod is left.
+    pub unverified: Option<String>,
 }
 
 /// Probe every plan's node; `interrupt` resolving ends the run early.
@@ -162,11 +165,18 @@ pub async fn run(
     while tasks.join_next().await.is_some() {}
     let cleanup = delete_run(&api, &selector).await;
     let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
-    let unanswered = match ending {
+    let mut unanswered = match ending {
         Ending::Finished => "the probe task ended without an answer",
         Ending::Deadline => "the run's deadline (--deadline) came before this node answered",
         Ending::Interrupted => "the run was interrupted before this node answered",
-    };
+    }
+    .to_string();
+    // A lister that kept failing is why nobody heard back: say so.
+    if let Some(error) = seen_rx.borrow().error.clone() {
+        unanswered.push_str(&format!(
+            "; the last list of the run's pods failed: {error}"
+        ));
+    }
     let runs = plans
         .iter()
         .zip(slots)
@@ -175,7 +185,7 @@ pub async fn run(
                 node: plan.node.clone(),
                 pod: plan.name.clone(),
                 answer: Answer::Missing {
-                    why: unanswered.to_string(),
+                    why: unanswered.clone(),
                 },
                 elapsed: Duration::ZERO,
             })
@@ -307,13 +317,21 @@ pub async fn delete_run(api: &Api<Pod>, selector: &str) -> Result<Cleanup, Strin
             ));
         }
     };
-    let remaining = api
-        .list(&params)
-        .await
-        .map_err(|e| format!("cannot list the probe pods ({selector}): {}", api_error(&e)))?
-        .items
-        .len();
-    Ok(Cleanup { deleted, remaining })
+    Ok(match api.list(&params).await {
+        Ok(list) => Cleanup {
+            deleted,
+            remaining: list.items.len(),
+            unverified: None,
+        },
+        Err(e) => Cleanup {
+            deleted,
+            remaining: 0,
+            unverified: Some(format!(
+                "cannot list the probe pods ({selector}): {}",
+                api_error(&e)
+            )),
+        },
+    })
 }
 
 /// An API error in one line: the apiserver's own message when it sent a Status.

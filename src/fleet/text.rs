@@ -152,6 +152,12 @@ pub fn render(report: &FleetReport, style: Style) -> String {
                 )
             )
         ),
+        None if c.unverified.is_some() => writeln!(
+            out,
+            "probe pods: deleted by run label in {}, but whether any is left is unknown ({}); `pullpath fleet --cleanup` removes leftovers",
+            report.probe_namespace,
+            c.unverified.as_deref().unwrap_or_default()
+        ),
         None if c.remaining > 0 => writeln!(
             out,
             "probe pods: {} deleted, {} still terminating in {} (`pullpath fleet --cleanup` removes leftovers)",
