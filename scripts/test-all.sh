@@ -18,6 +18,7 @@ python3 lab/lab.py up
 # The benchmarks in their short mode: they must work; their speed is not judged here.
 bash bench/pull.sh --quick
 PULLPATH_BENCH_QUICK=1 cargo bench --profile dev --quiet --bench explain
+PULLPATH_BENCH_QUICK=1 cargo bench --profile dev --quiet --bench fleet
 
 status=0
 cargo nextest run --no-fail-fast "$@" || status=$?

@@ -66,6 +66,13 @@ pub enum Command {
     /// Offline, from Azure's own exports: `commands` prints the read-only `az` commands that
     /// write the export directory, `analyse` reads it (docs/azure.md).
     Azure(AzureArgs),
+    /// Probe IMAGE from fresh nodes of every pool and compare: short-lived hostNetwork pods
+    /// pinned to each chosen node, the node's files mounted read-only, deleted when the run ends.
+    ///
+    /// Needs deploy/rbac-fleet.yaml and a probe namespace at Pod Security level `privileged`
+    /// (deploy/namespace.yaml). Shows which nodes only work from cache or by hand fix. Exit
+    /// status: the worst eligible pool's layer.
+    Fleet(FleetArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -318,6 +325,80 @@ pub struct ExplainArgs {
     /// Read the failure text from this file (`-` for stdin).
     #[arg(short = 'f', long = "file", conflicts_with = "text")]
     pub file: Option<PathBuf>,
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FleetArgs {
+    /// The image, as the pod spec names it. Not needed with --cleanup.
+    #[arg(required_unless_present = "cleanup")]
+    pub image: Option<String>,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    /// The namespace the probe pods run in (Pod Security level `privileged`).
+    #[arg(long, value_name = "NS", default_value = "pullpath")]
+    pub probe_namespace: String,
+    /// The probe image; the nodes must be able to pull it (mirror it into their registry).
+    #[arg(long, value_name = "IMAGE", default_value = crate::fleet::PUBLISHED_PROBE_IMAGE)]
+    pub probe_image: String,
+    /// The workload whose nodeSelector, required node affinity and tolerations decide which
+    /// pools are eligible (`pod/NAME`, `deploy/NAME`, `sts/`, `ds/`, `job/`, in -n's namespace).
+    /// With `pod/NAME`, the node it landed on is probed too.
+    #[arg(long = "for", value_name = "KIND/NAME")]
+    pub for_workload: Option<String>,
+    /// Probe the N newest Ready nodes of each pool.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub nodes_per_pool: u16,
+    /// Probe every Ready node.
+    #[arg(long)]
+    pub all_nodes: bool,
+    /// Only these pools (comma-separated).
+    #[arg(long, value_name = "POOL,…", value_delimiter = ',')]
+    pub pools: Vec<String>,
+    /// Only nodes matching this label selector (as `kubectl get nodes -l`).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Download every layer in full on each node (`probe --full`): the check that counts.
+    #[arg(long)]
+    pub full: bool,
+    /// Also ask each node's runtime to pull over CRI. Not supported yet: the probe has no
+    /// flag for it (the pod side, the CRI socket mounted read-write, is ready).
+    #[arg(long)]
+    pub runtime_pull: bool,
+    /// Run the probe pods with hostPID as uid 0, so the probe reads the running kubelet's flags
+    /// and containerd's environment (its proxy) from /proc, as on the node. Without it the pods
+    /// run as 65532 and the proxy comes from containerd's systemd drop-ins.
+    #[arg(long)]
+    pub host_pid: bool,
+    /// The kubelet's `--root-dir` on the nodes: its config.json (only that file) is mounted
+    /// read-only and read as the node's credentials. The node must have the file.
+    #[arg(long, value_name = "DIR")]
+    pub kubelet_root_dir: Option<PathBuf>,
+    /// The kubelet's `--image-credential-provider-config` on the nodes (a node path, mounted
+    /// read-only into each probe pod).
+    #[arg(long, value_name = "PATH")]
+    pub image_credential_provider_config: Option<PathBuf>,
+    /// The kubelet's `--image-credential-provider-bin-dir` on the nodes (a node path).
+    #[arg(long, value_name = "DIR")]
+    pub image_credential_provider_bin_dir: Option<PathBuf>,
+    /// Probe pods running at once.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub parallel: u16,
+    /// The whole run's deadline (pod starts and probes); each pod's activeDeadlineSeconds too.
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// How often a running probe pod's phase is read.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, hide = true)]
+    pub poll_interval: Duration,
+    /// Print the probe pods as a `List` (JSON, for `kubectl apply -f -`) instead of creating
+    /// them: read-only, nothing is created.
+    #[arg(long, conflicts_with = "cleanup")]
+    pub dry_run: bool,
+    /// Delete every probe pod pullpath left in the probe namespace (label
+    /// app.kubernetes.io/managed-by=pullpath), then exit.
+    #[arg(long, conflicts_with_all = ["for_workload", "all_nodes", "pools", "selector", "full", "runtime_pull"])]
+    pub cleanup: bool,
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
 }

@@ -16,6 +16,8 @@ pub mod cluster;
 pub mod exit;
 /// Failure text → error chain → diagnosis.
 pub mod failure_text;
+/// `pullpath fleet`: the probe on fresh nodes of every pool, through short-lived pods, compared.
+pub mod fleet;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
 /// A Pod and its Events, pasted or from the API → the image pulls it is stuck on.

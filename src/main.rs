@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
 use pullpath::cli::{
-    self, AzureArgs, AzureCommand, Command, ExplainArgs, KubeArgs, ManArgs, Output, ProbeArgs,
-    ScanArgs,
+    self, AzureArgs, AzureCommand, Command, ExplainArgs, FleetArgs, KubeArgs, ManArgs, Output,
+    ProbeArgs, ScanArgs,
 };
 use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Man(args) => man(args),
         Command::Azure(args) => azure_command(args),
         Command::Scan(args) => scan(args),
+        Command::Fleet(args) => fleet_command(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -424,5 +425,141 @@ fn async_runtime() -> Option<tokio::runtime::Runtime> {
             eprintln!("pullpath: cannot start the async runtime: {e}");
             None
         }
+    }
+}
+
+/// `pullpath fleet`: probe pods on the chosen nodes, compared per pool; `--cleanup` removes
+/// leftovers. API errors are pullpath's own (exit 70); findings exit by the worst eligible pool.
+fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
+    use pullpath::fleet;
+    if args.runtime_pull {
+        bail!(
+            "--runtime-pull is not supported yet: the probe has no flag that asks the node's runtime to pull over CRI (the probe pod side, the CRI socket mounted read-write, is ready)"
+        );
+    }
+    let workload = match &args.for_workload {
+        Some(text) => Some(ObjectRef::parse(text).with_context(|| {
+            format!("--for {text:?}: want pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME")
+        })?),
+        None => None,
+    };
+    if args.kube.read_secrets {
+        bail!("--read-secrets goes with explain and scan, not fleet");
+    }
+    let target = cluster::Target {
+        kubeconfig: args.kube.kubeconfig.clone(),
+        context: args.kube.context.clone(),
+        namespace: args.kube.namespace.clone(),
+        all_namespaces: false,
+        read_secrets: false,
+        request_timeout: args.kube.request_timeout,
+    };
+    let Some(runtime) = async_runtime() else {
+        return Ok(exit::INTERNAL);
+    };
+    if args.cleanup {
+        return match runtime.block_on(fleet::cleanup(&target, &args.probe_namespace)) {
+            Ok(done) => {
+                println!(
+                    "deleted {} probe pod{} from {} ({})",
+                    done.deleted,
+                    if done.deleted == 1 { "" } else { "s" },
+                    args.probe_namespace,
+                    match &done.unverified {
+                        Some(why) => format!("whether any is left is unknown: {why}"),
+                        None => format!("{} still terminating", done.remaining),
+                    }
+                );
+                Ok(exit::PASSED)
+            }
+            Err(e) => {
+                eprintln!("pullpath: {e}");
+                Ok(exit::INTERNAL)
+            }
+        };
+    }
+    // clap requires IMAGE unless --cleanup.
+    let image = args.image.clone().unwrap_or_default();
+    ImageRef::parse(&image).with_context(|| format!("{image:?} is not an image reference"))?;
+    let config = fleet::FleetConfig {
+        target,
+        image,
+        probe_image: args.probe_image.clone(),
+        probe_namespace: args.probe_namespace.clone(),
+        workload,
+        selector: args.selector.clone(),
+        choice: fleet::select::Choice {
+            nodes_per_pool: usize::from(args.nodes_per_pool),
+            all_nodes: args.all_nodes,
+            pools: args.pools.clone(),
+            also: None,
+        },
+        full: args.full,
+        host_pid: args.host_pid,
+        paths: fleet::pod_spec::NodePaths {
+            kubelet_root_dir: args.kubelet_root_dir.clone(),
+            provider_config: args.image_credential_provider_config.clone(),
+            provider_bin_dir: args.image_credential_provider_bin_dir.clone(),
+            ..fleet::pod_spec::NodePaths::default()
+        },
+        settings: fleet::run::RunSettings {
+            namespace: args.probe_namespace.clone(),
+            parallel: usize::from(args.parallel),
+            deadline: args.deadline,
+            poll: args.poll_interval,
+        },
+    };
+    if args.dry_run {
+        return match runtime.block_on(fleet::plan(&config)) {
+            Ok(plan) => {
+                print!("{}", render::json::render(&fleet::manifest(&plan)));
+                Ok(exit::PASSED)
+            }
+            Err(e) => {
+                eprintln!("pullpath: {e}");
+                Ok(exit::INTERNAL)
+            }
+        };
+    }
+    let report = runtime.block_on(async { fleet::fleet(&config, interrupted()).await });
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("pullpath: {e}");
+            return Ok(exit::INTERNAL);
+        }
+    };
+    match args.output {
+        Output::Json => print!("{}", render::json::render(&report)),
+        Output::Text => print!("{}", fleet::text::render(&report, Style::detect())),
+    }
+    if report.cleanup.error.is_some() {
+        return Ok(exit::INTERNAL);
+    }
+    Ok(exit::for_verdict(&report.verdict))
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed when this is called
+/// (inside the runtime, before any probe pod exists), so a signal at any point of the run is
+/// caught and its pods deleted; one that cannot be listened for never resolves.
+fn interrupted() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        tokio::select! {
+            () = next(interrupt.as_mut()) => {}
+            () = next(terminate.as_mut()) => {}
+        }
+    }
+}
+
+/// The next delivery of a signal; never, when it could not be listened for.
+async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
     }
 }

@@ -137,6 +137,11 @@ fn now() -> i64 {
 }
 
 impl Session {
+    /// The connected client, for commands that write (fleet's probe pods).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     fn fail(&self, e: kube::Error, what: &str) -> ClusterError {
         ClusterError::from_kube(e, what, &self.server)
     }

@@ -21,6 +21,13 @@
 //!
 //! The real `kubectl` reads this server in `tests/kubectl_standin.rs`, which is what keeps the
 //! shapes honest.
+//!
+//! Pods are also writable, for `pullpath fleet`'s probe pods ([`PodStore`]): `create` (POST,
+//! 201 with the object, 409 `AlreadyExists`), `delete` (one pod, or the collection by
+//! `labelSelector`, answering the deleted objects), and the `pods/log` subresource (plain text,
+//! `limitBytes`; 400 `BadRequest` "is waiting to start" before the container ran), as the API
+//! reference's Pod operations describe them. A [`Kubelet`] hook plays the node: it is told of
+//! each created pod and writes its status and log back into the store.
 
 #![allow(dead_code)]
 
@@ -28,10 +35,11 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -189,6 +197,81 @@ pub struct World {
     faults: Vec<Fault>,
     /// Added to every timestamp served (seconds), so ages printed by kubectl stay the same.
     shift_seconds: i64,
+    /// Pods created through the API.
+    store: Arc<PodStore>,
+}
+
+/// Plays the kubelet of every node: told of each pod created, it writes the pod's status and
+/// log back through the store (from its own thread: the server never waits on it).
+pub trait Kubelet: Send + Sync {
+    fn pod_created(&self, pod: &Value, store: &Arc<PodStore>);
+}
+
+/// Pods created through the API, their logs, and the kubelet that runs them.
+#[derive(Default)]
+pub struct PodStore {
+    pods: Mutex<Vec<Value>>,
+    logs: Mutex<BTreeMap<(String, String), String>>,
+    kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
+    created: AtomicU64,
+}
+
+impl std::fmt::Debug for PodStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodStore")
+            .field("pods", &self.names())
+            .finish()
+    }
+}
+
+impl PodStore {
+    /// `namespace/name` of every pod now stored.
+    pub fn names(&self) -> Vec<String> {
+        self.pods
+            .lock()
+            .expect("pods")
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}/{}",
+                    p["metadata"]["namespace"].as_str().unwrap_or(""),
+                    p["metadata"]["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+
+    /// How many pods were ever created.
+    pub fn created(&self) -> u64 {
+        self.created.load(Ordering::SeqCst)
+    }
+
+    /// Replace a pod's status; false when the pod is gone (deleted).
+    pub fn set_status(&self, namespace: &str, name: &str, status: Value) -> bool {
+        let mut pods = self.pods.lock().expect("pods");
+        match pods
+            .iter_mut()
+            .find(|p| p["metadata"]["namespace"] == namespace && p["metadata"]["name"] == name)
+        {
+            Some(pod) => {
+                pod["status"] = status;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The container's log, as `pods/log` serves it.
+    pub fn set_log(&self, namespace: &str, name: &str, log: String) {
+        self.logs
+            .lock()
+            .expect("logs")
+            .insert((namespace.to_string(), name.to_string()), log);
+    }
+
+    fn snapshot(&self) -> Vec<Value> {
+        self.pods.lock().expect("pods").clone()
+    }
 }
 
 pub fn fixtures() -> PathBuf {
@@ -213,11 +296,23 @@ impl World {
                     .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             objects.extend(list["items"].as_array().cloned().unwrap_or_default());
         }
+        World::from_objects(objects)
+    }
+
+    /// A world of these objects (each with `kind` set).
+    pub fn from_objects(objects: Vec<Value>) -> World {
         World {
             objects,
             faults: Vec::new(),
             shift_seconds: 0,
+            store: Arc::default(),
         }
+    }
+
+    /// Created pods are handed to `kubelet`.
+    pub fn with_kubelet(self, kubelet: Arc<dyn Kubelet>) -> World {
+        *self.store.kubelet.lock().expect("kubelet") = Some(kubelet);
+        self
     }
 
     pub fn with_fault(mut self, fault: Fault) -> World {
@@ -244,6 +339,8 @@ pub struct ApiServer {
     pub requests: Arc<Mutex<Vec<String>>>,
     /// The CA (PEM) that signed the server's certificate for 127.0.0.1.
     pub ca_pem: String,
+    /// Pods created through the API.
+    pub store: Arc<PodStore>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -255,6 +352,7 @@ impl ApiServer {
         let addr = std_listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let store = world.store.clone();
         let world = Arc::new(world);
         let log = requests.clone();
         let (tls, ca_pem) = tls();
@@ -279,7 +377,16 @@ impl ApiServer {
                                 let service = service_fn(move |req: Request<Incoming>| {
                                     let world = world.clone();
                                     let log = log.clone();
-                                    async move { Ok::<_, Infallible>(handle(&world, &log, &req)) }
+                                    async move {
+                                        let (parts, body) = req.into_parts();
+                                        // Bodies are pod specs: a few KiB.
+                                        let body = match http_body_util::Limited::new(body, 1 << 20).collect().await {
+                                            Ok(collected) => collected.to_bytes(),
+                                            Err(_) => Bytes::new(),
+                                        };
+                                        let req = Request::from_parts(parts, body);
+                                        Ok::<_, Infallible>(handle(&world, &log, &req))
+                                    }
                                 });
                                 let _ = http1::Builder::new()
                                     .serve_connection(TokioIo::new(stream), service)
@@ -294,6 +401,7 @@ impl ApiServer {
             addr,
             requests,
             ca_pem,
+            store,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -374,11 +482,7 @@ fn status(code: u16, reason: &str, message: String, details: Value) -> Response<
     )
 }
 
-fn handle(
-    world: &World,
-    log: &Mutex<Vec<String>>,
-    req: &Request<Incoming>,
-) -> Response<Full<Bytes>> {
+fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let query: BTreeMap<String, String> = req
         .uri()
@@ -400,20 +504,24 @@ fn handle(
     if bearer != Some(TOKEN) {
         return status(401, "Unauthorized", "Unauthorized".into(), json!({}));
     }
-    if req.method() != hyper::Method::GET {
-        return status(
-            405,
-            "MethodNotAllowed",
-            "the stand-in only reads".into(),
-            json!({}),
-        );
-    }
     let segments: Vec<&str> = path
         .trim_matches('/')
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    if req.method() != hyper::Method::GET {
+        if let ["api", "v1", "namespaces", ns, "pods", rest @ ..] = segments.as_slice() {
+            return write_pods(world, req, ns, rest.first().copied(), &query);
+        }
+        return status(
+            405,
+            "MethodNotAllowed",
+            "the stand-in only reads, except pods".into(),
+            json!({}),
+        );
+    }
     match segments.as_slice() {
+        ["api", "v1", "namespaces", ns, "pods", name, "log"] => pod_log(world, ns, name, &query),
         ["version"] => respond(
             200,
             &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5", "platform": "linux/amd64"}),
@@ -552,9 +660,15 @@ fn objects(
     } else {
         format!("{group}/{version}")
     };
+    let stored = if resource.kind == "Pod" {
+        world.store.snapshot()
+    } else {
+        Vec::new()
+    };
     let candidates: Vec<Value> = world
         .objects
         .iter()
+        .chain(stored.iter())
         .filter(|o| o["kind"] == resource.kind)
         .filter(|o| {
             !resource.namespaced
@@ -912,4 +1026,220 @@ fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
+}
+
+/// A fault configured for `verb` on pods.
+fn pod_fault(
+    world: &World,
+    verb: &str,
+    ns: &str,
+    name: Option<&str>,
+) -> Option<Response<Full<Bytes>>> {
+    world.faults.iter().find(|f| {
+        f.code == 403
+            && (f.verb == verb || f.verb == "*")
+            && f.group.is_empty()
+            && f.plural == "pods"
+    })?;
+    let named = name.map(|n| format!(" \"{n}\"")).unwrap_or_default();
+    Some(status(
+        403,
+        "Forbidden",
+        format!(
+            "pods{named} is forbidden: User \"system:serviceaccount:ops:pullpath\" cannot {verb} resource \"pods\" in API group \"\" in the namespace \"{ns}\""
+        ),
+        json!({"name": name.unwrap_or(""), "kind": "pods"}),
+    ))
+}
+
+fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    format_time(now)
+}
+
+/// POST (create) and DELETE (one, or the collection by labelSelector) on pods.
+fn write_pods(
+    world: &World,
+    req: &Request<Bytes>,
+    ns: &str,
+    name: Option<&str>,
+    query: &BTreeMap<String, String>,
+) -> Response<Full<Bytes>> {
+    let store = &world.store;
+    match (req.method().clone(), name) {
+        (hyper::Method::POST, None) => {
+            if let Some(refused) = pod_fault(world, "create", ns, None) {
+                return refused;
+            }
+            let Ok(mut pod) = serde_json::from_slice::<Value>(req.body()) else {
+                return status(
+                    400,
+                    "BadRequest",
+                    "the body is not a JSON object".into(),
+                    json!({}),
+                );
+            };
+            if pod["kind"] != "Pod" {
+                return status(
+                    400,
+                    "BadRequest",
+                    format!("kind {} is not Pod", pod["kind"]),
+                    json!({}),
+                );
+            }
+            let Some(name) = pod["metadata"]["name"].as_str().map(str::to_string) else {
+                return status(
+                    422,
+                    "Invalid",
+                    "Pod \"\" is invalid: metadata.name: Required value".into(),
+                    json!({"kind": "Pod"}),
+                );
+            };
+            let count = store.created.fetch_add(1, Ordering::SeqCst) + 1;
+            {
+                let mut pods = store.pods.lock().expect("pods");
+                if pods.iter().any(|p| {
+                    p["metadata"]["namespace"] == ns && p["metadata"]["name"] == name.as_str()
+                }) {
+                    return status(
+                        409,
+                        "AlreadyExists",
+                        format!("pods \"{name}\" already exists"),
+                        json!({"name": name, "kind": "pods"}),
+                    );
+                }
+                pod["metadata"]["namespace"] = json!(ns);
+                pod["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{count:012}"));
+                pod["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+                pod["metadata"]["resourceVersion"] = json!(format!("{}", 50_000 + count));
+                pod["status"] = json!({"phase": "Pending", "qosClass": "Burstable"});
+                pods.push(pod.clone());
+            }
+            let kubelet = store.kubelet.lock().expect("kubelet").clone();
+            if let Some(kubelet) = kubelet {
+                kubelet.pod_created(&pod, &world.store);
+            }
+            respond(201, &pod)
+        }
+        (hyper::Method::DELETE, Some(name)) => {
+            if let Some(refused) = pod_fault(world, "delete", ns, Some(name)) {
+                return refused;
+            }
+            let mut pods = store.pods.lock().expect("pods");
+            match pods
+                .iter()
+                .position(|p| p["metadata"]["namespace"] == ns && p["metadata"]["name"] == name)
+            {
+                Some(at) => {
+                    let mut pod = pods.remove(at);
+                    pod["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                    respond(200, &pod)
+                }
+                None => status(
+                    404,
+                    "NotFound",
+                    format!("pods \"{name}\" not found"),
+                    json!({"name": name, "kind": "pods"}),
+                ),
+            }
+        }
+        (hyper::Method::DELETE, None) => {
+            if let Some(refused) = pod_fault(world, "deletecollection", ns, None) {
+                return refused;
+            }
+            let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
+            let Some(terms) = parse_label_selector(labels) else {
+                return status(
+                    400,
+                    "BadRequest",
+                    format!("unable to parse requirement: {labels:?}"),
+                    json!({}),
+                );
+            };
+            let mut pods = store.pods.lock().expect("pods");
+            let (gone, kept): (Vec<Value>, Vec<Value>) = pods.drain(..).partition(|p| {
+                p["metadata"]["namespace"] == ns && terms.iter().all(|t| t.matches(p))
+            });
+            *pods = kept;
+            let items: Vec<Value> = gone
+                .into_iter()
+                .map(|mut p| {
+                    if let Some(map) = p.as_object_mut() {
+                        map.remove("kind");
+                        map.remove("apiVersion");
+                    }
+                    p
+                })
+                .collect();
+            respond(
+                200,
+                &json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "48214"}, "items": items}),
+            )
+        }
+        _ => status(
+            405,
+            "MethodNotAllowed",
+            "not a pod operation the stand-in serves".into(),
+            json!({}),
+        ),
+    }
+}
+
+/// `GET …/pods/NAME/log`: the container's output as plain text.
+fn pod_log(
+    world: &World,
+    ns: &str,
+    name: &str,
+    query: &BTreeMap<String, String>,
+) -> Response<Full<Bytes>> {
+    let pod = world
+        .store
+        .snapshot()
+        .into_iter()
+        .find(|p| p["metadata"]["namespace"] == ns && p["metadata"]["name"] == name);
+    let Some(pod) = pod else {
+        return status(
+            404,
+            "NotFound",
+            format!("pods \"{name}\" not found"),
+            json!({"name": name, "kind": "pods"}),
+        );
+    };
+    let log = world
+        .store
+        .logs
+        .lock()
+        .expect("logs")
+        .get(&(ns.to_string(), name.to_string()))
+        .cloned();
+    let Some(mut log) = log else {
+        let container = pod["spec"]["containers"][0]["name"].as_str().unwrap_or("");
+        let reason = pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+            .as_str()
+            .unwrap_or("ContainerCreating");
+        return status(
+            400,
+            "BadRequest",
+            format!("container \"{container}\" in pod \"{name}\" is waiting to start: {reason}"),
+            json!({}),
+        );
+    };
+    if let Some(limit) = query
+        .get("limitBytes")
+        .and_then(|l| l.parse::<usize>().ok())
+    {
+        let mut end = limit.min(log.len());
+        while !log.is_char_boundary(end) {
+            end -= 1;
+        }
+        log.truncate(end);
+    }
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(log)))
+        .expect("response")
 }

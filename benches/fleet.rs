@@ -1,0 +1,121 @@
+//! `cargo bench --bench fleet`: `pullpath fleet --all-nodes` against the API stand-in
+//! (tests/support/kube_api.rs) for 3, 30 and 300 simulated nodes, whose fake kubelet
+//! (tests/support/fake_kubelet.rs, `Canned`) answers each probe pod after a fixed delay with a
+//! canned passing report. Prints the run time against ceil(nodes / parallel) × delay, and the
+//! API requests per node. `PULLPATH_BENCH_QUICK=1` runs 3 and 30 nodes only (CI proves it
+//! works without judging speed).
+
+#[path = "../tests/support/fake_kubelet.rs"]
+mod fake_kubelet;
+#[path = "../tests/support/kube_api.rs"]
+mod kube_api;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_kubelet::{Behaviour, FakeKubelet, Runner, SimNode};
+use kube_api::{ApiServer, World};
+use serde_json::json;
+
+const PARALLEL: usize = 10;
+const DELAY: Duration = Duration::from_millis(200);
+const POLL: &str = "50ms";
+
+/// A passing probe report, as `pullpath probe -o json` prints one (the fields fleet reads).
+const CANNED: &str = r#"{"schema": "pullpath.report/v1", "command": "probe", "image": "r.example/team/app:v1", "verdict": {"passed": true, "decided": true}, "view": "node", "hand_fixes": [], "elapsed_ms": 180}"#;
+
+fn node(i: usize) -> serde_json::Value {
+    let pool = format!("pool{}", i % 3);
+    json!({"kind": "Node", "apiVersion": "v1",
+        "metadata": {"name": format!("node-{i:04}"), "creationTimestamp": "2026-12-01T08:00:00Z",
+            "labels": {"kubernetes.azure.com/agentpool": pool}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
+/// (run time, requests, lists of the run's pods, all passed with no pod left).
+fn run(nodes: usize) -> (Duration, usize, usize, bool) {
+    let sims: BTreeMap<String, SimNode> = (0..nodes)
+        .map(|i| {
+            (
+                format!("node-{i:04}"),
+                SimNode {
+                    root: std::env::temp_dir(),
+                    runner: Runner::default(),
+                    behaviour: Behaviour::Canned {
+                        delay: DELAY,
+                        log: CANNED.to_string(),
+                        exit: 0,
+                    },
+                },
+            )
+        })
+        .collect();
+    let kubelet = FakeKubelet {
+        nodes: sims,
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_pullpath")),
+    };
+    let server = ApiServer::start(
+        World::from_objects((0..nodes).map(node).collect()).with_kubelet(Arc::new(kubelet)),
+    );
+    let dir = std::env::temp_dir().join(format!(
+        "pullpath-bench-fleet-{}-{nodes}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("bench directory");
+    let config = server.kubeconfig(&dir, "default");
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "fleet",
+            "r.example/team/app:v1",
+            "--all-nodes",
+            "-o",
+            "json",
+        ])
+        .args(["--parallel", &PARALLEL.to_string(), "--poll-interval", POLL])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("pullpath runs");
+    let elapsed = started.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let all_passed = report["nodes"]
+        .as_array()
+        .is_some_and(|n| n.len() == nodes && n.iter().all(|r| r["status"] == "passed"))
+        && server.store.names().is_empty();
+    let served = server.served();
+    let lists = served
+        .iter()
+        .filter(|r| r.starts_with("GET /api/v1/namespaces/pullpath/pods?"))
+        .count();
+    (elapsed, served.len(), lists, all_passed)
+}
+
+fn main() {
+    let quick = std::env::var_os("PULLPATH_BENCH_QUICK").is_some();
+    let sizes: &[usize] = if quick { &[3, 30] } else { &[3, 30, 300] };
+    println!(
+        "parallel {PARALLEL}, each probe pod answers after {} ms, polled every {POLL}",
+        DELAY.as_millis()
+    );
+    println!(
+        "| nodes | seconds | ceil(nodes/parallel) × delay | API requests | lists (one per poll) | other requests per node | all passed, no pod left |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for &nodes in sizes {
+        let (elapsed, requests, lists, ok) = run(nodes);
+        let floor = DELAY.as_secs_f64() * nodes.div_ceil(PARALLEL) as f64;
+        println!(
+            "| {nodes} | {:.2} | {floor:.2} | {requests} | {lists} | {:.2} | {ok} |",
+            elapsed.as_secs_f64(),
+            (requests - lists) as f64 / nodes as f64
+        );
+    }
+}

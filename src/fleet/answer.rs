@@ -1,0 +1,252 @@
+//! What one node answered: the probe's JSON report read back from the pod's log (only the
+//! fields fleet uses, tolerant of additions: docs/report-schema.md), or, when the probe pod
+//! could not even start because its own image would not pull, that pull failure explained
+//! like any other (it is evidence about the node's pull path). Pure functions.
+
+use serde::Deserialize;
+
+use crate::failure_text;
+use crate::pod;
+use crate::report::{self, ExplainReport};
+use crate::vocab::Layer;
+
+/// The probe report's schema this reader understands.
+const PROBE_SCHEMA: &str = "pullpath.report/v1";
+
+/// The verdict fields of the probe report (`verdict` in docs/report-schema.md).
+#[derive(Debug, Clone, Deserialize)]
+struct WireVerdict {
+    passed: bool,
+    #[serde(default)]
+    decided: bool,
+    layer: Option<String>,
+    hop: Option<String>,
+    host: Option<String>,
+    cause: Option<String>,
+    mechanism: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct WireReport {
+    schema: String,
+    #[serde(default)]
+    command: String,
+    verdict: WireVerdict,
+    #[serde(default)]
+    hand_fixes: Vec<String>,
+    #[serde(default)]
+    view: Option<String>,
+    #[serde(default)]
+    elapsed_ms: Option<u64>,
+}
+
+/// The probe's verdict on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeAnswer {
+    pub passed: bool,
+    pub decided: bool,
+    pub layer: Option<Layer>,
+    pub hop: Option<String>,
+    pub host: Option<String>,
+    pub cause: Option<String>,
+    /// For layer `blob`: how the blob hop failed.
+    pub mechanism: Option<Layer>,
+    /// What works now but not on a replaced node (an /etc/hosts entry for a registry host).
+    pub hand_fixes: Vec<String>,
+    /// `pod` when the probe saw a pod's resolver, not the node's.
+    pub view: Option<String>,
+    pub elapsed_ms: Option<u64>,
+}
+
+/// What a probe pod yielded.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Probe(ProbeAnswer),
+    /// The probe pod's own image did not pull (`ErrImagePull`, `ImagePullBackOff`, …).
+    ProbeImagePull {
+        reason: String,
+        message: String,
+        explained: Box<ExplainReport>,
+    },
+    /// No report: the pod failed otherwise, its log held none, or the deadline came first.
+    Missing {
+        why: String,
+    },
+    /// The API refused the probe pod (RBAC, Pod Security admission, a missing namespace).
+    NotCreated {
+        code: Option<u16>,
+        why: String,
+    },
+}
+
+pub fn layer_named(name: &str) -> Option<Layer> {
+    Layer::ALL.iter().copied().find(|l| l.as_str() == name)
+}
+
+/// The probe's report in a pod log. The log may hold other lines (stderr joins stdout in a
+/// pod's log): the report is the first JSON object starting a line.
+pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
+    let start = log
+        .match_indices('{')
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || log.as_bytes()[i - 1] == b'\n')
+        .ok_or_else(|| format!("the pod's log holds no JSON report ({})", tail(log)))?;
+    let wire = serde_json::Deserializer::from_str(&log[start..])
+        .into_iter::<WireReport>()
+        .next()
+        .ok_or_else(|| "the pod's log holds no JSON report".to_string())?
+        .map_err(|e| format!("the pod's log holds no readable probe report: {e}"))?;
+    if wire.schema != PROBE_SCHEMA || (!wire.command.is_empty() && wire.command != "probe") {
+        return Err(format!(
+            "the pod's log holds a {} {} report, not a {PROBE_SCHEMA} probe report (is --probe-image another version?)",
+            wire.schema, wire.command
+        ));
+    }
+    let layer = match wire.verdict.layer.as_deref() {
+        Some(name) => Some(layer_named(name).ok_or_else(|| {
+            format!("the probe report names layer {name:?}, which this version does not know")
+        })?),
+        None => None,
+    };
+    if !wire.verdict.passed && layer.is_none() && wire.verdict.decided {
+        return Err("the probe report failed without naming a layer".to_string());
+    }
+    Ok(ProbeAnswer {
+        passed: wire.verdict.passed,
+        decided: wire.verdict.decided || wire.verdict.passed,
+        layer,
+        hop: wire.verdict.hop,
+        host: wire.verdict.host,
+        cause: wire.verdict.cause,
+        mechanism: wire.verdict.mechanism.as_deref().and_then(layer_named),
+        hand_fixes: wire.hand_fixes,
+        view: wire.view,
+        elapsed_ms: wire.elapsed_ms,
+    })
+}
+
+/// The last line of a log, short, for an error that quotes it.
+fn tail(log: &str) -> String {
+    let last = log
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    if last.is_empty() {
+        return "empty".to_string();
+    }
+    let short: String = last.chars().take(200).collect();
+    format!("last line: {short:?}")
+}
+
+/// Waiting reasons that mean the probe image itself is not pulling.
+const PULL_REASONS: [&str; 4] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
+/// The probe pod's own pull failure, explained; `None` while it is not stuck on its image. A
+/// bare back-off (`Back-off pulling image "…"`, which older kubelets say without the cause) is
+/// waited past: the kubelet's next try reports `ErrImagePull` with the runtime's message.
+pub fn probe_image_pull(probe_pod: &k8s_openapi::api::core::v1::Pod) -> Option<Answer> {
+    let wait = pod::image_waits(probe_pod)
+        .into_iter()
+        .find(|w| PULL_REASONS.contains(&w.reason.as_str()))?;
+    let message = wait
+        .message
+        .clone()
+        .unwrap_or_else(|| format!("{}: {}", wait.reason, wait.image));
+    let explanation = failure_text::explain(&message);
+    let explained = report::explain_report(&explanation)?;
+    if wait.reason == "ImagePullBackOff" && explained.verdict.layer == Some(Layer::Other) {
+        return None;
+    }
+    Some(Answer::ProbeImagePull {
+        reason: wait.reason,
+        message,
+        explained: Box::new(explained),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_report_among_other_lines_with_unknown_fields() {
+        let log = "pullpath: warning: something\n{\n  \"schema\": \"pullpath.report/v1\", \"command\": \"probe\", \"future\": [1],\n  \"verdict\": {\"passed\": false, \"decided\": true, \"layer\": \"refused\", \"hop\": \"registry\", \"host\": \"r.example:5000\", \"cause\": \"connection refused\"},\n  \"hand_fixes\": [\"/etc/hosts maps r.example\"], \"elapsed_ms\": 12\n}\n";
+        let a = from_log(log).expect("parsed");
+        assert_eq!(a.layer, Some(Layer::Refused));
+        assert_eq!(a.host.as_deref(), Some("r.example:5000"));
+        assert_eq!(a.hand_fixes.len(), 1);
+        assert!(!a.passed);
+    }
+
+    #[test]
+    fn garbage_other_schemas_and_unknown_layers_are_clear_errors() {
+        assert!(from_log("").expect_err("empty").contains("empty"));
+        assert!(
+            from_log("exec format error\n")
+                .expect_err("none")
+                .contains("exec format error")
+        );
+        assert!(
+            from_log("{not json")
+                .expect_err("bad")
+                .contains("no readable")
+        );
+        let other = r#"{"schema": "pullpath.findings/v1", "command": "scan", "verdict": {"passed": true, "decided": true}}"#;
+        assert!(
+            from_log(other)
+                .expect_err("other")
+                .contains("another version")
+        );
+        let unknown = r#"{"schema": "pullpath.report/v1", "command": "probe", "verdict": {"passed": false, "decided": true, "layer": "quantum"}}"#;
+        assert!(from_log(unknown).expect_err("layer").contains("quantum"));
+    }
+
+    #[test]
+    fn the_probe_images_own_pull_failure_is_explained() {
+        let message = "rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/tools/pullpath:0.1.0\": failed to resolve reference \"r.example/tools/pullpath:0.1.0\": failed to do request: Head \"https://r.example/v2/tools/pullpath/manifests/0.1.0\": dial tcp 10.0.0.5:443: i/o timeout";
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "pullpath"},
+            "spec": {"containers": [{"name": "probe", "image": "r.example/tools/pullpath:0.1.0"}]},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": "probe", "image": "r.example/tools/pullpath:0.1.0", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ErrImagePull", "message": message}}}]}
+        }))
+        .expect("pod");
+        let Some(Answer::ProbeImagePull {
+            explained, reason, ..
+        }) = probe_image_pull(&pod)
+        else {
+            panic!("not explained");
+        };
+        assert_eq!(reason, "ErrImagePull");
+        assert_eq!(explained.verdict.layer, Some(Layer::Route));
+        assert_eq!(explained.verdict.host.as_deref(), Some("r.example"));
+        // A back-off that names no cause is waited past; one that carries it is explained.
+        let backoff = |text: &str| {
+            let mut p = pod.clone();
+            let waiting = p
+                .status
+                .as_mut()
+                .and_then(|s| s.container_statuses.as_mut())
+                .and_then(|c| c[0].state.as_mut())
+                .and_then(|s| s.waiting.as_mut())
+                .expect("waiting");
+            waiting.reason = Some("ImagePullBackOff".into());
+            waiting.message = Some(text.into());
+            probe_image_pull(&p)
+        };
+        assert!(backoff("Back-off pulling image \"r.example/tools/pullpath:0.1.0\"").is_none());
+        assert!(matches!(
+            backoff(&format!(
+                "Back-off pulling image \"r.example/tools/pullpath:0.1.0\": ErrImagePull: {message}"
+            )),
+            Some(Answer::ProbeImagePull { .. })
+        ));
+    }
+}

@@ -1,0 +1,298 @@
+//! `pullpath fleet IMAGE`: a fresh pull checked from every node pool, on nodes nobody fixed by
+//! hand. Kubernetes is the engine: pullpath only reads nodes, creates a short-lived probe pod
+//! per chosen node, reads its log and deletes it.
+//!
+//! Data flows one way: the Nodes read → `select` (pools, the newest Ready node of each,
+//! `eligibility` from the workload's scheduling rules) → `pod_spec` (one probe pod per node) →
+//! `run` (create, wait, read the log, delete; the only networked part) → `answer` (the probe's
+//! report parsed back, or the probe pod's own pull failure explained) → `report` (rows, pools,
+//! the worst eligible pool's verdict) → `text` or JSON.
+
+pub mod answer;
+pub mod eligibility;
+pub mod pod_spec;
+pub mod report;
+pub mod run;
+pub mod select;
+pub mod text;
+
+use std::future::Future;
+use std::time::Instant;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use kube::api::{Api, ListParams};
+
+use crate::cluster::{self, ClusterError, ObjectRef, Target, WorkloadKind};
+use crate::image_ref::ImageRef;
+use eligibility::Constraints;
+use pod_spec::{NodePaths, PodPlan};
+use report::FleetReport;
+use run::RunSettings;
+use select::Choice;
+
+/// The probe image of this version, where the release publishes it: the same name as
+/// deploy/probe-pod.yaml and scripts/image.sh's example (`registry.example.com` is the
+/// release's placeholder, like scripts/release.sh's `releases.example.com`, until a public
+/// location exists). Nodes behind a private registry need it mirrored there (`--probe-image`).
+pub const PUBLISHED_PROBE_IMAGE: &str = concat!(
+    "registry.example.com/tools/pullpath:",
+    env!("CARGO_PKG_VERSION")
+);
+
+/// The validated settings of one run.
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    pub target: Target,
+    pub image: String,
+    pub probe_image: String,
+    pub probe_namespace: String,
+    /// `--for`: the workload whose nodeSelector, affinity and tolerations decide eligibility.
+    pub workload: Option<ObjectRef>,
+    /// `--selector`: only nodes matching this label selector are read.
+    pub selector: Option<String>,
+    pub choice: Choice,
+    pub full: bool,
+    /// `--host-pid` (see [`PodPlan::host_pid`]).
+    pub host_pid: bool,
+    pub paths: NodePaths,
+    pub settings: RunSettings,
+}
+
+/// A run id: short, lower-case hex, unique enough to tell concurrent runs apart.
+pub fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 40);
+    format!("{:010x}", mixed & 0xff_ffff_ffff)
+}
+
+/// What a run will do: every node read, each chosen or not, and a probe pod per chosen node.
+pub struct Plan {
+    pub run_id: String,
+    pub candidates: Vec<select::Candidate>,
+    pub pods: Vec<PodPlan>,
+    pub workload: Option<String>,
+    client: kube::Client,
+}
+
+/// Read the cluster (nodes, where the image runs, the `--for` workload) and choose the nodes;
+/// creates nothing. `pullpath fleet --dry-run` prints the result.
+pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
+    let image = ImageRef::parse(&config.image).map_err(|e| {
+        ClusterError::Config(format!("{:?} is not an image reference: {e}", config.image))
+    })?;
+    let session = cluster::read::connect(&config.target).await?;
+    let client = session.client();
+    // A refusal names fleet's RBAC, not the read-only one cluster mode points at.
+    let fail = |e: kube::Error, what: &str| match ClusterError::from_kube(e, what, &session.server)
+    {
+        ClusterError::Forbidden { message } => ClusterError::Api {
+            code: 403,
+            what: what.to_string(),
+            message: format!("{message}; see deploy/rbac-fleet.yaml"),
+        },
+        other => other,
+    };
+    let mut params = ListParams::default();
+    if let Some(selector) = &config.selector {
+        params = params.labels(selector);
+    }
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&params)
+        .await
+        .map_err(|e| fail(e, "list nodes (cluster scope)"))?
+        .items;
+    let namespace = config
+        .target
+        .namespace
+        .clone()
+        .unwrap_or_else(|| session.default_namespace.clone());
+    let (constraints, landed, workload) = match &config.workload {
+        None => (None, None, None),
+        Some(object) => {
+            let (what, spec, node) = workload_spec(client.clone(), object, &namespace)
+                .await
+                .map_err(|(e, what)| fail(e, &what))?;
+            (Some(Constraints::from_spec(&what, &spec)), node, Some(what))
+        }
+    };
+    let running_on = running_on(client.clone(), &image).await;
+    let choice = Choice {
+        also: landed.or_else(|| config.choice.also.clone()),
+        ..config.choice.clone()
+    };
+    let candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
+    let id = run_id();
+    let pods = candidates
+        .iter()
+        .filter(|c| c.chosen)
+        .enumerate()
+        .map(|(i, c)| PodPlan {
+            name: format!("pullpath-fleet-{id}-{i}"),
+            namespace: config.probe_namespace.clone(),
+            node: c.facts.name.clone(),
+            run_id: id.clone(),
+            probe_image: config.probe_image.clone(),
+            image: config.image.clone(),
+            full: config.full,
+            runtime_pull: false,
+            host_pid: config.host_pid,
+            deadline_seconds: config.settings.deadline.as_secs().max(10),
+            paths: config.paths.clone(),
+        })
+        .collect();
+    Ok(Plan {
+        run_id: id,
+        candidates,
+        pods,
+        workload,
+        client,
+    })
+}
+
+/// The probe pods of a plan as one `List` (what `kubectl apply -f` reads).
+pub fn manifest(plan: &Plan) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = plan
+        .pods
+        .iter()
+        .map(|p| serde_json::to_value(pod_spec::probe_pod(p)).unwrap_or_default())
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// Read the cluster, probe the chosen nodes, report. `interrupt` ends the run early (its pods
+/// are deleted all the same).
+pub async fn fleet(
+    config: &FleetConfig,
+    interrupt: impl Future<Output = ()>,
+) -> Result<FleetReport, ClusterError> {
+    let started = Instant::now();
+    let plan = plan(config).await?;
+    let outcome = run::run(
+        plan.client.clone(),
+        &config.settings,
+        &plan.run_id,
+        plan.pods.clone(),
+        interrupt,
+    )
+    .await;
+    if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
+        return Err(refused);
+    }
+    let header = report::Header {
+        image: config.image.clone(),
+        run_id: plan.run_id.clone(),
+        probe_namespace: config.probe_namespace.clone(),
+        probe_image: config.probe_image.clone(),
+        workload: plan.workload.clone(),
+        now: now(),
+        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    Ok(report::build(header, &plan.candidates, &outcome))
+}
+
+/// `pullpath fleet --cleanup`: delete every probe pod pullpath left in the probe namespace.
+pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<run::Cleanup, ClusterError> {
+    let session = cluster::read::connect(target).await?;
+    let api: Api<Pod> = Api::namespaced(session.client(), probe_namespace);
+    let selector = format!("{}={}", pod_spec::MANAGED_BY.0, pod_spec::MANAGED_BY.1);
+    run::delete_run(&api, &selector)
+        .await
+        .map_err(|message| ClusterError::Api {
+            code: 0,
+            what: format!("delete pods in {probe_namespace} ({selector})"),
+            message,
+        })
+}
+
+/// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own
+/// error (exit 70), not a finding about the nodes.
+fn none_created(outcome: &run::RunOutcome, namespace: &str) -> Option<ClusterError> {
+    let mut refusals = outcome.runs.iter().map(|r| match &r.answer {
+        answer::Answer::NotCreated { code, why } => Some((*code, why.clone())),
+        _ => None,
+    });
+    let (code, why) = refusals.next()??;
+    if !refusals.all(|r| r.is_some()) {
+        return None;
+    }
+    Some(ClusterError::Api {
+        code: code.unwrap_or(0),
+        what: format!("create pods in {namespace}"),
+        message: format!(
+            "{why} (every probe pod was refused: see deploy/rbac-fleet.yaml, and the namespace's Pod Security level must be privileged, deploy/namespace.yaml)"
+        ),
+    })
+}
+
+/// Nodes where a pod runs `image` now (every namespace). Evidence only: a refused list
+/// (RBAC) leaves `node.status.images` as the cache evidence.
+async fn running_on(client: kube::Client, image: &ImageRef) -> std::collections::BTreeSet<String> {
+    let Ok(list) = Api::<Pod>::all(client).list(&ListParams::default()).await else {
+        return Default::default();
+    };
+    list.items
+        .iter()
+        .filter(|p| {
+            crate::pod::running_image_ids(p).iter().any(|(running, _)| {
+                ImageRef::parse(running).is_ok_and(|r| crate::cluster::nodes::same_image(&r, image))
+            })
+        })
+        .filter_map(crate::pod::node_name)
+        .collect()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// The pod template's spec of `object` (a pod's own spec), its name, and for a pod the node it
+/// landed on.
+async fn workload_spec(
+    client: kube::Client,
+    object: &ObjectRef,
+    ns: &str,
+) -> Result<(String, PodSpec, Option<String>), (kube::Error, String)> {
+    let template = |t: k8s_openapi::api::core::v1::PodTemplateSpec| t.spec.unwrap_or_default();
+    match object {
+        ObjectRef::Pod(name) => {
+            let what = format!("get pods \"{name}\" in {ns}");
+            let pod = Api::<Pod>::namespaced(client, ns)
+                .get(name)
+                .await
+                .map_err(|e| (e, what))?;
+            let spec = pod.spec.unwrap_or_default();
+            let node = spec.node_name.clone();
+            Ok((format!("Pod/{name} in {ns}"), spec, node))
+        }
+        ObjectRef::Workload { kind, name } => {
+            let what = format!("get {}s \"{name}\" in {ns}", kind.as_str().to_lowercase());
+            let label = format!("{}/{name} in {ns}", kind.as_str());
+            let spec = match kind {
+                WorkloadKind::Deployment => Api::<Deployment>::namespaced(client, ns)
+                    .get(name)
+                    .await
+                    .map(|d| d.spec.map(|s| template(s.template))),
+                WorkloadKind::StatefulSet => Api::<StatefulSet>::namespaced(client, ns)
+                    .get(name)
+                    .await
+                    .map(|d| d.spec.map(|s| template(s.template))),
+                WorkloadKind::DaemonSet => Api::<DaemonSet>::namespaced(client, ns)
+                    .get(name)
+                    .await
+                    .map(|d| d.spec.map(|s| template(s.template))),
+                WorkloadKind::Job => Api::<Job>::namespaced(client, ns)
+                    .get(name)
+                    .await
+                    .map(|d| d.spec.map(|s| template(s.template))),
+            }
+            .map_err(|e| (e, what))?;
+            Ok((label, spec.unwrap_or_default(), None))
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! The fleet report (`pullpath.fleet/v1`): serialize-only wire types, documented in
+//! docs/fleet.md with their schema docs/fleet.schema.json, built from the node choice and the
+//! run's answers by pure functions. One row per node, a comparison per pool, the verdict of the
+//! worst eligible pool (the exit status follows it).
+
+use serde::Serialize;
+
+use super::answer::{Answer, ProbeAnswer};
+use super::run::{Ending, RunOutcome};
+use super::select::Candidate;
+use crate::advice::advise;
+use crate::report::Verdict;
+use crate::vocab::Layer;
+
+/// Names the format and its version. Adding fields is compatible; a field that changes meaning
+/// or disappears bumps it.
+pub const SCHEMA: &str = "pullpath.fleet/v1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetReport {
+    pub schema: &'static str,
+    pub command: &'static str,
+    pub image: String,
+    pub run_id: String,
+    pub probe_namespace: String,
+    pub probe_image: String,
+    /// The workload whose scheduling rules decide eligibility (`--for`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// The worst eligible pool's verdict.
+    pub verdict: Verdict,
+    /// `finished`, `deadline` or `interrupted`.
+    pub ending: &'static str,
+    /// Every probed node, pool by pool, newest first.
+    pub nodes: Vec<NodeRow>,
+    pub pools: Vec<PoolRow>,
+    /// The comparison in words, worst pool first.
+    pub summary: Vec<String>,
+    /// Nodes not probed, and why.
+    pub skipped: Vec<SkippedNode>,
+    pub cleanup: CleanupReport,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeRow {
+    pub node: String,
+    pub pool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_seconds: Option<i64>,
+    /// Absent without `--for`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_eligible_because: Option<String>,
+    pub chosen_because: String,
+    /// `passed`, `failed`, `works-from-cache`, `probe-image-failed`, `undecided`, `no-answer`.
+    pub status: &'static str,
+    pub verdict: Verdict,
+    /// The node holds the image: see `cache_evidence`.
+    pub cached: bool,
+    /// `running` (a pod on the node runs it), `listed` (`node.status.images`).
+    pub cache_evidence: Vec<&'static str>,
+    pub hand_fixes: Vec<String>,
+    /// Where the verdict comes from: `probe` (its report), `probe-pod` (the probe pod's own
+    /// pull failure, explained), `run` (no answer).
+    pub source: &'static str,
+    /// The probe pod's own image-pull failure as the kubelet reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_pod_message: Option<String>,
+    pub probe_pod: String,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolRow {
+    pub pool: String,
+    /// Absent without `--for`; false when no node of the pool could run the workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<bool>,
+    pub nodes: usize,
+    pub probed: usize,
+    pub passed: usize,
+    pub failed: usize,
+    /// Nodes of the pool (probed or not) holding the image: running it, or listing it in
+    /// `node.status.images`.
+    pub cached_nodes: usize,
+    /// The pool's worst probed node.
+    pub verdict: Verdict,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedNode {
+    pub node: String,
+    pub pool: String,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CleanupReport {
+    pub deleted: usize,
+    pub remaining: usize,
+    /// The delete went through but the list that would show nothing is left failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The run's inputs the report names.
+pub struct Header {
+    pub image: String,
+    pub run_id: String,
+    pub probe_namespace: String,
+    pub probe_image: String,
+    pub workload: Option<String>,
+    /// Seconds since the epoch, for ages.
+    pub now: i64,
+    pub elapsed_ms: u64,
+}
+
+fn undecided(why: &str) -> Verdict {
+    Verdict {
+        passed: false,
+        decided: false,
+        cause: Some(why.to_string()),
+        decides: Some(
+            "a probe report from this node: rerun fleet for it, or look at the probe pod's events"
+                .into(),
+        ),
+        ..Verdict::passed()
+    }
+}
+
+fn from_probe(p: &ProbeAnswer) -> Verdict {
+    if p.passed {
+        return Verdict::passed();
+    }
+    let owner = p.layer.map(|layer| {
+        let host = p.host.clone().unwrap_or_default();
+        let hop = p
+            .hop
+            .as_deref()
+            .and_then(hop_named)
+            .unwrap_or(crate::vocab::Hop::Unknown);
+        advise(layer, p.mechanism, hop, &host).owner
+    });
+    Verdict {
+        passed: false,
+        layer: p.layer,
+        hop: p.hop.as_deref().and_then(hop_named),
+        host: p.host.clone(),
+        cause: p.cause.clone(),
+        mechanism: p.mechanism,
+        owner,
+        decided: p.decided,
+        ..Verdict::passed()
+    }
+}
+
+fn hop_named(name: &str) -> Option<crate::vocab::Hop> {
+    use crate::vocab::Hop;
+    [
+        Hop::Registry,
+        Hop::Auth,
+        Hop::Blob,
+        Hop::Proxy,
+        Hop::Mirror,
+        Hop::Unknown,
+    ]
+    .into_iter()
+    .find(|h| h.as_str() == name)
+}
+
+/// Worse verdicts sort first: a decided failure (earlier layer on the pull path first), then
+/// an undecided one, then a pass.
+fn severity(v: &Verdict) -> (u8, usize) {
+    match (v.passed, v.decided, v.layer) {
+        (true, _, _) => (2, 0),
+        (false, true, Some(layer)) => (0, Layer::ALL.iter().position(|l| *l == layer).unwrap_or(0)),
+        (false, _, _) => (1, 0),
+    }
+}
+
+fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> NodeRow {
+    let (status, verdict, hand_fixes, source, message) = match run.map(|r| &r.answer) {
+        Some(Answer::Probe(p)) => {
+            let status = match (p.passed, p.decided, candidate.listed || candidate.running) {
+                (true, _, _) => "passed",
+                (false, _, true) => "works-from-cache",
+                (false, true, false) => "failed",
+                (false, false, false) => "undecided",
+            };
+            (status, from_probe(p), p.hand_fixes.clone(), "probe", None)
+        }
+        Some(Answer::ProbeImagePull {
+            explained, message, ..
+        }) => (
+            "probe-image-failed",
+            explained.verdict.clone(),
+            Vec::new(),
+            "probe-pod",
+            Some(message.clone()),
+        ),
+        Some(Answer::Missing { why } | Answer::NotCreated { why, .. }) => {
+            ("no-answer", undecided(why), Vec::new(), "run", None)
+        }
+        None => (
+            "no-answer",
+            undecided("not probed"),
+            Vec::new(),
+            "run",
+            None,
+        ),
+    };
+    NodeRow {
+        node: candidate.facts.name.clone(),
+        pool: candidate.pool.clone(),
+        created: candidate.facts.created.clone(),
+        age_seconds: candidate.facts.created_seconds.map(|c| (now - c).max(0)),
+        eligible: candidate.eligible.as_ref().map(Result::is_ok),
+        not_eligible_because: candidate
+            .eligible
+            .as_ref()
+            .and_then(|e| e.as_ref().err().cloned()),
+        chosen_because: candidate.why.clone(),
+        status,
+        verdict,
+        cached: candidate.listed || candidate.running,
+        cache_evidence: [("running", candidate.running), ("listed", candidate.listed)]
+            .into_iter()
+            .filter_map(|(name, held)| held.then_some(name))
+            .collect(),
+        hand_fixes,
+        source,
+        probe_pod_message: message,
+        probe_pod: run.map(|r| r.pod.clone()).unwrap_or_default(),
+        elapsed_ms: run.map_or(0, |r| {
+            u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX)
+        }),
+    }
+}
+
+/// What a verdict says in a few words: `refused on the registry hop to r.example:5000`.
+pub fn verdict_words(v: &Verdict) -> String {
+    if v.passed {
+        return "passes".to_string();
+    }
+    let Some(layer) = v.layer.filter(|_| v.decided) else {
+        return format!(
+            "has no decided answer ({})",
+            v.cause.as_deref().unwrap_or("undecided")
+        );
+    };
+    let mut words = format!("fails at {}", layer.as_str());
+    if let Some(hop) = v.hop {
+        words.push_str(&format!(" on the {} hop", hop.as_str()));
+    }
+    if let Some(host) = &v.host {
+        words.push_str(&format!(" to {host}"));
+    }
+    words
+}
+
+fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
+    let worst_row = rows.iter().min_by_key(|r| severity(&r.verdict));
+    let worst = worst_row
+        .map(|r| r.verdict.clone())
+        .unwrap_or_else(|| undecided("no Ready node of this pool was probed"));
+    let through_probe_image = worst_row.is_some_and(|r| r.status == "probe-image-failed");
+    let eligible = if members.iter().all(|m| m.eligible.is_none()) {
+        None
+    } else {
+        Some(members.iter().any(|m| matches!(m.eligible, Some(Ok(())))))
+    };
+    let passed = rows.iter().filter(|r| r.verdict.passed).count();
+    let failed = rows.len() - passed;
+    let cached_nodes = members.iter().filter(|m| m.listed || m.running).count();
+    let mut summary = if rows.is_empty() {
+        format!("pool `{pool}`: no node probed")
+    } else if failed == 0 {
+        format!(
+            "pool `{pool}` passes ({} node{} probed)",
+            rows.len(),
+            if rows.len() == 1 { "" } else { "s" }
+        )
+    } else {
+        let cause = worst
+            .cause
+            .as_deref()
+            .map(|c| format!(": {c}"))
+            .unwrap_or_default();
+        format!(
+            "pool `{pool}` {}{} on {failed} of {} probed node{}{cause}",
+            verdict_words(&worst),
+            if through_probe_image {
+                " (pulling the probe image itself: the probe could not start)"
+            } else {
+                ""
+            },
+            rows.len(),
+            if rows.len() == 1 { "" } else { "s" }
+        )
+    };
+    let from_cache: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.status == "works-from-cache")
+        .map(|r| r.node.as_str())
+        .collect();
+    if !from_cache.is_empty() {
+        summary.push_str(&format!(
+            "; {} only works from cache (it holds the image; a fresh pull fails)",
+            from_cache.join(", ")
+        ));
+    } else if cached_nodes > 0 {
+        summary.push_str(&format!(
+            "; {cached_nodes} node{} of `{pool}` hold{} the image from cache",
+            if cached_nodes == 1 { "" } else { "s" },
+            if cached_nodes == 1 { "s" } else { "" }
+        ));
+    }
+    for r in rows.iter().filter(|r| !r.hand_fixes.is_empty()) {
+        summary.push_str(&format!(
+            "; {} has a hand fix a replaced node would lack: {}",
+            r.node,
+            r.hand_fixes.join("; ")
+        ));
+    }
+    if eligible == Some(false) {
+        let why = members
+            .iter()
+            .find_map(|m| m.eligible.as_ref().and_then(|e| e.as_ref().err()))
+            .cloned()
+            .unwrap_or_default();
+        summary.push_str(&format!(" — not eligible for the workload ({why})"));
+    }
+    PoolRow {
+        pool: pool.to_string(),
+        eligible,
+        nodes: members.len(),
+        probed: rows.len(),
+        passed,
+        failed,
+        cached_nodes,
+        verdict: worst,
+        summary,
+    }
+}
+
+/// The report of a run over `candidates` (every node read, chosen or not).
+pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> FleetReport {
+    let nodes: Vec<NodeRow> = candidates
+        .iter()
+        .filter(|c| c.chosen)
+        .map(|c| {
+            let run = outcome.runs.iter().find(|r| r.node == c.facts.name);
+            row(c, run, header.now)
+        })
+        .collect();
+    let mut pool_names: Vec<&str> = candidates.iter().map(|c| c.pool.as_str()).collect();
+    pool_names.dedup();
+    let mut pools: Vec<PoolRow> = pool_names
+        .iter()
+        .map(|pool| {
+            let members: Vec<&Candidate> = candidates.iter().filter(|c| c.pool == *pool).collect();
+            let rows: Vec<&NodeRow> = nodes.iter().filter(|r| r.pool == *pool).collect();
+            pool_row(pool, &members, &rows)
+        })
+        .filter(|p| p.probed > 0)
+        .collect();
+    // Eligible pools first, worst first; then by name.
+    pools.sort_by(|a, b| {
+        (a.eligible == Some(false))
+            .cmp(&(b.eligible == Some(false)))
+            .then(severity(&a.verdict).cmp(&severity(&b.verdict)))
+            .then(a.pool.cmp(&b.pool))
+    });
+    let verdict = pools
+        .iter()
+        .filter(|p| p.eligible != Some(false))
+        .map(|p| &p.verdict)
+        .min_by_key(|v| severity(v))
+        .cloned()
+        .unwrap_or_else(|| {
+            if pools.is_empty() {
+                undecided("no node was probed")
+            } else {
+                Verdict::passed()
+            }
+        });
+    let summary = pools.iter().map(|p| p.summary.clone()).collect();
+    let skipped = candidates
+        .iter()
+        .filter(|c| !c.chosen)
+        .map(|c| SkippedNode {
+            node: c.facts.name.clone(),
+            pool: c.pool.clone(),
+            why: c.why.clone(),
+        })
+        .collect();
+    let cleanup = match &outcome.cleanup {
+        Ok(c) => CleanupReport {
+            deleted: c.deleted,
+            remaining: c.remaining,
+            unverified: c.unverified.clone(),
+            error: None,
+        },
+        Err(e) => CleanupReport {
+            deleted: 0,
+            remaining: 0,
+            unverified: None,
+            error: Some(e.clone()),
+        },
+    };
+    FleetReport {
+        schema: SCHEMA,
+        command: "fleet",
+        image: header.image,
+        run_id: header.run_id,
+        probe_namespace: header.probe_namespace,
+        probe_image: header.probe_image,
+        workload: header.workload,
+        verdict,
+        ending: match outcome.ending {
+            Ending::Finished => "finished",
+            Ending::Deadline => "deadline",
+            Ending::Interrupted => "interrupted",
+        },
+        nodes,
+        pools,
+        summary,
+        skipped,
+        cleanup,
+        elapsed_ms: header.elapsed_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::nodes::NodeFacts;
+    use crate::fleet::run::{Cleanup, NodeRun};
+    use std::time::Duration;
+
+    fn candidate(
+        name: &str,
+        pool: &str,
+        eligible: Option<Result<(), String>>,
+        listed: bool,
+    ) -> Candidate {
+        Candidate {
+            facts: NodeFacts::named(name),
+            pool: pool.to_string(),
+            ready: true,
+            eligible,
+            listed,
+            running: false,
+            chosen: true,
+            why: "the pool's newest Ready node".into(),
+        }
+    }
+
+    fn probe(passed: bool, layer: Option<Layer>, hand_fixes: &[&str]) -> Answer {
+        Answer::Probe(ProbeAnswer {
+            passed,
+            decided: true,
+            layer,
+            hop: layer.map(|_| "registry".to_string()),
+            host: layer.map(|_| "r.example".to_string()),
+            cause: layer.map(|l| format!("{l} observed")),
+            mechanism: None,
+            hand_fixes: hand_fixes.iter().map(|h| h.to_string()).collect(),
+            view: None,
+            elapsed_ms: Some(5),
+        })
+    }
+
+    fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetReport {
+        let outcome = RunOutcome {
+            runs: answers
+                .into_iter()
+                .map(|(node, answer)| NodeRun {
+                    node: node.into(),
+                    pod: format!("pullpath-fleet-x-{node}"),
+                    answer,
+                    elapsed: Duration::from_millis(20),
+                })
+                .collect(),
+            ending: Ending::Finished,
+            cleanup: Ok(Cleanup {
+                deleted: 0,
+                remaining: 0,
+                unverified: None,
+            }),
+        };
+        let header = Header {
+            image: "r.example/app:1".into(),
+            run_id: "0123456789".into(),
+            probe_namespace: "pullpath".into(),
+            probe_image: "r.example/pullpath:0.1.0".into(),
+            workload: None,
+            now: 0,
+            elapsed_ms: 30,
+        };
+        build(header, candidates, &outcome)
+    }
+
+    #[test]
+    fn the_verdict_is_the_worst_eligible_pool_an_ineligible_failure_only_flagged() {
+        let candidates = [
+            candidate(
+                "gpu-1",
+                "gpu",
+                Some(Err("taint sku=gpu:NoSchedule is not tolerated".into())),
+                false,
+            ),
+            candidate("user-1", "user", Some(Ok(())), false),
+            candidate("user-2", "user", Some(Ok(())), true),
+        ];
+        let r = build_of(
+            &candidates,
+            vec![
+                ("gpu-1", probe(false, Some(Layer::Dns), &[])),
+                ("user-1", probe(true, None, &[])),
+                ("user-2", probe(false, Some(Layer::Tls), &[])),
+            ],
+        );
+        // user fails at tls (its cached node): that is the verdict, not gpu's dns.
+        assert_eq!(r.verdict.layer, Some(Layer::Tls));
+        assert_eq!(r.pools[0].pool, "user");
+        assert_eq!(r.pools[1].eligible, Some(false));
+        assert!(
+            r.pools[1].summary.contains("not eligible"),
+            "{}",
+            r.pools[1].summary
+        );
+        let cached = r.nodes.iter().find(|n| n.node == "user-2").expect("row");
+        assert_eq!(cached.status, "works-from-cache");
+        assert!(
+            r.summary[0].contains("user-2 only works from cache"),
+            "{}",
+            r.summary[0]
+        );
+        assert_eq!(
+            crate::exit::for_verdict(&r.verdict),
+            crate::exit::for_layer(Layer::Tls)
+        );
+    }
+
+    #[test]
+    fn hand_fixes_no_answers_and_an_all_passing_run() {
+        let candidates = [
+            candidate("a", "p", None, false),
+            candidate("b", "q", None, false),
+        ];
+        let r = build_of(
+            &candidates,
+            vec![
+                (
+                    "a",
+                    probe(true, None, &["/etc/hosts maps r.example to 10.0.0.5"]),
+                ),
+                (
+                    "b",
+                    Answer::Missing {
+                        why: "the pod's log holds no JSON report".into(),
+                    },
+                ),
+            ],
+        );
+        let a = r.pools.iter().find(|p| p.pool == "p").expect("p");
+        assert!(
+            a.summary
+                .contains("a has a hand fix a replaced node would lack: /etc/hosts maps r.example"),
+            "{}",
+            a.summary
+        );
+        // An eligible pool without an answer makes the run undecided (exit 3).
+        assert!(!r.verdict.passed && !r.verdict.decided);
+        assert_eq!(crate::exit::for_verdict(&r.verdict), crate::exit::UNDECIDED);
+        let passing = build_of(
+            &candidates,
+            vec![("a", probe(true, None, &[])), ("b", probe(true, None, &[]))],
+        );
+        assert!(passing.verdict.passed);
+        assert_eq!(
+            passing.summary,
+            vec![
+                "pool `p` passes (1 node probed)",
+                "pool `q` passes (1 node probed)"
+            ]
+        );
+    }
+}

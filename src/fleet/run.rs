@@ -1,0 +1,345 @@
+//! The run: the only networked part of fleet. Probe pods are created with bounded parallelism
+//! under one overall deadline; one lister reads every pod of the run (by its run label) each
+//! poll interval, and each node's task waits on that until its pod finishes (or is stuck
+//! pulling its own image), reads its log and deletes the pod. Whatever ends the run — every
+//! node answered, the deadline, or an interrupt — every pod of the run is then deleted by its
+//! run label.
+//!
+//! Requests: per node one create, one log read, one delete; per run one list per poll interval
+//! (not one get per pod: a 1,000-node run costs a few thousand requests, not tens of
+//! thousands). A polled list, not a watch, keeps each request bounded by the client's request
+//! timeout.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+
+use super::answer::{self, Answer};
+use super::pod_spec::{self, PodPlan};
+
+/// A pod log beyond this is not a probe report (the report is a few KiB).
+const MAX_LOG_BYTES: i64 = 4 << 20;
+
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub namespace: String,
+    pub parallel: usize,
+    /// The whole run's deadline, pod starts and probes included.
+    pub deadline: Duration,
+    /// How often a running probe pod is asked for its phase.
+    pub poll: Duration,
+}
+
+/// What the lister last saw: the run's pods by name, or why it could not list them.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    /// Counts lists; a pod absent from a list that began after its create is gone.
+    generation: u64,
+    pods: BTreeMap<String, Pod>,
+    error: Option<String>,
+}
+
+/// A pod missing from this many lists after it was created was deleted by someone else.
+const GONE_AFTER_LISTS: u64 = 3;
+
+/// One node's answer and how long it took (pod created → answer read).
+#[derive(Debug, Clone)]
+pub struct NodeRun {
+    pub node: String,
+    pub pod: String,
+    pub answer: Answer,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Every node answered.
+    Finished,
+    /// The run's deadline came first.
+    Deadline,
+    /// Ctrl-C (SIGINT) or SIGTERM.
+    Interrupted,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// One per plan, in plan order.
+    pub runs: Vec<NodeRun>,
+    pub ending: Ending,
+    /// Probe pods deleted by the final cleanup, or why it failed.
+    pub cleanup: Result<Cleanup, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleanup {
+    pub deleted: usize,
+    /// Pods still listed after the delete (deleted but not yet gone, or created meanwhile).
+    pub remaining: usize,
+    /// Why the list after the delete failed: the delete went through, but nothing proves no
+    /// pod is left.
+    pub unverified: Option<String>,
+}
+
+/// Probe every plan's node; `interrupt` resolving ends the run early.
+pub async fn run(
+    client: Client,
+    settings: &RunSettings,
+    run_id: &str,
+    plans: Vec<PodPlan>,
+    interrupt: impl Future<Output = ()>,
+) -> RunOutcome {
+    let api: Api<Pod> = Api::namespaced(client, &settings.namespace);
+    let deadline = Instant::now() + settings.deadline;
+    let results: Arc<Mutex<Vec<Option<NodeRun>>>> = Arc::new(Mutex::new(vec![None; plans.len()]));
+    let permits = Arc::new(tokio::sync::Semaphore::new(settings.parallel.max(1)));
+    let selector = format!("{}={run_id}", pod_spec::RUN_LABEL);
+    let (seen_tx, seen_rx) = tokio::sync::watch::channel(Seen::default());
+    let lister = async {
+        let params = ListParams::default().labels(&selector);
+        let mut generation = 0;
+        loop {
+            tokio::time::sleep(settings.poll).await;
+            generation += 1;
+            let seen = match api.list(&params).await {
+                Ok(list) => Seen {
+                    generation,
+                    pods: list
+                        .items
+                        .into_iter()
+                        .filter_map(|p| Some((p.metadata.name.clone()?, p)))
+                        .collect(),
+                    error: None,
+                },
+                Err(e) => Seen {
+                    generation,
+                    error: Some(format!(
+                        "cannot list the probe pods ({selector}): {}",
+                        api_error(&e)
+                    )),
+                    ..seen_tx.borrow().clone()
+                },
+            };
+            seen_tx.send_replace(seen);
+        }
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, plan) in plans.iter().cloned().enumerate() {
+        let (api, results, permits, seen) = (
+            api.clone(),
+            results.clone(),
+            permits.clone(),
+            seen_rx.clone(),
+        );
+        tasks.spawn(async move {
+            // A closed semaphore cannot happen: it is never closed.
+            let Ok(_permit) = permits.acquire_owned().await else {
+                return;
+            };
+            let started = Instant::now();
+            let answer = probe_node(&api, &plan, seen).await;
+            let run = NodeRun {
+                node: plan.node.clone(),
+                pod: plan.name.clone(),
+                answer,
+                elapsed: started.elapsed(),
+            };
+            if let Ok(mut slots) = results.lock() {
+                slots[index] = Some(run);
+            }
+        });
+    }
+    let all_answered = async { while tasks.join_next().await.is_some() {} };
+    let ending = tokio::select! {
+        () = all_answered => Ending::Finished,
+        () = lister => Ending::Finished,
+        () = tokio::time::sleep_until(deadline.into()) => Ending::Deadline,
+        () = interrupt => Ending::Interrupted,
+    };
+    // Stops every node still running: its pod is deleted below with the rest.
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let cleanup = delete_run(&api, &selector).await;
+    let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut unanswered = match ending {
+        Ending::Finished => "the probe task ended without an answer",
+        Ending::Deadline => "the run's deadline (--deadline) came before this node answered",
+        Ending::Interrupted => "the run was interrupted before this node answered",
+    }
+    .to_string();
+    // A lister that kept failing is why nobody heard back: say so.
+    if let Some(error) = seen_rx.borrow().error.clone() {
+        unanswered.push_str(&format!(
+            "; the last list of the run's pods failed: {error}"
+        ));
+    }
+    let runs = plans
+        .iter()
+        .zip(slots)
+        .map(|(plan, slot)| {
+            slot.unwrap_or_else(|| NodeRun {
+                node: plan.node.clone(),
+                pod: plan.name.clone(),
+                answer: Answer::Missing {
+                    why: unanswered.clone(),
+                },
+                elapsed: Duration::ZERO,
+            })
+        })
+        .collect();
+    RunOutcome {
+        runs,
+        ending,
+        cleanup,
+    }
+}
+
+/// One node: create its pod, wait for an answer, read it, delete the pod.
+async fn probe_node(
+    api: &Api<Pod>,
+    plan: &PodPlan,
+    seen: tokio::sync::watch::Receiver<Seen>,
+) -> Answer {
+    let pod = pod_spec::probe_pod(plan);
+    if let Err(e) = api.create(&PostParams::default(), &pod).await {
+        return Answer::NotCreated {
+            code: match &e {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            },
+            why: format!("cannot create probe pod {}: {}", plan.name, api_error(&e)),
+        };
+    }
+    let answer = wait_and_read(api, &plan.name, seen).await;
+    // Best effort: the run's cleanup deletes by label whatever this leaves.
+    let _ = api.delete(&plan.name, &now()).await;
+    answer
+}
+
+async fn wait_and_read(
+    api: &Api<Pod>,
+    name: &str,
+    mut seen: tokio::sync::watch::Receiver<Seen>,
+) -> Answer {
+    // Lists that began before the create finished may not show the pod yet.
+    let created_at = seen.borrow().generation + 1;
+    loop {
+        if seen.changed().await.is_err() {
+            return Answer::Missing {
+                why: "the run stopped listing its probe pods".to_string(),
+            };
+        }
+        let snapshot = seen.borrow_and_update().clone();
+        let Some(pod) = snapshot.pods.get(name) else {
+            if snapshot.generation > created_at + GONE_AFTER_LISTS {
+                return Answer::Missing {
+                    why: snapshot.error.unwrap_or_else(|| {
+                        format!("probe pod {name} disappeared before it finished (deleted by someone else, or evicted)")
+                    }),
+                };
+            }
+            continue;
+        };
+        if let Some(pull) = answer::probe_image_pull(pod) {
+            return pull;
+        }
+        let status = pod.status.as_ref();
+        if let Some("Succeeded" | "Failed") = status.and_then(|s| s.phase.as_deref()) {
+            return read_log(api, name, pod).await;
+        }
+    }
+}
+
+async fn read_log(api: &Api<Pod>, name: &str, pod: &Pod) -> Answer {
+    let params = LogParams {
+        container: Some(pod_spec::CONTAINER.to_string()),
+        limit_bytes: Some(MAX_LOG_BYTES),
+        ..LogParams::default()
+    };
+    let log = match api.logs(name, &params).await {
+        Ok(log) => log,
+        Err(e) => {
+            return Answer::Missing {
+                why: format!("cannot read the log of probe pod {name}: {}", api_error(&e)),
+            };
+        }
+    };
+    match answer::from_log(&log) {
+        Ok(probe) => Answer::Probe(probe),
+        Err(why) => Answer::Missing {
+            why: format!("{why}{}", terminated(pod)),
+        },
+    }
+}
+
+/// How the probe container ended, when the pod says (`; exited 137 (OOMKilled)`).
+fn terminated(pod: &Pod) -> String {
+    let status = pod.status.as_ref();
+    let ended = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref());
+    match (ended, status.and_then(|s| s.reason.as_deref())) {
+        (Some(t), _) => format!(
+            "; the probe exited {}{}",
+            t.exit_code,
+            t.reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ),
+        (None, Some(reason)) => format!("; the pod ended: {reason}"),
+        (None, None) => String::new(),
+    }
+}
+
+fn now() -> DeleteParams {
+    DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    }
+}
+
+/// Delete every pod matching `selector` in the probe namespace, then count what is left.
+pub async fn delete_run(api: &Api<Pod>, selector: &str) -> Result<Cleanup, String> {
+    let params = ListParams::default().labels(selector);
+    let deleted = match api.delete_collection(&now(), &params).await {
+        Ok(either) => either.left().map_or(0, |list| list.items.len()),
+        Err(e) => {
+            return Err(format!(
+                "cannot delete the probe pods ({selector}): {}",
+                api_error(&e)
+            ));
+        }
+    };
+    Ok(match api.list(&params).await {
+        Ok(list) => Cleanup {
+            deleted,
+            remaining: list.items.len(),
+            unverified: None,
+        },
+        Err(e) => Cleanup {
+            deleted,
+            remaining: 0,
+            unverified: Some(format!(
+                "cannot list the probe pods ({selector}): {}",
+                api_error(&e)
+            )),
+        },
+    })
+}
+
+/// An API error in one line: the apiserver's own message when it sent a Status.
+fn api_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => {
+            format!("{} {}: {}", status.code, status.reason, status.message)
+        }
+        other => other.to_string(),
+    }
+}

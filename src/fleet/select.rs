@@ -1,0 +1,251 @@
+//! Which nodes to probe: the cluster's nodes grouped by pool (cluster mode's labels), and per
+//! pool the newest Ready nodes, the ones least likely to carry a hand fix. Pure functions of
+//! the Nodes read and the flags.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::eligibility::{self, Constraints};
+use crate::cluster::nodes::{self, NodeFacts};
+use crate::image_ref::ImageRef;
+
+/// The pool name of nodes no provider label names.
+pub const NO_POOL: &str = "(no pool label)";
+
+/// `--nodes-per-pool`, `--all-nodes`, `--pools`; `--selector` is applied by the API when
+/// listing nodes.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub nodes_per_pool: usize,
+    pub all_nodes: bool,
+    /// Only these pools (empty: every pool).
+    pub pools: Vec<String>,
+    /// Always probed, whatever its age (the node a pod named by `--for pod/NAME` landed on).
+    pub also: Option<String>,
+}
+
+/// One node as the report sees it, probed or not.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub facts: NodeFacts,
+    pub pool: String,
+    pub ready: bool,
+    /// `None` without a workload (`--for`); else whether it could land here and why not.
+    pub eligible: Option<Result<(), String>>,
+    /// `node.status.images` lists the image.
+    pub listed: bool,
+    /// A pod on the node runs the image now.
+    pub running: bool,
+    /// Chosen to be probed.
+    pub chosen: bool,
+    /// Why this node was (or was not) chosen, in words.
+    pub why: String,
+}
+
+pub fn pool_of(facts: &NodeFacts) -> String {
+    facts
+        .pool
+        .as_ref()
+        .map_or(NO_POOL.to_string(), |p| p.1.clone())
+}
+
+/// The node's Ready condition is True.
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// Every node, each marked chosen or not, grouped by pool (pools in name order, newest node
+/// first within a pool). `running_on`: the nodes where a pod runs the image.
+pub fn choose(
+    nodes: &[Node],
+    image: &ImageRef,
+    running_on: &BTreeSet<String>,
+    constraints: Option<&Constraints>,
+    choice: &Choice,
+) -> Vec<Candidate> {
+    let mut by_pool: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
+    for node in nodes {
+        let facts = nodes::facts(node);
+        let pool = pool_of(&facts);
+        by_pool.entry(pool.clone()).or_default().push(Candidate {
+            pool,
+            ready: is_ready(node),
+            eligible: constraints.map(|c| eligibility::check(c, node)),
+            listed: nodes::lists_image(node, image),
+            running: running_on.contains(&facts.name),
+            chosen: false,
+            why: String::new(),
+            facts,
+        });
+    }
+    let mut out = Vec::new();
+    for (pool, mut members) in by_pool {
+        // Newest first; unknown creation times last, then by name for a stable order.
+        members.sort_by(|a, b| {
+            b.facts
+                .created_seconds
+                .unwrap_or(i64::MIN)
+                .cmp(&a.facts.created_seconds.unwrap_or(i64::MIN))
+                .then(a.facts.name.cmp(&b.facts.name))
+        });
+        let wanted = choice.pools.is_empty() || choice.pools.contains(&pool);
+        let mut taken = 0;
+        for c in &mut members {
+            let named = choice.also.as_deref() == Some(c.facts.name.as_str());
+            (c.chosen, c.why) = if named {
+                (true, "the node the pod landed on".to_string())
+            } else if !wanted {
+                (false, "pool not in --pools".to_string())
+            } else if !c.ready {
+                (false, "not Ready".to_string())
+            } else if choice.all_nodes {
+                (true, "--all-nodes".to_string())
+            } else if taken < choice.nodes_per_pool {
+                taken += 1;
+                (
+                    true,
+                    if taken == 1 {
+                        "the pool's newest Ready node".to_string()
+                    } else {
+                        format!("the pool's newest Ready node no. {taken}")
+                    },
+                )
+            } else {
+                (false, "an older node of a pool already probed".to_string())
+            };
+        }
+        out.extend(members);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str, pool: &str, created: &str, ready: bool) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "creationTimestamp": created,
+                "labels": {"kubernetes.azure.com/agentpool": pool}},
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+                "images": [{"names": ["r.example/app:1"], "sizeBytes": 1}]}
+        }))
+        .expect("node")
+    }
+
+    fn world() -> Vec<Node> {
+        vec![
+            node("user-old", "user", "2026-10-01T00:00:00Z", true),
+            node("user-new", "user", "2026-12-01T00:00:00Z", true),
+            node(
+                "user-newest-notready",
+                "user",
+                "2026-12-02T00:00:00Z",
+                false,
+            ),
+            node("system-1", "system", "2026-09-01T00:00:00Z", true),
+        ]
+    }
+
+    fn default_choice() -> Choice {
+        Choice {
+            nodes_per_pool: 1,
+            all_nodes: false,
+            pools: vec![],
+            also: None,
+        }
+    }
+
+    fn chosen(c: &[Candidate]) -> Vec<&str> {
+        c.iter()
+            .filter(|c| c.chosen)
+            .map(|c| c.facts.name.as_str())
+            .collect()
+    }
+
+    fn image() -> ImageRef {
+        ImageRef::parse("r.example/app:1").expect("ref")
+    }
+
+    #[test]
+    fn by_default_the_newest_ready_node_of_each_pool() {
+        let c = choose(
+            &world(),
+            &image(),
+            &BTreeSet::new(),
+            None,
+            &default_choice(),
+        );
+        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
+        let skipped = c
+            .iter()
+            .find(|c| c.facts.name == "user-newest-notready")
+            .expect("listed");
+        assert_eq!(skipped.why, "not Ready");
+        assert!(c.iter().all(|c| c.listed && c.eligible.is_none()));
+    }
+
+    #[test]
+    fn per_pool_count_all_nodes_pools_and_the_pods_node() {
+        let two = Choice {
+            nodes_per_pool: 2,
+            ..default_choice()
+        };
+        assert_eq!(
+            chosen(&choose(&world(), &image(), &BTreeSet::new(), None, &two)),
+            vec!["system-1", "user-new", "user-old"]
+        );
+        let all = Choice {
+            all_nodes: true,
+            ..default_choice()
+        };
+        assert_eq!(
+            chosen(&choose(&world(), &image(), &BTreeSet::new(), None, &all)).len(),
+            3
+        );
+        let only_user = Choice {
+            pools: vec!["user".into()],
+            also: Some("system-1".into()),
+            ..default_choice()
+        };
+        let c = choose(&world(), &image(), &BTreeSet::new(), None, &only_user);
+        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
+        assert_eq!(c[0].why, "the node the pod landed on");
+    }
+
+    #[test]
+    fn eligibility_is_marked_not_used_to_skip() {
+        let constraints = Constraints {
+            from: "Deployment/web".into(),
+            node_selector: [(
+                "kubernetes.azure.com/agentpool".to_string(),
+                "user".to_string(),
+            )]
+            .into(),
+            ..Constraints::default()
+        };
+        let c = choose(
+            &world(),
+            &image(),
+            &BTreeSet::new(),
+            Some(&constraints),
+            &default_choice(),
+        );
+        let system = c
+            .iter()
+            .find(|c| c.facts.name == "system-1")
+            .expect("system");
+        assert!(
+            system.chosen,
+            "a pool it can never land on is still checked"
+        );
+        assert!(matches!(&system.eligible, Some(Err(why)) if why.contains("nodeSelector")));
+        let user = c.iter().find(|c| c.facts.name == "user-new").expect("user");
+        assert_eq!(user.eligible, Some(Ok(())));
+    }
+}

@@ -1,0 +1,173 @@
+//! The fleet report for people: the pools first (the answer), then one line per node, then
+//! what was not probed and what was left behind. Reads the report, never the engine.
+
+use std::fmt::Write;
+
+use super::report::{FleetReport, NodeRow, verdict_words};
+use crate::render::Style;
+
+/// `50m`, `3h`, `12d`.
+fn age(seconds: Option<i64>) -> String {
+    match seconds {
+        None => "?".to_string(),
+        Some(s) if s < 3600 => format!("{}m", s / 60),
+        Some(s) if s < 172_800 => format!("{}h", s / 3600),
+        Some(s) => format!("{}d", s / 86_400),
+    }
+}
+
+fn result(row: &NodeRow) -> String {
+    let v = &row.verdict;
+    let mut text = match row.status {
+        "passed" => "passes".to_string(),
+        "works-from-cache" => format!("works from cache; a fresh pull {}", verdict_words(v)),
+        "probe-image-failed" => format!("probe pod's own image pull {}", verdict_words(v)),
+        "no-answer" => format!("no answer: {}", v.cause.as_deref().unwrap_or("")),
+        _ => verdict_words(v),
+    };
+    if !v.passed
+        && row.status != "no-answer"
+        && let Some(cause) = &v.cause
+    {
+        text.push_str(&format!(" ({cause})"));
+    }
+    if !row.hand_fixes.is_empty() {
+        text.push_str(" [hand fix: ");
+        text.push_str(&row.hand_fixes.join("; "));
+        text.push(']');
+    }
+    text
+}
+
+pub fn render(report: &FleetReport, style: Style) -> String {
+    let mut out = String::new();
+    let pools = report.pools.len();
+    let _ = writeln!(
+        out,
+        "{}",
+        style.paint(
+            "1",
+            &format!(
+                "pullpath fleet {}: {} node{} in {pools} pool{} probed ({:.1}s, run {})",
+                report.image,
+                report.nodes.len(),
+                if report.nodes.len() == 1 { "" } else { "s" },
+                if pools == 1 { "" } else { "s" },
+                report.elapsed_ms as f64 / 1000.0,
+                report.run_id
+            )
+        )
+    );
+    if let Some(w) = &report.workload {
+        let _ = writeln!(out, "eligibility from {w}");
+    }
+    match report.ending {
+        "deadline" => {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.paint(
+                    "1;33",
+                    "! the run's deadline ended it: nodes without an answer are marked"
+                )
+            );
+        }
+        "interrupted" => {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.paint("1;33", "! interrupted: nodes without an answer are marked")
+            );
+        }
+        _ => {}
+    }
+    let _ = writeln!(out);
+    for (pool, summary) in report.pools.iter().zip(&report.summary) {
+        let mark = if pool.verdict.passed {
+            style.paint("1;32", "✓")
+        } else {
+            style.paint("1;31", "✗")
+        };
+        let _ = writeln!(out, "{mark} {summary}");
+    }
+    let _ = writeln!(out);
+    let width = |f: &dyn Fn(&NodeRow) -> usize, min: usize| {
+        report.nodes.iter().map(f).max().unwrap_or(0).max(min)
+    };
+    let (wp, wn) = (width(&|r| r.pool.len(), 4), width(&|r| r.node.len(), 4));
+    let eligibility = report.workload.is_some();
+    let _ = writeln!(
+        out,
+        "{:wp$}  {:wn$}  {:>4}  {}{:6}  {:>6}  RESULT",
+        "POOL",
+        "NODE",
+        "AGE",
+        if eligibility { "ELIGIBLE  " } else { "" },
+        "CACHED",
+        "TIME"
+    );
+    for r in &report.nodes {
+        let eligible = match r.eligible {
+            Some(true) => "yes       ",
+            Some(false) => "no        ",
+            None => "",
+        };
+        let line = format!(
+            "{:wp$}  {:wn$}  {:>4}  {eligible}{:6}  {:>5.1}s  {}",
+            r.pool,
+            r.node,
+            age(r.age_seconds),
+            if r.cached { "yes" } else { "-" },
+            r.elapsed_ms as f64 / 1000.0,
+            result(r)
+        );
+        let code = match r.status {
+            "passed" => "32",
+            "no-answer" | "undecided" => "33",
+            _ => "31",
+        };
+        let _ = writeln!(out, "{}", style.paint(code, &line));
+        if let Some(why) = &r.not_eligible_because {
+            let _ = writeln!(out, "{:wp$}  {:wn$}  not eligible: {why}", "", "");
+        }
+    }
+    if !report.skipped.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "not probed:");
+        for s in &report.skipped {
+            let _ = writeln!(out, "  {} ({}): {}", s.node, s.pool, s.why);
+        }
+    }
+    let _ = writeln!(out);
+    let c = &report.cleanup;
+    let _ = match &c.error {
+        Some(e) => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "1;31",
+                &format!(
+                    "probe pods NOT cleaned up: {e}; run `pullpath fleet --cleanup -n {}`",
+                    report.probe_namespace
+                )
+            )
+        ),
+        None if c.unverified.is_some() => writeln!(
+            out,
+            "probe pods: deleted by run label in {}, but whether any is left is unknown ({}); `pullpath fleet --cleanup` removes leftovers",
+            report.probe_namespace,
+            c.unverified.as_deref().unwrap_or_default()
+        ),
+        None if c.remaining > 0 => writeln!(
+            out,
+            "probe pods: {} deleted, {} still terminating in {} (`pullpath fleet --cleanup` removes leftovers)",
+            c.deleted, c.remaining, report.probe_namespace
+        ),
+        None => writeln!(
+            out,
+            "probe pods: all deleted from {} (run label pullpath/run={})",
+            report.probe_namespace, report.run_id
+        ),
+    };
+    out
+}

@@ -1,0 +1,766 @@
+//! `pullpath fleet` against the API stand-in (tests/support/kube_api.rs) and its fake kubelet
+//! (tests/support/fake_kubelet.rs), which runs each probe pod's command for real — the pullpath
+//! binary cargo built — with the pod's hostPath mounts mapped to per-node directories, against a
+//! loopback registry (tests/support/registry.rs). No lab: every address is 127.0.0.1.
+//!
+//! The world: pool `system` (one node, its containerd's hosts.toml sends the registry to the
+//! live registry), pool `user` (an old node listing the image in `node.status.images`, and the
+//! newest node; both send the registry to a closed port: connection refused).
+
+#[path = "support/fake_kubelet.rs"]
+mod fake_kubelet;
+#[path = "support/kube_api.rs"]
+mod kube_api;
+#[path = "support/registry.rs"]
+mod registry;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_kubelet::{Behaviour, FakeKubelet, Runner, SimNode};
+use kube_api::{ApiServer, Fault, World};
+use serde_json::{Value, json};
+use support::scratch::Scratch;
+
+const IMAGE: &str = "registry.fleet.test/team/app:v1";
+const SYSTEM: &str = "aks-system-38273115-vmss000000";
+const USER_OLD: &str = "aks-user-24791652-vmss000000";
+const USER_NEW: &str = "aks-user-24791652-vmss000003";
+/// With `hand_fixed`: the newest node of `system`, which reaches the registry by name only
+/// through an /etc/hosts entry somebody added (its resolver knows no such name).
+const SYSTEM_FIXED: &str = "aks-system-38273115-vmss000002";
+
+fn node(name: &str, pool: &str, created: &str, images: &[&str]) -> Value {
+    json!({"kind": "Node", "apiVersion": "v1",
+        "metadata": {"name": name, "creationTimestamp": created, "uid": format!("uid-{name}"),
+            "labels": {"kubernetes.azure.com/agentpool": pool, "agentpool": pool, "kubernetes.io/hostname": name}},
+        "spec": {"taints": if pool == "system" { json!([{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]) } else { json!([]) }},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "images": [{"names": images, "sizeBytes": 1661}],
+            "nodeInfo": {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd://1.7.27", "osImage": "Ubuntu 22.04.5 LTS",
+                "architecture": "amd64", "bootID": "", "kernelVersion": "", "kubeProxyVersion": "", "machineID": "", "operatingSystem": "linux", "systemUUID": ""}}})
+}
+
+fn deployment() -> Value {
+    json!({"kind": "Deployment", "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "uid-web", "creationTimestamp": "2026-10-01T00:00:00Z"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"nodeSelector": {"agentpool": "user"}, "containers": [{"name": "web", "image": IMAGE}]}}}})
+}
+
+/// A node's files as the probe reads them: resolver, hosts, containerd's config and certs.d
+/// (its hosts.toml sends `registry.fleet.test` to `server`), systemd unit directories.
+fn node_root(base: &Path, name: &str, server: &str) -> PathBuf {
+    let root = base.join(name);
+    let certs = root.join("etc/containerd/certs.d/registry.fleet.test");
+    for dir in [
+        certs.as_path(),
+        &root.join("etc/systemd/system"),
+        &root.join("run/systemd/system"),
+        &root.join("lib/systemd/system"),
+        &root.join("etc/ssl"),
+        &root.join("root"),
+    ] {
+        std::fs::create_dir_all(dir).expect("node directory");
+    }
+    std::fs::write(root.join("etc/resolv.conf"), "nameserver 127.0.0.1\n").expect("resolv.conf");
+    std::fs::write(root.join("etc/hosts"), "127.0.0.1 localhost\n").expect("hosts");
+    std::fs::write(root.join("etc/containerd/config.toml"), "version = 2\n").expect("config");
+    std::fs::write(certs.join("hosts.toml"), format!("server = \"{server}\"\n"))
+        .expect("hosts.toml");
+    root
+}
+
+/// The newest `user` node runs its probe through a command prefix, as a lab namespace will
+/// (`ip netns exec NS`): a shell that leaves a mark, then runs the command.
+fn runner(base: &Path, node: &str) -> Runner {
+    if node != USER_NEW {
+        return Runner::default();
+    }
+    Runner {
+        prefix: vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "echo \"$@\" > {}/ran-through-prefix; exec \"$@\"",
+                base.display()
+            ),
+            "runner".into(),
+        ],
+        runtime_pid: None,
+    }
+}
+
+struct Fleet {
+    server: ApiServer,
+    scratch: Scratch,
+    config: PathBuf,
+    closed_port: u16,
+}
+
+/// The world, each node's kubelet behaving as `behaviour` says (default: run the probe).
+/// What a test changes in the world.
+#[derive(Default)]
+struct Setup<'a> {
+    behaviour: &'a [(&'a str, Behaviour)],
+    hand_fixed: bool,
+    fault: Option<Fault>,
+    objects: Vec<Value>,
+}
+
+async fn fleet(name: &str, behaviour: &[(&str, Behaviour)]) -> Fleet {
+    fleet_with(
+        name,
+        Setup {
+            behaviour,
+            ..Setup::default()
+        },
+    )
+    .await
+}
+
+async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
+    let Setup {
+        behaviour,
+        hand_fixed,
+        fault,
+        objects: extra,
+    } = setup;
+    let registry = registry::serve().await;
+    // A port nothing listens on: bound, then released.
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let scratch = Scratch::new(name);
+    let live = format!("http://127.0.0.1:{}", registry.port);
+    let closed = format!("http://127.0.0.1:{closed_port}");
+    let behaviour: BTreeMap<&str, Behaviour> = behaviour.iter().cloned().collect();
+    let by_name = format!("http://registry.fleet.test:{}", registry.port);
+    let mut roots = vec![(SYSTEM, &live), (USER_OLD, &closed), (USER_NEW, &closed)];
+    if hand_fixed {
+        roots.push((SYSTEM_FIXED, &by_name));
+    }
+    let nodes: BTreeMap<String, SimNode> = roots
+        .into_iter()
+        .map(|(n, server)| {
+            (
+                n.to_string(),
+                SimNode {
+                    root: node_root(scratch.path(), n, server),
+                    runner: runner(scratch.path(), n),
+                    behaviour: behaviour.get(n).cloned().unwrap_or(Behaviour::Run),
+                },
+            )
+        })
+        .collect();
+    let kubelet = FakeKubelet {
+        nodes,
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_pullpath")),
+    };
+    let mut objects = vec![
+        node(SYSTEM, "system", "2026-09-01T08:00:00Z", &[]),
+        node(USER_OLD, "user", "2026-10-20T07:30:00Z", &[IMAGE]),
+        node(USER_NEW, "user", "2026-12-01T08:20:00Z", &[]),
+        deployment(),
+    ];
+    objects.extend(extra);
+    if hand_fixed {
+        let root = scratch.path().join(SYSTEM_FIXED);
+        // The resolver is a loopback address nothing listens on: DNS alone finds no answer.
+        std::fs::write(root.join("etc/resolv.conf"), "nameserver 127.0.0.77\n")
+            .expect("resolv.conf");
+        std::fs::write(
+            root.join("etc/hosts"),
+            "127.0.0.1 localhost\n127.0.0.1 registry.fleet.test\n",
+        )
+        .expect("hosts");
+        objects.push(node(SYSTEM_FIXED, "system", "2026-11-15T08:00:00Z", &[]));
+    }
+    let mut world = World::from_objects(objects).with_kubelet(Arc::new(kubelet));
+    if let Some(fault) = fault {
+        world = world.with_fault(fault);
+    }
+    let server = ApiServer::start(world);
+    let config = server.kubeconfig(scratch.path(), "shop");
+    Fleet {
+        server,
+        scratch,
+        config,
+        closed_port,
+    }
+}
+
+impl Fleet {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+        command
+            .arg("fleet")
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&self.config)
+            .args(["--probe-image", "registry.fleet.test/tools/pullpath:0.1.0"])
+            .args(["--poll-interval", "100ms"])
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG");
+        command
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let mut command = self.command(args);
+        tokio::task::spawn_blocking(move || command.output().expect("pullpath runs"))
+            .await
+            .expect("pullpath")
+    }
+
+    /// `--output json`, validated against docs/fleet.schema.json: (exit status, report).
+    async fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = vec![IMAGE];
+        all.extend(args);
+        all.extend(["-o", "json"]);
+        let out = self.run(&all).await;
+        (out.status.code().unwrap_or(-1), report_of(&out))
+    }
+
+    fn pods_left(&self) -> Vec<String> {
+        self.server.store.names()
+    }
+
+    /// Wait (bounded) until `n` probe pods were created since the server started.
+    async fn until_created(&self, n: u64) {
+        let start = Instant::now();
+        while self.server.store.created() < n {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "only {} probe pods created: {:?}",
+                self.server.store.created(),
+                self.server.served()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn report_of(out: &Output) -> Value {
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_valid_fleet(&report);
+    report
+}
+
+fn assert_valid_fleet(report: &Value) {
+    let read = |file: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(support::repo().join("docs").join(file)).expect("schema"),
+        )
+        .expect("schema is JSON")
+    };
+    let validator = jsonschema::validator_for(&read("fleet.schema.json")).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report violates docs/fleet.schema.json:\n{}\n{report:#}",
+        errors.join("\n")
+    );
+}
+
+fn row<'a>(report: &'a Value, node: &str) -> &'a Value {
+    report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|r| r["node"] == node)
+        .unwrap_or_else(|| panic!("no row for {node}: {report:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_broken_pool_is_named_with_its_layer_and_host_and_the_passing_pool_too() {
+    let f = fleet("fleet-basic", &[]).await;
+    let (code, r) = f.json(&[]).await;
+    let failing = row(&r, USER_NEW);
+    assert_eq!(failing["status"], "failed", "{r:#}");
+    assert_eq!(failing["verdict"]["layer"], "refused", "{r:#}");
+    assert_eq!(
+        failing["verdict"]["host"],
+        format!("127.0.0.1:{}", f.closed_port),
+        "{r:#}"
+    );
+    assert_eq!(failing["chosen_because"], "the pool's newest Ready node");
+    assert_eq!(failing["source"], "probe");
+    let passing = row(&r, SYSTEM);
+    assert_eq!(passing["status"], "passed", "{r:#}");
+    assert_eq!(passing["verdict"]["passed"], true);
+    // The old node of the failing pool was not probed, and the report says why.
+    let skipped = &r["skipped"][0];
+    assert_eq!(skipped["node"], USER_OLD);
+    assert_eq!(skipped["why"], "an older node of a pool already probed");
+    // Pools: the failing one first, and the summary in words.
+    assert_eq!(r["pools"][0]["pool"], "user");
+    let summary = r["summary"][0].as_str().expect("summary");
+    assert!(
+        summary.contains("pool `user` fails at refused")
+            && summary.contains("1 node of `user` holds the image from cache"),
+        "{summary}"
+    );
+    assert!(
+        r["summary"][1]
+            .as_str()
+            .is_some_and(|s| s.contains("pool `system` passes"))
+    );
+    assert_eq!(r["ending"], "finished");
+    assert_eq!(code, 12, "exit: the worst eligible pool's layer (refused)");
+    // Every probe pod is gone, and two were made.
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    assert_eq!(f.server.store.created(), 2);
+    assert_eq!(r["cleanup"]["remaining"], 0);
+    let served = f.server.served();
+    let creates = served
+        .iter()
+        .filter(|s| s.starts_with("POST /api/v1/namespaces/pullpath/pods"))
+        .count();
+    assert_eq!(creates, 2, "{served:#?}");
+    // The failing node's probe ran through its runner's prefix.
+    let ran = std::fs::read_to_string(f.scratch.path().join("ran-through-prefix"))
+        .expect("the prefix ran");
+    assert!(
+        ran.contains("probe registry.fleet.test/team/app:v1"),
+        "{ran}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cached_node_works_from_cache_and_the_text_says_so() {
+    let f = fleet("fleet-cache", &[]).await;
+    let (_, r) = f.json(&["--nodes-per-pool", "2"]).await;
+    let cached = row(&r, USER_OLD);
+    assert_eq!(cached["cached"], true);
+    assert_eq!(cached["status"], "works-from-cache", "{r:#}");
+    assert_eq!(cached["verdict"]["layer"], "refused");
+    assert_eq!(row(&r, USER_NEW)["cached"], false);
+    assert!(f.pods_left().is_empty());
+    let out = f.run(&[IMAGE, "--nodes-per-pool", "2"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("✗ pool `user` fails at refused on the registry hop")
+            && text.contains(&format!("{USER_OLD} only works from cache"))
+            && text.contains("works from cache; a fresh pull fails at refused")
+            && text.contains("✓ pool `system` passes")
+            && text.contains("probe pods: all deleted from pullpath"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_fixed_node_passes_and_is_named_as_hand_fixed() {
+    let f = fleet_with(
+        "fleet-hand-fix",
+        Setup {
+            hand_fixed: true,
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r) = f.json(&[]).await;
+    let fixed = row(&r, SYSTEM_FIXED);
+    assert_eq!(fixed["chosen_because"], "the pool's newest Ready node");
+    assert_eq!(fixed["status"], "passed", "{r:#}");
+    let fixes = fixed["hand_fixes"].as_array().expect("hand fixes");
+    assert!(
+        fixes.iter().any(|h| h
+            .as_str()
+            .is_some_and(|h| h.contains("registry.fleet.test"))),
+        "{r:#}"
+    );
+    let system = r["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["pool"] == "system")
+        .expect("system");
+    let summary = system["summary"].as_str().expect("summary");
+    assert!(
+        summary.contains(&format!(
+            "{SYSTEM_FIXED} has a hand fix a replaced node would lack"
+        )),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eligibility_comes_from_the_workload_and_an_ineligible_pool_is_still_checked() {
+    let f = fleet("fleet-for", &[]).await;
+    let (code, r) = f.json(&["--for", "deploy/web", "-n", "shop"]).await;
+    assert_eq!(r["workload"], "Deployment/web in shop");
+    let system = row(&r, SYSTEM);
+    assert_eq!(system["eligible"], false, "{r:#}");
+    assert!(
+        system["not_eligible_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("nodeSelector agentpool=user"))
+    );
+    assert_eq!(system["status"], "passed");
+    assert_eq!(row(&r, USER_NEW)["eligible"], true);
+    let system_pool = r["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["pool"] == "system")
+        .expect("system pool");
+    assert_eq!(system_pool["eligible"], false);
+    assert_eq!(code, 12);
+}
+
+/// Corpus row 25 (shared/corpus/real-pull-failures.jsonl): containerd on EKS, a registry whose
+/// address does not answer.
+fn corpus_message(id: u64) -> String {
+    let corpus = std::fs::read_to_string(
+        support::repo().join("tests/fixtures/corpus/real-pull-failures.jsonl"),
+    )
+    .expect("corpus");
+    let entry: Value = corpus
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"] == id)
+        .expect("corpus row");
+    let text = entry["text"].as_str().expect("text");
+    // The event's message, without the `Warning Failed … kubelet` columns.
+    text[text.find("Failed to pull image").expect("a pull failure")..].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_probe_pod_stuck_in_err_image_pull_is_that_nodes_explained_finding() {
+    let message = corpus_message(25);
+    let f = fleet(
+        "fleet-pull",
+        &[(USER_NEW, Behaviour::ImagePull(message.clone()))],
+    )
+    .await;
+    let (code, r) = f.json(&[]).await;
+    let stuck = row(&r, USER_NEW);
+    assert_eq!(stuck["status"], "probe-image-failed", "{r:#}");
+    assert_eq!(stuck["source"], "probe-pod");
+    assert_eq!(stuck["verdict"]["layer"], "route", "{r:#}");
+    assert_eq!(
+        stuck["verdict"]["host"],
+        "redacted.dkr.ecr.us-east-2.amazonaws.com"
+    );
+    assert_eq!(stuck["probe_pod_message"], message.as_str());
+    assert_eq!(code, 11);
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    let text = f.run(&[IMAGE]).await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("probe pod's own image pull fails at route on the registry hop to redacted.dkr.ecr.us-east-2.amazonaws.com")
+            && text.contains("(pulling the probe image itself: the probe could not start)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_probe_pod_is_deleted_at_the_deadline() {
+    let f = fleet("fleet-deadline", &[(USER_NEW, Behaviour::Hang)]).await;
+    let (code, r) = f.json(&["--deadline", "3s"]).await;
+    assert_eq!(r["ending"], "deadline", "{r:#}");
+    let hung = row(&r, USER_NEW);
+    assert_eq!(hung["status"], "no-answer");
+    assert!(
+        hung["verdict"]["cause"]
+            .as_str()
+            .is_some_and(|c| c.contains("deadline"))
+    );
+    assert_eq!(row(&r, SYSTEM)["status"], "passed");
+    assert_eq!(code, 3, "an eligible pool without an answer is undecided");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+}
+
+fn spawn(mut command: Command) -> Child {
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pullpath starts")
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_and_sigterm_delete_every_probe_pod_and_kubectl_sees_them_while_they_run() {
+    let f = fleet(
+        "fleet-sigint",
+        &[(USER_NEW, Behaviour::Hang), (SYSTEM, Behaviour::Hang)],
+    )
+    .await;
+    let child = spawn(f.command(&[IMAGE, "-o", "json"]));
+    f.until_created(2).await;
+    let listed = kube_api::run_kubectl(
+        &f.config,
+        &[
+            "get",
+            "pods",
+            "-n",
+            "pullpath",
+            "-l",
+            "app.kubernetes.io/managed-by=pullpath",
+            "-o",
+            "name",
+        ],
+    );
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(
+        listed.lines().all(|l| l.starts_with("pod/pullpath-fleet-")),
+        "{listed}"
+    );
+    signal(&child, "INT");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
+        .await
+        .expect("wait");
+    let r = report_of(&out);
+    assert_eq!(r["ending"], "interrupted", "{r:#}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    // SIGTERM (what `kubectl`-driving scripts and CI runners send) is handled the same way.
+    let child = spawn(f.command(&[IMAGE, "-o", "json"]));
+    f.until_created(4).await;
+    signal(&child, "TERM");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
+        .await
+        .expect("wait");
+    assert_eq!(report_of(&out)["ending"], "interrupted");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cleanup_removes_the_leftovers_of_a_killed_run() {
+    let f = fleet(
+        "fleet-cleanup",
+        &[(USER_NEW, Behaviour::Hang), (SYSTEM, Behaviour::Hang)],
+    )
+    .await;
+    let mut child = spawn(f.command(&[IMAGE]));
+    f.until_created(2).await;
+    // SIGKILL: no chance to clean up, so the pods stay.
+    signal(&child, "KILL");
+    let _ = child.wait();
+    assert_eq!(f.pods_left().len(), 2, "{:?}", f.pods_left());
+    let out = f.run(&["--cleanup"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("deleted 2 probe pods from pullpath"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    let served = f.server.served();
+    assert!(
+        served.iter().any(
+            |s| s.starts_with("DELETE /api/v1/namespaces/pullpath/pods?")
+                && s.contains("app.kubernetes.io%2Fmanaged-by%3Dpullpath")
+        ),
+        "{served:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runtime_pull_is_refused_as_unsupported_not_faked() {
+    let f = fleet("fleet-runtime-pull", &[]).await;
+    let out = f.run(&[IMAGE, "--runtime-pull"]).await;
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--runtime-pull is not supported yet"));
+    assert_eq!(f.server.store.created(), 0);
+}
+
+/// A running pod of the web Deployment on `node`.
+fn web_pod_on(node: &str) -> Value {
+    json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web-6d8f7c9b5-q8w2e", "namespace": "shop", "uid": "uid-web-q8w2e", "creationTimestamp": "2026-12-01T08:30:00Z"},
+        "spec": {"nodeName": node, "containers": [{"name": "web", "image": IMAGE}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "web", "image": IMAGE,
+            "imageID": "registry.fleet.test/team/app@sha256:3b1c0cbe6e0d2d5ba7c3d3b2f0c9a4c5e2c0f1c9b8e7d6a5b4c3d2e1f0a9b8c7",
+            "ready": true, "restartCount": 0, "started": true, "state": {"running": {"startedAt": "2026-12-01T08:31:00Z"}}}]}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_running_the_image_works_from_cache() {
+    let f = fleet_with(
+        "fleet-running",
+        Setup {
+            objects: vec![web_pod_on(USER_NEW)],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r) = f.json(&[]).await;
+    let new = row(&r, USER_NEW);
+    assert_eq!(new["status"], "works-from-cache", "{r:#}");
+    assert_eq!(new["cache_evidence"], json!(["running"]));
+    assert_eq!(row(&r, SYSTEM)["cache_evidence"], json!([]));
+}
+
+/// Every API refusal fleet cannot work without is pullpath's own error (exit 70), one line
+/// quoting the apiserver and naming fleet's RBAC, and leaves no pod behind.
+#[tokio::test(flavor = "multi_thread")]
+async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
+    for (fault, quoted) in [
+        (
+            Fault::forbid("create", "", "pods"),
+            "cannot create resource \"pods\"",
+        ),
+        (
+            Fault::forbid("list", "", "nodes"),
+            "cannot list resource \"nodes\"",
+        ),
+    ] {
+        let f = fleet_with(
+            "fleet-refused",
+            Setup {
+                fault: Some(fault),
+                ..Setup::default()
+            },
+        )
+        .await;
+        let out = f.run(&[IMAGE]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(70), "{stderr}");
+        assert!(
+            stderr.contains("403")
+                && stderr.contains(quoted)
+                && stderr.contains("deploy/rbac-fleet.yaml"),
+            "{stderr}"
+        );
+        assert_eq!(f.server.store.created(), 0);
+        assert!(f.pods_left().is_empty());
+    }
+}
+
+/// `--dry-run` prints the probe pods and creates nothing; the real kubectl accepts them
+/// (`kubectl apply --dry-run=client` against the stand-in, which answers NotFound for each, so
+/// kubectl plans a create) and reads them back as Pods pinned to each chosen node.
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_run_prints_probe_pods_kubectl_accepts_and_creates_nothing() {
+    let f = fleet("fleet-dry-run", &[]).await;
+    let out = f.run(&[IMAGE, "--dry-run", "--full"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(f.server.store.created(), 0);
+    let manifest = f.scratch.path().join("probe-pods.json");
+    std::fs::write(&manifest, &out.stdout).expect("manifest");
+    let mut apply: Vec<String> = "apply --dry-run=client --validate=false -o json -f"
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    apply.push(manifest.display().to_string());
+    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
+    let applied = kube_api::run_kubectl(&f.config, &apply);
+    let applied: Value = serde_json::from_str(&applied).expect("kubectl prints JSON");
+    let items = applied["items"].as_array().expect("a List");
+    let nodes: Vec<&str> = items
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(nodes, [SYSTEM, USER_NEW]);
+    for pod in items {
+        assert_eq!(pod["kind"], "Pod");
+        assert_eq!(pod["metadata"]["namespace"], "pullpath");
+        assert_eq!(
+            pod["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "pullpath"
+        );
+        assert_eq!(pod["spec"]["hostNetwork"], true);
+        let args: Vec<&str> = pod["spec"]["containers"][0]["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(args.contains(&"--full") && args[1] == IMAGE, "{args:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn for_a_pod_the_node_it_landed_on_is_probed_too() {
+    let f = fleet_with(
+        "fleet-for-pod",
+        Setup {
+            objects: vec![web_pod_on(USER_OLD)],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r) = f
+        .json(&["--for", "pod/web-6d8f7c9b5-q8w2e", "-n", "shop"])
+        .await;
+    assert_eq!(r["workload"], "Pod/web-6d8f7c9b5-q8w2e in shop");
+    let landed = row(&r, USER_OLD);
+    assert_eq!(
+        landed["chosen_because"], "the node the pod landed on",
+        "{r:#}"
+    );
+    assert_eq!(
+        row(&r, USER_NEW)["chosen_because"],
+        "the pool's newest Ready node"
+    );
+    // The pod has no nodeSelector and tolerates nothing: the system pool's taint keeps it off.
+    assert_eq!(row(&r, SYSTEM)["eligible"], false);
+    assert!(
+        row(&r, SYSTEM)["not_eligible_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("CriticalAddonsOnly"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_cannot_list_its_pods_says_so_and_still_deletes_them() {
+    let f = fleet_with(
+        "fleet-no-list",
+        Setup {
+            fault: Some(Fault::forbid("list", "", "pods")),
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (code, r) = f.json(&["--deadline", "20s"]).await;
+    // Each node gives up after a few failed lists, long before the deadline.
+    assert_eq!(r["ending"], "finished", "{r:#}");
+    let cause = row(&r, USER_NEW)["verdict"]["cause"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        cause.contains("cannot list the probe pods") && cause.contains("403"),
+        "{cause}"
+    );
+    assert!(
+        r["cleanup"]["unverified"]
+            .as_str()
+            .is_some_and(|u| u.contains("403")),
+        "{r:#}"
+    );
+    assert_eq!(code, 3);
+    // Deleting needs no list: the pods are gone all the same.
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+}
