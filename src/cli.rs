@@ -238,6 +238,11 @@ pub struct ProbeArgs {
     /// The node's containerd version (e.g. `1.7.24`), instead of asking its CRI socket.
     #[arg(long, value_name = "VERSION")]
     pub containerd_version: Option<String>,
+    /// Also ask the runtime on `--runtime-endpoint` to pull the image over CRI, as the kubelet
+    /// does, and report its answer beside the probe's (an image the node did not hold is
+    /// removed again). Writes to the node's image store: opt-in.
+    #[arg(long)]
+    pub runtime_pull: bool,
     /// Per-query DNS timeout.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub dns_timeout: Duration,
@@ -362,8 +367,9 @@ pub struct FleetArgs {
     /// Download every layer in full on each node (`probe --full`): the check that counts.
     #[arg(long)]
     pub full: bool,
-    /// Also ask each node's runtime to pull over CRI. Not supported yet: the probe has no
-    /// flag for it (the pod side, the CRI socket mounted read-write, is ready).
+    /// Also ask each node's runtime to pull over CRI, as the kubelet does (`probe
+    /// --runtime-pull`; the CRI socket mounted read-write, the pod as uid 0), both answers side
+    /// by side. An image a node did not hold is removed again. Writes to the nodes: opt-in.
     #[arg(long)]
     pub runtime_pull: bool,
     /// Run the probe pods with hostPID as uid 0, so the probe reads the running kubelet's flags

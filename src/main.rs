@@ -256,17 +256,19 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             );
         }
     }
+    let socket = PathBuf::from(
+        args.runtime_endpoint
+            .strip_prefix("unix://")
+            .unwrap_or(&args.runtime_endpoint),
+    );
     let runtime = match &args.containerd_version {
         Some(version) => probe::RuntimeQuery::Given(
             RuntimeIdentity::from_flag(version)
                 .map_err(|e| anyhow!("--containerd-version: {e}"))?,
         ),
-        None => probe::RuntimeQuery::Socket(PathBuf::from(
-            args.runtime_endpoint
-                .strip_prefix("unix://")
-                .unwrap_or(&args.runtime_endpoint),
-        )),
+        None => probe::RuntimeQuery::Socket(socket.clone()),
     };
+    let runtime_pull = args.runtime_pull.then_some(socket);
     let config = ProbeConfig {
         image,
         platform,
@@ -310,6 +312,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         containerd_certs: Some(args.containerd_certs.clone()),
         ca_files: args.ca_files.clone(),
         runtime,
+        runtime_pull,
     };
     let Some(runtime) = async_runtime() else {
         return Ok(exit::INTERNAL);
@@ -432,11 +435,6 @@ fn async_runtime() -> Option<tokio::runtime::Runtime> {
 /// leftovers. API errors are pullpath's own (exit 70); findings exit by the worst eligible pool.
 fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
     use pullpath::fleet;
-    if args.runtime_pull {
-        bail!(
-            "--runtime-pull is not supported yet: the probe has no flag that asks the node's runtime to pull over CRI (the probe pod side, the CRI socket mounted read-write, is ready)"
-        );
-    }
     let workload = match &args.for_workload {
         Some(text) => Some(ObjectRef::parse(text).with_context(|| {
             format!("--for {text:?}: want pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME")
@@ -495,6 +493,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
             also: None,
         },
         full: args.full,
+        runtime_pull: args.runtime_pull,
         host_pid: args.host_pid,
         paths: fleet::pod_spec::NodePaths {
             kubelet_root_dir: args.kubelet_root_dir.clone(),

@@ -32,7 +32,12 @@ fn check_version(version: &str, dir: &str) -> usize {
         let path = repo().join(format!("tests/fixtures/containerd/{dir}{name}.txt"));
         let message =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        check_message(&format!("{name} (containerd {version})"), &scenario, want, &message);
+        check_message(
+            &format!("{name} (containerd {version})"),
+            &scenario,
+            want,
+            &message,
+        );
         checked += 1;
     }
     checked

@@ -26,6 +26,18 @@ struct WireVerdict {
     mechanism: Option<String>,
 }
 
+/// The runtime's own pull (`runtime_pull`, with `--runtime-pull`).
+#[derive(Debug, Clone, Deserialize)]
+struct WireRuntimePull {
+    outcome: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    agrees: Option<bool>,
+    #[serde(default)]
+    cleanup: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 struct WireReport {
     schema: String,
@@ -38,6 +50,21 @@ struct WireReport {
     view: Option<String>,
     #[serde(default)]
     elapsed_ms: Option<u64>,
+    #[serde(default)]
+    runtime_pull: Option<WireRuntimePull>,
+}
+
+/// The node's runtime's own answer, asked beside the probe (`--runtime-pull`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeAnswer {
+    /// `pulled`, `failed` or `unasked`.
+    pub outcome: String,
+    /// The runtime's error, or why it could not be asked.
+    pub message: Option<String>,
+    /// Whether it matches the probe's verdict (absent when it was not asked).
+    pub agrees: Option<bool>,
+    /// `nothing`, `removed` or `kept`: how the node's image store was left.
+    pub cleanup: Option<String>,
 }
 
 /// The probe's verdict on one node.
@@ -56,6 +83,7 @@ pub struct ProbeAnswer {
     /// `pod` when the probe saw a pod's resolver, not the node's.
     pub view: Option<String>,
     pub elapsed_ms: Option<u64>,
+    pub runtime: Option<RuntimeAnswer>,
 }
 
 /// What a probe pod yielded.
@@ -122,6 +150,12 @@ pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
         hand_fixes: wire.hand_fixes,
         view: wire.view,
         elapsed_ms: wire.elapsed_ms,
+        runtime: wire.runtime_pull.map(|r| RuntimeAnswer {
+            outcome: r.outcome,
+            message: r.message,
+            agrees: r.agrees,
+            cleanup: r.cleanup,
+        }),
     })
 }
 

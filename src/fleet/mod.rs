@@ -54,6 +54,8 @@ pub struct FleetConfig {
     pub selector: Option<String>,
     pub choice: Choice,
     pub full: bool,
+    /// `--runtime-pull`: each probe pod also asks the node's runtime to pull over CRI.
+    pub runtime_pull: bool,
     /// `--host-pid` (see [`PodPlan::host_pid`]).
     pub host_pid: bool,
     pub paths: NodePaths,
@@ -138,10 +140,11 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
             probe_image: config.probe_image.clone(),
             image: config.image.clone(),
             full: config.full,
-            runtime_pull: false,
+            runtime_pull: config.runtime_pull,
             host_pid: config.host_pid,
             deadline_seconds: config.settings.deadline.as_secs().max(10),
             paths: config.paths.clone(),
+            runtime_version: c.facts.runtime.clone(),
         })
         .collect();
     Ok(Plan {

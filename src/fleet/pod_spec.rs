@@ -78,6 +78,9 @@ pub struct PodPlan {
     /// The pod's `activeDeadlineSeconds`; the probe's own `--deadline` is a little shorter.
     pub deadline_seconds: u64,
     pub paths: NodePaths,
+    /// The node's runtime as its status reports it (`containerd://1.7.27`): the probe follows
+    /// that containerd line's hosts.toml rules without reaching the socket.
+    pub runtime_version: Option<String>,
 }
 
 /// A node path as the pod sees it: under /host.
@@ -192,16 +195,28 @@ fn mounts_and_args(plan: &PodPlan) -> (Vec<Mount>, Vec<String>) {
             in_pod(bin),
         ]);
     }
+    if let Some(version) = plan
+        .runtime_version
+        .as_deref()
+        .and_then(|v| v.strip_prefix("containerd://"))
+    {
+        args.extend(["--containerd-version".to_string(), version.to_string()]);
+    }
     if plan.runtime_pull {
-        // The pod side of `--runtime-pull`: the CRI socket, read-write. The probe has no flag
-        // that asks the runtime to pull yet, so the CLI refuses `--runtime-pull` (see cli.rs).
+        // The runtime's own pull over CRI, as the kubelet asks it: the socket, read-write.
+        let socket = in_pod(Path::new(CRI_SOCKET));
         mounts.push(Mount {
             name: "node-cri-socket",
             node_path: CRI_SOCKET.into(),
-            pod_path: CRI_SOCKET.to_string(),
+            pod_path: socket.clone(),
             kind: "Socket",
             read_only: false,
         });
+        args.extend([
+            "--runtime-pull".to_string(),
+            "--runtime-endpoint".to_string(),
+            socket,
+        ]);
     }
     if plan.full {
         args.push("--full".into());
@@ -239,8 +254,9 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
             "hostNetwork": true,
             "hostPID": plan.host_pid,
             // Another user's /proc/PID/environ is readable only by that user (root, for
-            // containerd and the kubelet): uid 0 only when hostPID asks for it.
-            "securityContext": if plan.host_pid {
+            // containerd and the kubelet), and containerd's socket only by root: uid 0 only
+            // when hostPID or the runtime's own pull asks for it.
+            "securityContext": if plan.host_pid || plan.runtime_pull {
                 json!({"runAsUser": 0, "seccompProfile": {"type": "RuntimeDefault"}})
             } else {
                 json!({"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}})
@@ -290,6 +306,7 @@ mod tests {
             host_pid: false,
             deadline_seconds: 300,
             paths: NodePaths::default(),
+            runtime_version: Some("containerd://1.7.27".into()),
         }
     }
 
@@ -400,6 +417,24 @@ mod tests {
     }
 
     #[test]
+    fn the_nodes_containerd_version_is_passed_on() {
+        let args = probe_pod(&plan()).spec.expect("spec").containers[0]
+            .args
+            .clone()
+            .expect("args")
+            .join(" ");
+        assert!(args.contains("--containerd-version 1.7.27"), "{args}");
+        let mut cri_o = plan();
+        cri_o.runtime_version = Some("cri-o://1.31.0".into());
+        let args = probe_pod(&cri_o).spec.expect("spec").containers[0]
+            .args
+            .clone()
+            .expect("args")
+            .join(" ");
+        assert!(!args.contains("--containerd-version"), "{args}");
+    }
+
+    #[test]
     fn runtime_pull_mounts_the_cri_socket_read_write() {
         let mut p = plan();
         p.runtime_pull = true;
@@ -409,8 +444,17 @@ mod tests {
             .volume_mounts
             .iter()
             .flatten()
-            .find(|m| m.mount_path == CRI_SOCKET)
+            .find(|m| m.mount_path == format!("{HOST_ROOT}{CRI_SOCKET}"))
             .expect("socket mounted");
         assert_eq!(socket.read_only, Some(false));
+        let args = c.args.as_ref().expect("args").join(" ");
+        assert!(
+            args.contains(&format!(
+                "--runtime-pull --runtime-endpoint {HOST_ROOT}{CRI_SOCKET}"
+            )),
+            "{args}"
+        );
+        let security = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+        assert_eq!(security.and_then(|s| s.run_as_user), Some(0));
     }
 }

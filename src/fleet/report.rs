@@ -72,6 +72,24 @@ pub struct NodeRow {
     pub probe_pod_message: Option<String>,
     pub probe_pod: String,
     pub elapsed_ms: u64,
+    /// With `--runtime-pull`: the node's runtime's own pull over CRI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_pull: Option<RuntimePullRow>,
+}
+
+/// The runtime's own answer on one node, beside the probe's.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimePullRow {
+    /// `pulled`, `failed` or `unasked`.
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// False: the runtime and the probe disagree, and the runtime is right.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agrees: Option<bool>,
+    /// `nothing`, `removed` (the node did not hold the image: removed again) or `kept`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -241,6 +259,15 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
         elapsed_ms: run.map_or(0, |r| {
             u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX)
         }),
+        runtime_pull: match run.map(|r| &r.answer) {
+            Some(Answer::Probe(p)) => p.runtime.as_ref().map(|r| RuntimePullRow {
+                outcome: r.outcome.clone(),
+                message: r.message.clone(),
+                agrees: r.agrees,
+                cleanup: r.cleanup.clone(),
+            }),
+            _ => None,
+        },
     }
 }
 
@@ -475,6 +502,7 @@ mod tests {
             hand_fixes: hand_fixes.iter().map(|h| h.to_string()).collect(),
             view: None,
             elapsed_ms: Some(5),
+            runtime: None,
         })
     }
 

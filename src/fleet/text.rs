@@ -36,6 +36,18 @@ fn result(row: &NodeRow) -> String {
         text.push_str(&row.hand_fixes.join("; "));
         text.push(']');
     }
+    if let Some(pull) = &row.runtime_pull {
+        let said = match (&pull.outcome[..], &pull.message) {
+            ("pulled", _) => "pulled".to_string(),
+            (outcome, Some(message)) => format!("{outcome}: {message}"),
+            (outcome, None) => outcome.to_string(),
+        };
+        text.push_str(&match pull.agrees {
+            Some(true) => format!(" [runtime agrees: {said}]"),
+            Some(false) => format!(" [DISAGREEMENT: the runtime's own pull {said}]"),
+            None => format!(" [runtime not asked: {said}]"),
+        });
+    }
     text
 }
 

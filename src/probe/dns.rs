@@ -153,6 +153,15 @@ impl Resolution {
     }
 }
 
+/// The loopback names every distribution's /etc/hosts carries.
+fn is_stock_localhost(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    matches!(
+        host.as_str(),
+        "localhost" | "localhost.localdomain" | "ip6-localhost" | "ip6-loopback"
+    ) || host.ends_with(".localhost")
+}
+
 /// Resolve `host` as glibc would with `config`, each query bounded by `timeout`.
 pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> Resolution {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -168,7 +177,7 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         };
     }
     let from_hosts = config.hosts_entry(host);
-    if !from_hosts.is_empty() && from_hosts.iter().all(IpAddr::is_loopback) {
+    if !from_hosts.is_empty() && is_stock_localhost(host) {
         // `localhost` and its kin: every node image ships them, so they are no hand fix.
         return Resolution {
             host: host.into(),

@@ -25,6 +25,7 @@ pub mod redirect;
 pub mod registry;
 pub mod resolv;
 pub mod route;
+pub mod runtime_pull;
 pub mod stop;
 pub mod tls;
 pub mod walk;
@@ -63,6 +64,8 @@ pub struct ProbeConfig {
     pub ca_files: Vec<PathBuf>,
     /// How the runtime's version (and so its rules where versions differ) is learned.
     pub runtime: RuntimeQuery,
+    /// `--runtime-pull`: also ask the runtime on this CRI socket to pull, as the kubelet does.
+    pub runtime_pull: Option<PathBuf>,
 }
 
 /// Where the node's containerd version comes from.
@@ -194,6 +197,26 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
     report.credentials = plan
         .as_ref()
         .map(|plan| crate::report::CredentialsReport::new(plan, &attempts));
+    if let Some(socket) = &config.runtime_pull {
+        // The credential the verdict came from is the one the kubelet's loop ends with.
+        let credentials = attempts.last().and_then(|a| a.candidate.as_ref()).map(|c| {
+            crate::runtime::cri::Credentials {
+                username: c.credentials.username.clone(),
+                password: c.credentials.password.clone(),
+            }
+        });
+        let image = config.image.to_string();
+        let repository = format!("{}/{}", config.image.registry, config.image.repository);
+        let pulled = runtime_pull::ask(
+            socket,
+            &image,
+            &repository,
+            credentials.as_ref(),
+            config.deadline,
+        )
+        .await;
+        report.add_runtime_pull(&pulled);
+    }
     Ok(report)
 }
 

@@ -219,6 +219,29 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     if let Some(credentials) = &report.credentials {
         probe_credentials(&mut out, credentials);
     }
+    if let Some(pull) = &report.runtime_pull {
+        let mark = match pull.agrees {
+            Some(true) => style.paint("32", "="),
+            Some(false) => style.paint("1;31", "≠"),
+            None => style.paint("1;33", "?"),
+        };
+        let what = match (&pull.image_ref, &pull.message) {
+            (Some(image_ref), _) => format!("pulled {image_ref}"),
+            (None, Some(message)) => format!("{}: {message}", pull.outcome),
+            (None, None) => pull.outcome.to_string(),
+        };
+        let after = match (pull.cleanup, &pull.cleanup_detail) {
+            ("removed", _) => "; removed again (the node did not hold it)".to_string(),
+            (_, Some(why)) => format!("; {why}"),
+            _ if pull.was_cached => "; the node held it before".to_string(),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "
+{mark} runtime's own pull (CRI PullImage): {what}{after}"
+        );
+    }
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", headline(&report.verdict, style));
     let v = &report.verdict;

@@ -12,6 +12,7 @@ use crate::probe::host::HostCheck;
 use crate::probe::kubelet_creds::{Attempt, CredentialPlan, SourceOutcome};
 use crate::probe::path::PathHop;
 use crate::probe::resolv::ResolverConfig;
+use crate::probe::runtime_pull::{Answer, Cleanup, RuntimePull};
 use crate::probe::stop::Stop;
 use crate::probe::walk::{Blob, Fallback, Outcome};
 use crate::probe::{connect, dns, route, tls};
@@ -44,6 +45,9 @@ pub struct ProbeReport {
     /// The kubelet's credential sources for the image, and each credential tried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<CredentialsReport>,
+    /// With `--runtime-pull`: the runtime's own pull over CRI, beside the probe's verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_pull: Option<RuntimePullReport>,
     /// Things that work now but will not survive a node replacement.
     pub hand_fixes: Vec<String>,
     pub warnings: Vec<String>,
@@ -127,12 +131,77 @@ impl ProbeReport {
                 .collect(),
             fallbacks: outcome.fallbacks.iter().map(FallbackReport::from).collect(),
             credentials: None,
+            runtime_pull: None,
             hand_fixes,
             warnings,
             where_to_look,
             will_not_help,
             elapsed_ms: context.elapsed_ms,
         }
+    }
+}
+
+/// The runtime's own pull (`--runtime-pull`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimePullReport {
+    /// `pulled`, `failed` (the runtime's error in `message`) or `unasked` (why in `message`).
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The node held the image before.
+    pub was_cached: bool,
+    /// `nothing`, `removed` (the node did not hold it: removed again) or `kept` (why in
+    /// `cleanup_detail`).
+    pub cleanup: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleanup_detail: Option<String>,
+    /// Whether the runtime's outcome is the probe's verdict (absent when it was not asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agrees: Option<bool>,
+}
+
+impl ProbeReport {
+    /// Add the runtime's own answer; a disagreement with the verdict is a loud warning.
+    pub fn add_runtime_pull(&mut self, pulled: &RuntimePull) {
+        let (outcome, image_ref, message) = match &pulled.answer {
+            Answer::Pulled(image_ref) => ("pulled", Some(image_ref.clone()), None),
+            Answer::Failed(message) => ("failed", None, Some(message.clone())),
+            Answer::Unasked(why) => ("unasked", None, Some(why.clone())),
+        };
+        let agrees = match &pulled.answer {
+            Answer::Unasked(_) => None,
+            answer => Some(matches!(answer, Answer::Pulled(_)) == self.verdict.passed),
+        };
+        let (cleanup, cleanup_detail) = match &pulled.cleanup {
+            Cleanup::Nothing => ("nothing", None),
+            Cleanup::Removed => ("removed", None),
+            Cleanup::Kept(why) => ("kept", Some(why.clone())),
+        };
+        if agrees == Some(false) {
+            let probe = if self.verdict.passed {
+                "passed"
+            } else {
+                "failed"
+            };
+            self.warnings.insert(
+                0,
+                format!(
+                    "DISAGREEMENT: the runtime's own pull {outcome} where the probe {probe}: the runtime's answer is the truth for this node{}",
+                    message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()
+                ),
+            );
+        }
+        self.runtime_pull = Some(RuntimePullReport {
+            outcome,
+            image_ref,
+            message,
+            was_cached: pulled.was_cached,
+            cleanup,
+            cleanup_detail,
+            agrees,
+        });
     }
 }
 

@@ -10,7 +10,9 @@ use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::cri_api::image_service_client::ImageServiceClient;
 use super::cri_api::runtime_service_client::RuntimeServiceClient;
-use super::cri_api::{AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest, VersionRequest};
+use super::cri_api::{
+    AuthConfig, ImageSpec, ImageStatusRequest, PullImageRequest, RemoveImageRequest, VersionRequest,
+};
 
 /// Why the runtime could not be asked (not a pull failure: those are [`PullOutcome::Failed`]).
 #[derive(Debug, thiserror::Error)]
@@ -155,6 +157,11 @@ impl ImageService {
 
     /// `ImageStatus`: the image's id when the node already holds it (what `IfNotPresent` trusts).
     pub async fn cached(&mut self, image: &str) -> Result<Option<String>, CriError> {
+        Ok(self.status(image).await?.map(|held| held.id))
+    }
+
+    /// `ImageStatus`: the image the node holds under this name, with every name it has.
+    pub async fn status(&mut self, image: &str) -> Result<Option<HeldImage>, CriError> {
         let request = ImageStatusRequest {
             image: Some(spec(image)),
             verbose: false,
@@ -165,13 +172,48 @@ impl ImageService {
                 call: "ImageStatus",
                 timeout: self.timeout,
             }),
-            Ok(Ok(response)) => Ok(response.into_inner().image.map(|image| image.id)),
+            Ok(Ok(response)) => Ok(response.into_inner().image.map(|image| HeldImage {
+                id: image.id,
+                names: image
+                    .repo_tags
+                    .into_iter()
+                    .chain(image.repo_digests)
+                    .collect(),
+            })),
             Ok(Err(status)) => Err(CriError::Call {
                 call: "ImageStatus",
                 status,
             }),
         }
     }
+
+    /// `RemoveImage`, as the kubelet's image garbage collector calls it: the image and every
+    /// name it has.
+    pub async fn remove(&mut self, image: &str) -> Result<(), CriError> {
+        let request = RemoveImageRequest {
+            image: Some(spec(image)),
+        };
+        let call = tokio::time::timeout(self.timeout, self.client.remove_image(request));
+        match call.await {
+            Err(_) => Err(CriError::Deadline {
+                call: "RemoveImage",
+                timeout: self.timeout,
+            }),
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(status)) => Err(CriError::Call {
+                call: "RemoveImage",
+                status,
+            }),
+        }
+    }
+}
+
+/// An image in the node's store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldImage {
+    pub id: String,
+    /// Its tags and digests (`repo:tag`, `repo@sha256:…`).
+    pub names: Vec<String>,
 }
 
 /// A gRPC channel over the runtime's unix socket.
