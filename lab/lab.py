@@ -16,6 +16,7 @@ is linked to the root namespace, so nothing can leave the lab):
 
     pp-node      10.10.1.2  the fresh node: containerd, resolver 10.10.5.2
     pp-oldnode   10.10.7.2  a node that pulled the image earlier (cached-image)
+    pp-node2     10.10.10.2 a fresh node of a second pool, in its own subnet (fleet-pools)
     pp-registry  10.10.2.2  Distribution on 443, token auth, redirect middleware
     pp-auth      10.10.3.2  token service (lab/tokend.py) on 443
     pp-blob      10.10.4.2  nginx on 443 serving the registry's storage
@@ -62,8 +63,9 @@ HOSTS = {
     "oldnode": 7,
     "mirror": 8,
     "proxy": 9,
+    "node2": 10,
 }
-NODES = {"node": "pp-node", "old-node": "pp-oldnode"}
+NODES = {"node": "pp-node", "old-node": "pp-oldnode", "node2": "pp-node2"}
 NODE_RESOLVER = "10.10.5.2"
 CLUSTER_RESOLVER = "10.10.5.3"
 REGISTRY = "registry.example.test"
@@ -408,10 +410,14 @@ def start_cluster_resolver():
     start_resolver("cluster-resolver", CLUSTER_RESOLVER, dnsmasq_conf(), cluster)
 
 
-def node_files(hosts_extra: str = ""):
-    for name in ("node", "oldnode"):
+def node_files(hosts_extra: str = "", hosts_on: dict = None):
+    """The nodes' resolv.conf and hosts; `hosts_extra` goes into the first pool's nodes' hosts
+    files, `hosts_on` ({namespace: lines}) into one node's."""
+    hosts_on = hosts_on or {}
+    for name in ("node", "oldnode", "node2"):
+        extra = (hosts_extra if name != "node2" else "") + hosts_on.get(name, "")
         write(f"/etc/netns/{ns(name)}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
-        write(f"/etc/netns/{ns(name)}/hosts", "127.0.0.1 localhost\n::1 localhost\n" + hosts_extra)
+        write(f"/etc/netns/{ns(name)}/hosts", "127.0.0.1 localhost\n::1 localhost\n" + extra)
     write(f"/etc/netns/{ns('proxy')}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
     write(f"/etc/netns/{ns('proxy')}/hosts", "127.0.0.1 localhost\n")
     write(f"/etc/netns/{ns('pod')}/resolv.conf",
@@ -964,7 +970,8 @@ def apply_fault(fault: str, state: dict):
     elif kind == "node-route6-del":
         for node in ("node", "oldnode"):
             in_ns(node, "ip", "-6", "route", "del", subnet6(args[0]))
-    elif kind == "return-route-del":
+    elif kind in ("return-route-del", "route-del"):
+        # In namespace args[0], no route to args[1]'s subnet (a reply path, or one node's path).
         in_ns(args[0], "ip", "route", "del", f"10.10.{HOSTS[args[1]]}.0/24")
     elif kind == "nft-drop":
         nft_rule(args[0], f"tcp dport {args[1]} drop")
@@ -974,6 +981,9 @@ def apply_fault(fault: str, state: dict):
         state["dns_without"] += tuple(args)
     elif kind == "node-dns-public":
         state["dns_without"] += tuple(f"{a}@public" for a in args)
+    elif kind == "hosts-entry-on":
+        state["hosts_on"][args[0]] = state["hosts_on"].get(args[0], "") + "".join(
+            f"{ip} {REGISTRY if a == 'registry' else name}\n" for a in args[1:] for name, ip in RECORDS[a])
     elif kind == "node-hosts-entry":
         state["hosts"] += "".join(f"{ip} {REGISTRY if a == 'registry' else name}\n"
                                   for a in args for name, ip in RECORDS[a])
@@ -1017,12 +1027,12 @@ def switch(name: str):
     state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
              "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore",
              "runtime_env": {}, "proxy_mode": "open", "dropin": {}, "hosts_files": (),
-             "kubelet": "none"}
+             "kubelet": "none", "hosts_on": {}}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
         apply_fault(fault, state)
-    node_files(state["hosts"])
+    node_files(state["hosts"], state["hosts_on"])
     current = {}
     current_path = os.path.join(STATE, "scenario.json")
     if os.path.exists(current_path):
@@ -1052,6 +1062,8 @@ def switch(name: str):
 
 
 PODMAN = os.path.join(STATE, "podman")
+# Longer than podman's four 30 s dial timeouts and its retry pauses.
+PODMAN_PATIENCE = 150
 
 
 def podman_pull(image: str, creds: str = "") -> dict:
@@ -1075,8 +1087,13 @@ def podman_pull(image: str, creds: str = "") -> dict:
            "--runroot", os.path.join(PODMAN, "run"), "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
            "--events-backend", "none", "pull", "--quiet", "--signature-policy", os.path.join(PODMAN, "policy.json"),
            "--cert-dir", certs, *(["--creds", creds] if creds else []), image]
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    shutil.rmtree(os.path.join(PODMAN, "root"), ignore_errors=True)
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=PODMAN_PATIENCE)
+    except subprocess.TimeoutExpired:
+        # containers/image sets no response-header timeout: a silent peer keeps it waiting.
+        return {"outcome": "no-answer", "message": f"podman gave no answer within {PODMAN_PATIENCE} s"}
+    finally:
+        shutil.rmtree(os.path.join(PODMAN, "root"), ignore_errors=True)
     if result.returncode == 0:
         return {"outcome": "pulled", "message": ""}
     # The final `Error: ` and every line after it (an `errors:` list spans several).
@@ -1115,6 +1132,7 @@ def up(large: bool):
         ("proxy over TLS (stunnel)", start_tls_proxy),
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
+        ("containerd on node2", lambda: start_containerd("node2", fresh=True)),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),
     ]
     for title, fn in steps:

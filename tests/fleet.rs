@@ -259,27 +259,8 @@ fn report_of(out: &Output) -> Value {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_valid_fleet(&report);
+    support::assert_valid_fleet(&report);
     report
-}
-
-fn assert_valid_fleet(report: &Value) {
-    let read = |file: &str| -> Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(support::repo().join("docs").join(file)).expect("schema"),
-        )
-        .expect("schema is JSON")
-    };
-    let validator = jsonschema::validator_for(&read("fleet.schema.json")).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "report violates docs/fleet.schema.json:\n{}\n{report:#}",
-        errors.join("\n")
-    );
 }
 
 fn row<'a>(report: &'a Value, node: &str) -> &'a Value {

@@ -85,6 +85,9 @@ pub struct Expect {
     pub host: Option<String>,
     /// A fragment containerd's real error text contains.
     pub runtime: Option<String>,
+    /// The runtime's text alone cannot decide the layer (`layer` is then one candidate).
+    #[serde(default)]
+    pub undecided: bool,
 }
 
 #[derive(Deserialize)]
@@ -230,6 +233,13 @@ pub fn assert_valid_report(report: &serde_json::Value) {
     let validator =
         jsonschema::validator_for(&docs_schema("report.schema.json")).expect("schema compiles");
     assert_valid(&validator, "report.schema.json", report);
+}
+
+/// Validate a `pullpath fleet` report against docs/fleet.schema.json.
+pub fn assert_valid_fleet(report: &serde_json::Value) {
+    let validator =
+        jsonschema::validator_for(&docs_schema("fleet.schema.json")).expect("schema compiles");
+    assert_valid(&validator, "fleet.schema.json", report);
 }
 
 /// Validate a multi-finding report against docs/findings.schema.json, its references into
