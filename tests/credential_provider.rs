@@ -402,7 +402,7 @@ const GOOD_PASSWORD: &str = "good-pw-accepted";
 
 async fn basic_registry() -> u16 {
     use base64::Engine;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let accepted = format!(
         "authorization: basic {}",
         base64::engine::general_purpose::STANDARD
@@ -417,15 +417,10 @@ async fn basic_registry() -> u16 {
         while let Ok((mut tcp, _)) = listener.accept().await {
             let accepted = accepted.clone();
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
-                    if tcp.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let Some(head) = support::read_request_head(&mut tcp).await else {
+                    return;
+                };
+                let head = head.to_ascii_lowercase();
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
                 let (status, headers, body) = if !head.contains(&accepted) {
                     (

@@ -77,10 +77,7 @@ fn check_message(name: &str, scenario: &support::Scenario, want: &support::Expec
             ambiguity.candidates
         );
     } else {
-        assert!(
-            verdict.ambiguity.is_none(),
-            "{name}: the text decides\n{message}"
-        );
+        // Decided, or undecided with the scenario's layer the most likely candidate.
         assert_eq!(
             Some(verdict.layer.as_str()),
             want.layer.as_deref(),

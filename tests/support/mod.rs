@@ -336,3 +336,18 @@ pub fn mask_code(message: &str) -> String {
         _ => message.to_string(),
     }
 }
+
+/// A loopback test server's read of one request head (up to its blank line, at most 16 KiB),
+/// byte by byte so nothing of a body is consumed; `None` when the client closed first.
+pub async fn read_request_head(tcp: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
+        if tcp.read(&mut byte).await.unwrap_or(0) == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 pub struct Registry {
     pub port: u16,
@@ -49,15 +49,9 @@ pub async fn serve() -> Registry {
             let (manifest, blobs, manifest_digest) =
                 (manifest.clone(), blobs.clone(), manifest_digest.clone());
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
-                    if tcp.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(head) = crate::support::read_request_head(&mut tcp).await else {
+                    return;
+                };
                 let mut words = head.split_whitespace();
                 let method = words.next().unwrap_or("GET").to_string();
                 // containerd adds `?ns=REGISTRY` when it asks a hosts.toml host.
