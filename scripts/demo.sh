@@ -16,7 +16,8 @@ certs=$state/containerd/node/certs.d
 probe() {
   echo alice-secret | ip netns exec pp-node "$prefix/bin/pullpath" probe registry.example.test/team-a/small:v1 \
     --username alice --password-stdin --containerd-certs "$certs" \
-    --runtime-pid "$(cat "$state/pids/containerd-node.pid")" --systemd-dir "$state/systemd" "$@" || true
+    --runtime-pid "$(cat "$state/pids/containerd-node.pid")" --systemd-dir "$state/systemd" \
+    --runtime-endpoint "$state/containerd/node/containerd.sock" "$@" || true
 }
 python3 lab/lab.py scenario healthy >/dev/null
 probe --full
