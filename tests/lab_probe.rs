@@ -700,3 +700,62 @@ fn probe_selects_the_platform_from_an_index_and_pulls_by_digest() {
         "{report:#}"
     );
 }
+
+/// `--runtime-pull`: the node's containerd answers over CRI beside the probe, agrees with it
+/// (a pull that passes, a pull that fails at the blob host), and its image store is left as
+/// the probe found it.
+#[test]
+fn probe_runtime_pull_agrees_with_containerd_and_leaves_its_store_as_found() {
+    let lab = lab();
+    let rt = tokio::runtime::Runtime::new().expect("tokio");
+    let held = || {
+        rt.block_on(async {
+            let mut runtime = pullpath::runtime::cri::ImageService::connect(
+                lab.socket("node"),
+                std::time::Duration::from_secs(10),
+            )
+            .await
+            .expect("containerd answers CRI");
+            runtime
+                .cached("registry.example.test/team-a/small:v1")
+                .await
+                .expect("ImageStatus")
+        })
+    };
+    for (scenario, pulled) in [("healthy", true), ("blob-host-unreachable", false)] {
+        lab.switch(scenario);
+        assert!(held().is_none(), "{scenario}: the fresh node holds nothing");
+        let (report, _) = probe(
+            &lab,
+            "node",
+            "registry.example.test/team-a/small:v1",
+            "alice",
+            &["--runtime-pull"],
+        );
+        let pull = &report["runtime_pull"];
+        assert_eq!(pull["agrees"], true, "{scenario}: {pull:#}");
+        assert_eq!(
+            report["verdict"]["passed"], pulled,
+            "{scenario}: {report:#}"
+        );
+        assert_eq!(
+            pull["outcome"],
+            if pulled { "pulled" } else { "failed" },
+            "{scenario}: {pull:#}"
+        );
+        if pulled {
+            assert_eq!(pull["cleanup"], "removed", "{pull:#}");
+        } else {
+            assert!(
+                pull["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("labstore.blob.example.test")),
+                "{pull:#}"
+            );
+        }
+        assert!(
+            held().is_none(),
+            "{scenario}: the probe left the image on the node"
+        );
+    }
+}

@@ -849,6 +849,20 @@ impl<N: Network> Walk<N> {
                     if !matches!(response.status, 307 | 308) {
                         form = None;
                     }
+                    // The form holds the password: like an Authorization, it never goes to
+                    // another host (containerd would send it; pullpath stops and says so).
+                    if form.is_some()
+                        && !Authority::of(&next)
+                            .is_some_and(|to| redirect::carries_authorization(&at, &to))
+                    {
+                        let detail = format!(
+                            "{at} redirects the credential POST to {}: pullpath does not send the password to another host (containerd would)",
+                            redirect::redact_url(&next)
+                        );
+                        self.path
+                            .record(hop, &at, step, false, detail.clone(), None);
+                        return Err(Stop::new(hop, &at, Layer::Other, step, detail));
+                    }
                     url = next;
                 }
                 Err(detail) => {

@@ -1095,3 +1095,32 @@ async fn without_a_secret_the_token_is_an_anonymous_get() {
     assert!(net.posted.lock().expect("lock").is_empty());
     assert!(net.authorization_sent_to().iter().all(|h| h != "auth.test"));
 }
+
+#[tokio::test]
+async fn the_credential_post_never_follows_a_redirect_to_another_host() {
+    let image = Image::new();
+    let net = registry(Scripted::default(), "r.test", "store.test", &image).reply_to_post(
+        "auth.test/token",
+        Reply::Answer {
+            status: 307,
+            headers: vec![("location", "https://elsewhere.test/token".to_string())],
+            body: vec![],
+        },
+    );
+    let (outcome, net) = walk(net, vec![endpoint("r.test", true)], false).await;
+    let stop = stop(&outcome);
+    assert_eq!((stop.hop, stop.layer), (Hop::Auth, Layer::Other));
+    assert!(
+        stop.detail.contains("does not send the password"),
+        "{}",
+        stop.detail
+    );
+    assert!(
+        net.posted
+            .lock()
+            .expect("lock")
+            .iter()
+            .all(|(at, _)| !at.starts_with("elsewhere.test"))
+    );
+    assert!(net.requests_to("elsewhere.test").is_empty());
+}
