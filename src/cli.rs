@@ -332,6 +332,22 @@ pub struct ExplainArgs {
     pub file: Option<PathBuf>,
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// With `pod/NAME` (or a workload): then check the failing image from the nodes themselves,
+    /// as `pullpath fleet IMAGE --for pod/NAME` does (the node the pod landed on and the newest
+    /// node of every pool; see `fleet --help` for its RBAC).
+    #[arg(long)]
+    pub probe: bool,
+    /// With --probe: the probe image (as `fleet --probe-image`).
+    #[arg(long, value_name = "IMAGE", requires = "probe", default_value = crate::fleet::PUBLISHED_PROBE_IMAGE)]
+    pub probe_image: String,
+    /// With --probe: the namespace the probe pods run in (as `fleet --probe-namespace`).
+    #[arg(
+        long,
+        value_name = "NS",
+        requires = "probe",
+        default_value = "pullpath"
+    )]
+    pub probe_namespace: String,
 }
 
 #[derive(Debug, clap::Args)]

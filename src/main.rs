@@ -102,7 +102,32 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     if let [only] = args.text.as_slice()
         && let Some(object) = ObjectRef::parse(only)
     {
-        return cluster_command(&args.kube, false, args.output, Some(object));
+        if args.probe && args.output == Output::Json {
+            bail!(
+                "--probe prints for people; for JSON run `pullpath fleet IMAGE --for {only} -o json`"
+            );
+        }
+        let (status, images) = read_cluster(&args.kube, false, args.output, Some(&object))?;
+        if !args.probe {
+            return Ok(status);
+        }
+        if images.is_empty() {
+            println!(
+                "
+{only} has no image failing to pull: nothing to probe"
+            );
+            return Ok(status);
+        }
+        // The nodes' own evidence decides the exit status once they were asked.
+        let mut worst = exit::PASSED;
+        for image in images {
+            println!();
+            worst = worst.max(probe_from_nodes(&args, only, &image)?);
+        }
+        return Ok(worst);
+    }
+    if args.probe {
+        bail!("--probe goes with `explain pod/NAME` (or a workload), not with failure text");
     }
     let k = &args.kube;
     if k.kubeconfig.is_some() || k.context.is_some() || k.namespace.is_some() || k.read_secrets {
@@ -368,6 +393,49 @@ fn cluster_command(
     output: Output,
     object: Option<ObjectRef>,
 ) -> anyhow::Result<u8> {
+    read_cluster(kube, all_namespaces, output, object.as_ref()).map(|(status, _)| status)
+}
+
+/// `explain OBJECT --probe`: `pullpath fleet IMAGE --for OBJECT` with explain's cluster flags,
+/// parsed as the fleet command line so every fleet default holds.
+fn probe_from_nodes(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Result<u8> {
+    let mut line: Vec<std::ffi::OsString> = ["pullpath", "fleet", image, "--for", object]
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    line.extend(["--probe-image".into(), args.probe_image.clone().into()]);
+    line.extend([
+        "--probe-namespace".into(),
+        args.probe_namespace.clone().into(),
+    ]);
+    let k = &args.kube;
+    if let Some(kubeconfig) = &k.kubeconfig {
+        line.extend(["--kubeconfig".into(), kubeconfig.clone().into_os_string()]);
+    }
+    if let Some(context) = &k.context {
+        line.extend(["--context".into(), context.into()]);
+    }
+    if let Some(namespace) = &k.namespace {
+        line.extend(["--namespace".into(), namespace.into()]);
+    }
+    line.extend([
+        "--request-timeout".into(),
+        format!("{}ms", k.request_timeout.as_millis()).into(),
+    ]);
+    match <cli::Cli as clap::Parser>::try_parse_from(line)?.command {
+        Command::Fleet(fleet) => fleet_command(fleet),
+        _ => bail!("internal: the fleet command line did not parse as fleet"),
+    }
+}
+
+/// Read the cluster (one object, or a scan), print its findings, and return the exit status
+/// and every image a finding is about.
+fn read_cluster(
+    kube: &KubeArgs,
+    all_namespaces: bool,
+    output: Output,
+    object: Option<&ObjectRef>,
+) -> anyhow::Result<(u8, Vec<String>)> {
     let target = cluster::Target {
         kubeconfig: kube.kubeconfig.clone(),
         context: kube.context.clone(),
@@ -377,11 +445,11 @@ fn cluster_command(
         request_timeout: kube.request_timeout,
     };
     let Some(runtime) = async_runtime() else {
-        return Ok(exit::INTERNAL);
+        return Ok((exit::INTERNAL, vec![]));
     };
     let read = runtime.block_on(async {
         let session = cluster::read::connect(&target).await?;
-        match &object {
+        match object {
             Some(object) => session.read_object(&target, object).await,
             None => session.read_scan(&target).await,
         }
@@ -390,7 +458,7 @@ fn cluster_command(
         Ok(snapshot) => snapshot,
         Err(e) => {
             eprintln!("pullpath: {e}");
-            return Ok(exit::INTERNAL);
+            return Ok((exit::INTERNAL, vec![]));
         }
     };
     let findings = cluster::findings::findings(&snapshot);
@@ -413,7 +481,14 @@ fn cluster_command(
         Output::Json => print!("{}", render::json::render(&report)),
         Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
     }
-    Ok(exit::for_verdict(&report.verdict))
+    let mut images: Vec<String> = findings
+        .iter()
+        .filter(|(e, _)| e.explanation.verdict().is_some())
+        .filter_map(|(e, _)| e.subject.image.clone())
+        .collect();
+    images.sort();
+    images.dedup();
+    Ok((exit::for_verdict(&report.verdict), images))
 }
 
 /// The async runtime; `None` (said on stderr) when it cannot start: not the user's input,

@@ -769,3 +769,86 @@ async fn a_run_that_cannot_list_its_pods_says_so_and_still_deletes_them() {
     // Deleting needs no list: the pods are gone all the same.
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
 }
+
+/// A pod of the web Deployment on `node` whose container waits on its image, with the
+/// kubelet's message as the API reports it.
+fn failing_web_pod_on(node: &str, closed_port: u16) -> Value {
+    let message = format!(
+        "failed to pull and unpack image \"{IMAGE}\": failed to resolve reference \"{IMAGE}\": failed to do request: Head \"http://127.0.0.1:{closed_port}/v2/team/app/manifests/v1\": dial tcp 127.0.0.1:{closed_port}: connect: connection refused"
+    );
+    json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web-6d8f7c9b5-zz9kq", "namespace": "shop", "uid": "uid-web-zz9kq", "creationTimestamp": "2026-12-02T08:30:00Z"},
+        "spec": {"nodeName": node, "containers": [{"name": "web", "image": IMAGE}]},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "web", "image": IMAGE, "imageID": "",
+            "ready": false, "restartCount": 0, "started": false,
+            "state": {"waiting": {"reason": "ErrImagePull", "message": message}}}]}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_pod_probe_explains_then_asks_the_nodes() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let f = fleet_with(
+        "fleet-explain-probe",
+        Setup {
+            objects: vec![failing_web_pod_on(USER_NEW, port)],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "explain",
+            "pod/web-6d8f7c9b5-zz9kq",
+            "-n",
+            "shop",
+            "--probe",
+        ])
+        .arg("--kubeconfig")
+        .arg(&f.config)
+        .args(["--probe-image", "registry.fleet.test/tools/pullpath:0.1.0"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The explanation first, then the nodes' own answers for the failing image.
+    let explained = text
+        .find("refused")
+        .expect("the explanation names the layer");
+    let fleet = text
+        .find(&format!("pullpath fleet {IMAGE}"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no fleet report:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(explained < fleet, "{text}");
+    assert!(text.contains("pool `user` fails at refused"), "{text}");
+    // The node the pod landed on is among those probed, and every probe pod is gone.
+    assert!(text.contains(USER_NEW), "{text}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    assert!(
+        (10..=21).contains(&out.status.code().unwrap_or(-1)),
+        "{:?}",
+        out.status
+    );
+    // JSON goes through `fleet`, which has its own schema.
+    let json = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "explain",
+            "pod/web-6d8f7c9b5-zz9kq",
+            "-n",
+            "shop",
+            "--probe",
+            "-o",
+            "json",
+        ])
+        .arg("--kubeconfig")
+        .arg(&f.config)
+        .output()
+        .expect("pullpath runs");
+    assert_eq!(json.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&json.stderr).contains("pullpath fleet IMAGE --for pod/"));
+}
