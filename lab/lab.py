@@ -1011,6 +1011,9 @@ def apply_fault(fault: str, state: dict):
         state["dropin"] = {"HTTPS_PROXY": PROXY_URL}
     elif kind == "kubelet-creds":
         state["kubelet"] = args[0]
+    elif kind == "node2-certs-without-ca":
+        # pp-node2's hosts.toml names the registry without the lab CA: its image lacks it.
+        state["node2_without_ca"] = True
     elif kind == "hosts-toml":
         state["hosts_files"] += (hosts_toml_variant(args[0]),)
     elif kind == "registry-cert":
@@ -1027,7 +1030,7 @@ def switch(name: str):
     state = {"dns_without": (), "hosts": "", "cert": "registry", "mirrors": (),
              "mirror_redirect": "labstore", "mirror_damage": "", "redirect": "labstore",
              "runtime_env": {}, "proxy_mode": "open", "dropin": {}, "hosts_files": (),
-             "kubelet": "none", "hosts_on": {}}
+             "kubelet": "none", "hosts_on": {}, "node2_without_ca": False}
     restore_routes()
     nft_reset()
     for fault in scenarios[name]["faults"]:
@@ -1052,10 +1055,18 @@ def switch(name: str):
     write_kubelet_files(state["kubelet"])
     start_containerd("node", fresh=True, mirrors=state["mirrors"], env=state["runtime_env"],
                      hosts_files=state["hosts_files"])
+    # The second pool's node: restarted only when its registry trust changes.
+    if current.get("node2_without_ca", False) != state["node2_without_ca"] or not alive(pid_of("containerd-node2")):
+        files = ((REGISTRY, f"""server = "https://{REGISTRY}"
+
+[host."https://{REGISTRY}"]
+  capabilities = ["pull", "resolve"]
+"""),) if state["node2_without_ca"] else ()
+        start_containerd("node2", fresh=True, hosts_files=files)
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
                    "redirect": state["redirect"], "mirror": mirror, "proxy_mode": state["proxy_mode"],
-                   "runtime_env": state["runtime_env"]}, f)
+                   "runtime_env": state["runtime_env"], "node2_without_ca": state["node2_without_ca"]}, f)
 
 
 # ---------------------------------------------------------------- podman, the second runtime

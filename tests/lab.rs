@@ -247,6 +247,7 @@ scenarios! {
     containerd_cred_pull_secret_other_host => "cred-pull-secret-other-host",
     containerd_cred_node_config_only => "cred-node-config-only",
     containerd_fleet_pools => "fleet-pools",
+    containerd_fleet_ca => "fleet-ca",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

@@ -113,31 +113,21 @@ async fn images_on(lab: &LabGuard, containerd: &str) -> Option<String> {
     runtime.cached(IMAGE).await.expect("ImageStatus answers")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_runtime_agrees() {
-    let scenario = catalog().remove("fleet-pools").expect("scenario");
-    let lab = lab();
-    lab.switch("fleet-pools");
-    let scratch = Scratch::new("lab-fleet");
-    let version = containerd_version(&lab).await;
-    let mut before = BTreeMap::new();
-    for (_, _, containerd) in NODES {
-        before.insert(containerd, images_on(&lab, containerd).await);
-    }
-    assert!(
-        before["old-node"].is_some(),
-        "the old node holds the image from its earlier pull"
-    );
-    assert!(
-        before["node"].is_none(),
-        "the newest node starts with an empty store"
-    );
+/// The API stand-in serving the three lab nodes, each played by its namespace and containerd.
+struct Cluster {
+    server: ApiServer,
+    config: PathBuf,
+    _scratch: Scratch,
+}
 
+async fn cluster(lab: &LabGuard, name: &str) -> Cluster {
+    let scratch = Scratch::new(name);
+    let version = containerd_version(lab).await;
     let nodes: BTreeMap<String, SimNode> = NODES
         .iter()
         .map(|(name, namespace, containerd)| {
             let sim = SimNode {
-                root: node_root(&lab, scratch.path(), name, namespace, containerd),
+                root: node_root(lab, scratch.path(), name, namespace, containerd),
                 runner: Runner {
                     prefix: vec![
                         "ip".into(),
@@ -164,49 +154,90 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
     .with_kubelet(Arc::new(kubelet));
     let server = ApiServer::start(world);
     let config = server.kubeconfig(scratch.path(), "default");
-    let fleet = |output: &str| {
-        Command::new(env!("CARGO_BIN_EXE_pullpath"))
-            .args([
-                "fleet",
-                IMAGE,
-                "--all-nodes",
-                "--runtime-pull",
-                "-o",
-                output,
-            ])
-            .arg("--kubeconfig")
-            .arg(&config)
-            .arg("--kubelet-root-dir")
-            .arg(lab.status.kubelet.join("root"))
-            .args([
-                "--probe-image",
-                "registry.example.test/tools/pullpath:0.1.0",
-            ])
-            .args(["--poll-interval", "100ms", "--deadline", "120s"])
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("pullpath fleet runs")
-    };
-    let out = fleet("json");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("fleet JSON: {e}\nstderr: {stderr}"));
-    support::assert_valid_fleet(&report);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    Cluster {
+        server,
+        config,
+        _scratch: scratch,
+    }
+}
+
+/// `pullpath fleet IMAGE --all-nodes --runtime-pull` against the cluster.
+fn fleet(lab: &LabGuard, cluster: &Cluster, output: &str) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "fleet",
+            IMAGE,
+            "--all-nodes",
+            "--runtime-pull",
+            "-o",
+            output,
+        ])
+        .arg("--kubeconfig")
+        .arg(&cluster.config)
+        .arg("--kubelet-root-dir")
+        .arg(lab.status.kubelet.join("root"))
+        .args([
+            "--probe-image",
+            "registry.example.test/tools/pullpath:0.1.0",
+        ])
+        .args(["--poll-interval", "100ms", "--deadline", "120s"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath fleet runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
     for secret in support::LAB_SECRETS.iter().chain(&["eyJ"]) {
         assert!(
             !stdout.contains(secret) && !stderr.contains(secret),
             "{secret:?} leaked"
         );
     }
-    let row = |name: &str| -> &Value {
-        report["nodes"]
-            .as_array()
-            .expect("nodes")
-            .iter()
-            .find(|r| r["node"] == name)
-            .unwrap_or_else(|| panic!("no row for {name}: {report:#}"))
-    };
+    out
+}
+
+fn json_report(out: &std::process::Output) -> Value {
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "fleet JSON: {e}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    support::assert_valid_fleet(&report);
+    report
+}
+
+fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|r| r["node"] == name)
+        .unwrap_or_else(|| panic!("no row for {name}: {report:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_runtime_agrees() {
+    let scenario = catalog().remove("fleet-pools").expect("scenario");
+    let lab = lab();
+    lab.switch("fleet-pools");
+    let mut before = BTreeMap::new();
+    for (_, _, containerd) in NODES {
+        before.insert(containerd, images_on(&lab, containerd).await);
+    }
+    assert!(
+        before["old-node"].is_some(),
+        "the old node holds the image from its earlier pull"
+    );
+    assert!(
+        before["node"].is_none(),
+        "the newest node starts with an empty store"
+    );
+    let cluster = cluster(&lab, "lab-fleet").await;
+    let out = fleet(&lab, &cluster, "json");
+    let report = json_report(&out);
+    let row = |name: &str| row(&report, name);
 
     // The broken pool, with its layer and host, from its own fresh node.
     let spot = row(SPOT);
@@ -253,7 +284,7 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
         out.status.code()
     );
     // What the on-call engineer reads.
-    let text = fleet("text");
+    let text = fleet(&lab, &cluster, "text");
     let text = String::from_utf8_lossy(&text.stdout);
     for line in [
         "✗ pool `spot` fails at blob",
@@ -266,11 +297,8 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
     }
     assert!(!text.contains("DISAGREEMENT"), "{text}");
     // Every probe pod is gone, and every node's image store is as it was.
-    assert!(
-        server.store.names().is_empty(),
-        "left: {:?}",
-        server.store.names()
-    );
+    let left = cluster.server.store.names();
+    assert!(left.is_empty(), "left: {left:?}");
     for (_, _, containerd) in NODES {
         assert_eq!(
             images_on(&lab, containerd).await,
@@ -278,4 +306,34 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
             "{containerd}'s image store changed"
         );
     }
+}
+
+/// The second pool's fresh node lacks the registry's CA: it fails at TLS, and the nodes that
+/// trust that CA are named as holding one it lacks.
+#[tokio::test(flavor = "multi_thread")]
+async fn fleet_names_a_ca_one_pool_trusts_and_another_lacks() {
+    let lab = lab();
+    lab.switch("fleet-ca");
+    let cluster = cluster(&lab, "lab-fleet-ca").await;
+    let out = fleet(&lab, &cluster, "json");
+    let report = json_report(&out);
+    let spot = row(&report, SPOT);
+    assert_eq!(spot["verdict"]["layer"], "tls", "{spot:#}");
+    assert_eq!(spot["verdict"]["host"], "registry.example.test", "{spot:#}");
+    assert_eq!(spot["runtime_pull"]["agrees"], true, "{spot:#}");
+    for name in [USER_OLD, USER_NEW] {
+        let user = row(&report, name);
+        assert_eq!(user["status"], "passed", "{user:#}");
+        let fixes = user["hand_fixes"].as_array().expect("hand fixes");
+        assert!(
+            fixes
+                .iter()
+                .any(|f| f.as_str().is_some_and(|f| f.contains("trusts the CA")
+                    && f.contains("pullpath lab ca")
+                    && f.contains(SPOT))),
+            "{user:#}"
+        );
+        assert_eq!(user["runtime_pull"]["agrees"], true, "{user:#}");
+    }
+    assert!(cluster.server.store.names().is_empty());
 }

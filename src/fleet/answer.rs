@@ -38,6 +38,29 @@ struct WireRuntimePull {
     cleanup: Option<String>,
 }
 
+/// The TLS evidence of one host the probe checked (`hosts[].tls`).
+#[derive(Debug, Clone, Deserialize)]
+struct WireHost {
+    host: String,
+    port: u16,
+    #[serde(default)]
+    tls: Option<WireTls>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct WireTls {
+    ok: bool,
+    #[serde(default)]
+    problem: Option<String>,
+    #[serde(default)]
+    chain: Vec<WireCert>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct WireCert {
+    issuer: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 struct WireReport {
     schema: String,
@@ -52,6 +75,20 @@ struct WireReport {
     elapsed_ms: Option<u64>,
     #[serde(default)]
     runtime_pull: Option<WireRuntimePull>,
+    #[serde(default)]
+    hosts: Vec<WireHost>,
+}
+
+/// How one node's handshake with a host went, and the CA its chain ends at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustSeen {
+    /// `host:port`.
+    pub host: String,
+    /// The issuer of the last certificate the server presented: the CA the node must trust.
+    pub issuer: String,
+    pub verified: bool,
+    /// The node did not trust that CA (`certificate signed by unknown authority`).
+    pub unknown_authority: bool,
 }
 
 /// The node's runtime's own answer, asked beside the probe (`--runtime-pull`).
@@ -84,6 +121,8 @@ pub struct ProbeAnswer {
     pub view: Option<String>,
     pub elapsed_ms: Option<u64>,
     pub runtime: Option<RuntimeAnswer>,
+    /// Every handshake the probe made.
+    pub trust: Vec<TrustSeen>,
 }
 
 /// What a probe pod yielded.
@@ -156,6 +195,22 @@ pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
             agrees: r.agrees,
             cleanup: r.cleanup,
         }),
+        trust: wire
+            .hosts
+            .iter()
+            .filter_map(|h| {
+                let tls = h.tls.as_ref()?;
+                Some(TrustSeen {
+                    host: format!("{}:{}", h.host, h.port),
+                    issuer: tls.chain.last()?.issuer.clone(),
+                    verified: tls.ok,
+                    unknown_authority: tls
+                        .problem
+                        .as_deref()
+                        .is_some_and(|p| p.contains("unknown authority")),
+                })
+            })
+            .collect(),
     })
 }
 

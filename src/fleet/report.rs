@@ -3,9 +3,11 @@
 //! run's answers by pure functions. One row per node, a comparison per pool, the verdict of the
 //! worst eligible pool (the exit status follows it).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use super::answer::{Answer, ProbeAnswer};
+use super::answer::{Answer, ProbeAnswer, TrustSeen};
 use super::run::{Ending, RunOutcome};
 use super::select::Candidate;
 use crate::advice::advise;
@@ -378,8 +380,40 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
 }
 
 /// The report of a run over `candidates` (every node read, chosen or not).
+/// A CA some nodes trust and others do not: node A verified host H's chain ending at issuer X
+/// while node B, asked for the same host, did not trust X (`unknown authority`). A has a CA in
+/// its store (or containerd's certs.d) that B lacks: installed by hand, or missing from B's
+/// image. Said on every node that trusts it, naming the nodes that do not.
+pub fn trust_only_here(seen: &[(&str, &str, &[TrustSeen])]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (node, _, trust) in seen {
+        for t in trust.iter().filter(|t| t.verified) {
+            let lacking: Vec<String> = seen
+                .iter()
+                .filter(|(other, _, _)| other != node)
+                .filter(|(_, _, theirs)| {
+                    theirs
+                        .iter()
+                        .any(|o| o.host == t.host && o.issuer == t.issuer && o.unknown_authority)
+                })
+                .map(|(other, pool, _)| format!("{other} (pool {pool})"))
+                .collect();
+            if !lacking.is_empty() {
+                out.entry(node.to_string()).or_default().push(format!(
+                    "trusts the CA {:?} that {} is signed by, which {} lack{}: a CA added to this node by hand, or missing from the others' image",
+                    t.issuer,
+                    t.host,
+                    lacking.join(", "),
+                    if lacking.len() == 1 { "s" } else { "" }
+                ));
+            }
+        }
+    }
+    out
+}
+
 pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> FleetReport {
-    let nodes: Vec<NodeRow> = candidates
+    let mut nodes: Vec<NodeRow> = candidates
         .iter()
         .filter(|c| c.chosen)
         .map(|c| {
@@ -387,6 +421,23 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
             row(c, run, header.now)
         })
         .collect();
+    let seen: Vec<(&str, &str, &[TrustSeen])> = outcome
+        .runs
+        .iter()
+        .filter_map(|r| match &r.answer {
+            Answer::Probe(p) => {
+                let pool = nodes.iter().find(|n| n.node == r.node)?.pool.as_str();
+                Some((r.node.as_str(), pool, p.trust.as_slice()))
+            }
+            _ => None,
+        })
+        .collect();
+    let extra = trust_only_here(&seen);
+    for row in &mut nodes {
+        if let Some(fixes) = extra.get(&row.node) {
+            row.hand_fixes.extend(fixes.iter().cloned());
+        }
+    }
     let mut pool_names: Vec<&str> = candidates.iter().map(|c| c.pool.as_str()).collect();
     pool_names.dedup();
     let mut pools: Vec<PoolRow> = pool_names
@@ -467,6 +518,35 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
 
 #[cfg(test)]
 mod tests {
+
+    fn seen(host: &str, issuer: &str, verified: bool) -> TrustSeen {
+        TrustSeen {
+            host: host.into(),
+            issuer: issuer.into(),
+            verified,
+            unknown_authority: !verified,
+        }
+    }
+
+    #[test]
+    fn a_ca_only_some_nodes_trust_is_named_on_them() {
+        let ok = [seen("r.example:443", "CN=corp root", true)];
+        let lacks = [seen("r.example:443", "CN=corp root", false)];
+        let other_ca = [seen("r.example:443", "CN=public root", false)];
+        let found = trust_only_here(&[
+            ("old", "user", &ok[..]),
+            ("new", "spot", &lacks[..]),
+            ("elsewhere", "x", &other_ca[..]),
+        ]);
+        let on_old = &found["old"];
+        assert_eq!(on_old.len(), 1);
+        assert!(on_old[0].contains("CN=corp root") && on_old[0].contains("new (pool spot)"));
+        assert!(!on_old[0].contains("elsewhere"));
+        assert!(!found.contains_key("new"));
+        // Everyone trusts it: nothing to say.
+        assert!(trust_only_here(&[("a", "p", &ok[..]), ("b", "p", &ok[..])]).is_empty());
+    }
+
     use super::*;
     use crate::cluster::nodes::NodeFacts;
     use crate::fleet::run::{Cleanup, NodeRun};
@@ -503,6 +583,7 @@ mod tests {
             view: None,
             elapsed_ms: Some(5),
             runtime: None,
+            trust: vec![],
         })
     }
 
