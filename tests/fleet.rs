@@ -229,7 +229,7 @@ impl Fleet {
         all.extend(args);
         all.extend(["-o", "json"]);
         let out = self.run(&all).await;
-        (out.status.code().unwrap_or(-1), report_of(&out))
+        (out.status.code().unwrap_or(-1), support::fleet_report(&out))
     }
 
     fn pods_left(&self) -> Vec<String> {
@@ -251,32 +251,11 @@ impl Fleet {
     }
 }
 
-fn report_of(out: &Output) -> Value {
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}\nstdout: {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    support::assert_valid_fleet(&report);
-    report
-}
-
-fn row<'a>(report: &'a Value, node: &str) -> &'a Value {
-    report["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|r| r["node"] == node)
-        .unwrap_or_else(|| panic!("no row for {node}: {report:#}"))
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_broken_pool_is_named_with_its_layer_and_host_and_the_passing_pool_too() {
     let f = fleet("fleet-basic", &[]).await;
     let (code, r) = f.json(&[]).await;
-    let failing = row(&r, USER_NEW);
+    let failing = support::fleet_row(&r, USER_NEW);
     assert_eq!(failing["status"], "failed", "{r:#}");
     assert_eq!(failing["verdict"]["layer"], "refused", "{r:#}");
     assert_eq!(
@@ -286,7 +265,7 @@ async fn the_broken_pool_is_named_with_its_layer_and_host_and_the_passing_pool_t
     );
     assert_eq!(failing["chosen_because"], "the pool's newest Ready node");
     assert_eq!(failing["source"], "probe");
-    let passing = row(&r, SYSTEM);
+    let passing = support::fleet_row(&r, SYSTEM);
     assert_eq!(passing["status"], "passed", "{r:#}");
     assert_eq!(passing["verdict"]["passed"], true);
     // The old node of the failing pool was not probed, and the report says why.
@@ -331,11 +310,11 @@ async fn the_broken_pool_is_named_with_its_layer_and_host_and_the_passing_pool_t
 async fn a_cached_node_works_from_cache_and_the_text_says_so() {
     let f = fleet("fleet-cache", &[]).await;
     let (_, r) = f.json(&["--nodes-per-pool", "2"]).await;
-    let cached = row(&r, USER_OLD);
+    let cached = support::fleet_row(&r, USER_OLD);
     assert_eq!(cached["cached"], true);
     assert_eq!(cached["status"], "works-from-cache", "{r:#}");
     assert_eq!(cached["verdict"]["layer"], "refused");
-    assert_eq!(row(&r, USER_NEW)["cached"], false);
+    assert_eq!(support::fleet_row(&r, USER_NEW)["cached"], false);
     assert!(f.pods_left().is_empty());
     let out = f.run(&[IMAGE, "--nodes-per-pool", "2"]).await;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -360,7 +339,7 @@ async fn a_hand_fixed_node_passes_and_is_named_as_hand_fixed() {
     )
     .await;
     let (_, r) = f.json(&[]).await;
-    let fixed = row(&r, SYSTEM_FIXED);
+    let fixed = support::fleet_row(&r, SYSTEM_FIXED);
     assert_eq!(fixed["chosen_because"], "the pool's newest Ready node");
     assert_eq!(fixed["status"], "passed", "{r:#}");
     let fixes = fixed["hand_fixes"].as_array().expect("hand fixes");
@@ -390,7 +369,7 @@ async fn eligibility_comes_from_the_workload_and_an_ineligible_pool_is_still_che
     let f = fleet("fleet-for", &[]).await;
     let (code, r) = f.json(&["--for", "deploy/web", "-n", "shop"]).await;
     assert_eq!(r["workload"], "Deployment/web in shop");
-    let system = row(&r, SYSTEM);
+    let system = support::fleet_row(&r, SYSTEM);
     assert_eq!(system["eligible"], false, "{r:#}");
     assert!(
         system["not_eligible_because"]
@@ -398,7 +377,7 @@ async fn eligibility_comes_from_the_workload_and_an_ineligible_pool_is_still_che
             .is_some_and(|w| w.contains("nodeSelector agentpool=user"))
     );
     assert_eq!(system["status"], "passed");
-    assert_eq!(row(&r, USER_NEW)["eligible"], true);
+    assert_eq!(support::fleet_row(&r, USER_NEW)["eligible"], true);
     let system_pool = r["pools"]
         .as_array()
         .expect("pools")
@@ -435,7 +414,7 @@ async fn a_probe_pod_stuck_in_err_image_pull_is_that_nodes_explained_finding() {
     )
     .await;
     let (code, r) = f.json(&[]).await;
-    let stuck = row(&r, USER_NEW);
+    let stuck = support::fleet_row(&r, USER_NEW);
     assert_eq!(stuck["status"], "probe-image-failed", "{r:#}");
     assert_eq!(stuck["source"], "probe-pod");
     assert_eq!(stuck["verdict"]["layer"], "route", "{r:#}");
@@ -460,14 +439,14 @@ async fn every_probe_pod_is_deleted_at_the_deadline() {
     let f = fleet("fleet-deadline", &[(USER_NEW, Behaviour::Hang)]).await;
     let (code, r) = f.json(&["--deadline", "3s"]).await;
     assert_eq!(r["ending"], "deadline", "{r:#}");
-    let hung = row(&r, USER_NEW);
+    let hung = support::fleet_row(&r, USER_NEW);
     assert_eq!(hung["status"], "no-answer");
     assert!(
         hung["verdict"]["cause"]
             .as_str()
             .is_some_and(|c| c.contains("deadline"))
     );
-    assert_eq!(row(&r, SYSTEM)["status"], "passed");
+    assert_eq!(support::fleet_row(&r, SYSTEM)["status"], "passed");
     assert_eq!(code, 3, "an eligible pool without an answer is undecided");
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
 }
@@ -519,7 +498,7 @@ async fn sigint_and_sigterm_delete_every_probe_pod_and_kubectl_sees_them_while_t
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
         .await
         .expect("wait");
-    let r = report_of(&out);
+    let r = support::fleet_report(&out);
     assert_eq!(r["ending"], "interrupted", "{r:#}");
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
     // SIGTERM (what `kubectl`-driving scripts and CI runners send) is handled the same way.
@@ -529,7 +508,7 @@ async fn sigint_and_sigterm_delete_every_probe_pod_and_kubectl_sees_them_while_t
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
         .await
         .expect("wait");
-    assert_eq!(report_of(&out)["ending"], "interrupted");
+    assert_eq!(support::fleet_report(&out)["ending"], "interrupted");
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
 }
 
@@ -617,10 +596,10 @@ async fn a_node_running_the_image_works_from_cache() {
     )
     .await;
     let (_, r) = f.json(&[]).await;
-    let new = row(&r, USER_NEW);
+    let new = support::fleet_row(&r, USER_NEW);
     assert_eq!(new["status"], "works-from-cache", "{r:#}");
     assert_eq!(new["cache_evidence"], json!(["running"]));
-    assert_eq!(row(&r, SYSTEM)["cache_evidence"], json!([]));
+    assert_eq!(support::fleet_row(&r, SYSTEM)["cache_evidence"], json!([]));
 }
 
 /// Every API refusal fleet cannot work without is pullpath's own error (exit 70), one line
@@ -720,19 +699,19 @@ async fn for_a_pod_the_node_it_landed_on_is_probed_too() {
         .json(&["--for", "pod/web-6d8f7c9b5-q8w2e", "-n", "shop"])
         .await;
     assert_eq!(r["workload"], "Pod/web-6d8f7c9b5-q8w2e in shop");
-    let landed = row(&r, USER_OLD);
+    let landed = support::fleet_row(&r, USER_OLD);
     assert_eq!(
         landed["chosen_because"], "the node the pod landed on",
         "{r:#}"
     );
     assert_eq!(
-        row(&r, USER_NEW)["chosen_because"],
+        support::fleet_row(&r, USER_NEW)["chosen_because"],
         "the pool's newest Ready node"
     );
     // The pod has no nodeSelector and tolerates nothing: the system pool's taint keeps it off.
-    assert_eq!(row(&r, SYSTEM)["eligible"], false);
+    assert_eq!(support::fleet_row(&r, SYSTEM)["eligible"], false);
     assert!(
-        row(&r, SYSTEM)["not_eligible_because"]
+        support::fleet_row(&r, SYSTEM)["not_eligible_because"]
             .as_str()
             .is_some_and(|w| w.contains("CriticalAddonsOnly"))
     );
@@ -751,7 +730,7 @@ async fn a_run_that_cannot_list_its_pods_says_so_and_still_deletes_them() {
     let (code, r) = f.json(&["--deadline", "20s"]).await;
     // Each node gives up after a few failed lists, long before the deadline.
     assert_eq!(r["ending"], "finished", "{r:#}");
-    let cause = row(&r, USER_NEW)["verdict"]["cause"]
+    let cause = support::fleet_row(&r, USER_NEW)["verdict"]["cause"]
         .as_str()
         .unwrap_or("")
         .to_string();
@@ -797,20 +776,23 @@ async fn explain_pod_probe_explains_then_asks_the_nodes() {
         },
     )
     .await;
-    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
-        .args([
-            "explain",
-            "pod/web-6d8f7c9b5-zz9kq",
-            "-n",
-            "shop",
-            "--probe",
-        ])
-        .arg("--kubeconfig")
-        .arg(&f.config)
-        .args(["--probe-image", "registry.fleet.test/tools/pullpath:0.1.0"])
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("pullpath runs");
+    let explain = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pullpath"))
+            .args([
+                "explain",
+                "pod/web-6d8f7c9b5-zz9kq",
+                "-n",
+                "shop",
+                "--probe",
+            ])
+            .args(extra)
+            .arg("--kubeconfig")
+            .arg(&f.config)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("pullpath runs")
+    };
+    let out = explain(&["--probe-image", "registry.fleet.test/tools/pullpath:0.1.0"]);
     let text = String::from_utf8_lossy(&out.stdout);
     // The explanation first, then the nodes' own answers for the failing image.
     let explained = text
@@ -835,20 +817,7 @@ async fn explain_pod_probe_explains_then_asks_the_nodes() {
         out.status
     );
     // JSON goes through `fleet`, which has its own schema.
-    let json = Command::new(env!("CARGO_BIN_EXE_pullpath"))
-        .args([
-            "explain",
-            "pod/web-6d8f7c9b5-zz9kq",
-            "-n",
-            "shop",
-            "--probe",
-            "-o",
-            "json",
-        ])
-        .arg("--kubeconfig")
-        .arg(&f.config)
-        .output()
-        .expect("pullpath runs");
+    let json = explain(&["-o", "json"]);
     assert_eq!(json.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&json.stderr).contains("pullpath fleet IMAGE --for pod/"));
 }

@@ -197,26 +197,6 @@ fn fleet(lab: &LabGuard, cluster: &Cluster, output: &str) -> std::process::Outpu
     out
 }
 
-fn json_report(out: &std::process::Output) -> Value {
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "fleet JSON: {e}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    support::assert_valid_fleet(&report);
-    report
-}
-
-fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|r| r["node"] == name)
-        .unwrap_or_else(|| panic!("no row for {name}: {report:#}"))
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_runtime_agrees() {
     let scenario = catalog().remove("fleet-pools").expect("scenario");
@@ -236,8 +216,8 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
     );
     let cluster = cluster(&lab, "lab-fleet").await;
     let out = fleet(&lab, &cluster, "json");
-    let report = json_report(&out);
-    let row = |name: &str| row(&report, name);
+    let report = support::fleet_report(&out);
+    let row = |name: &str| support::fleet_row(&report, name);
 
     // The broken pool, with its layer and host, from its own fresh node.
     let spot = row(SPOT);
@@ -316,13 +296,13 @@ async fn fleet_names_a_ca_one_pool_trusts_and_another_lacks() {
     lab.switch("fleet-ca");
     let cluster = cluster(&lab, "lab-fleet-ca").await;
     let out = fleet(&lab, &cluster, "json");
-    let report = json_report(&out);
-    let spot = row(&report, SPOT);
+    let report = support::fleet_report(&out);
+    let spot = support::fleet_row(&report, SPOT);
     assert_eq!(spot["verdict"]["layer"], "tls", "{spot:#}");
     assert_eq!(spot["verdict"]["host"], "registry.example.test", "{spot:#}");
     assert_eq!(spot["runtime_pull"]["agrees"], true, "{spot:#}");
     for name in [USER_OLD, USER_NEW] {
-        let user = row(&report, name);
+        let user = support::fleet_row(&report, name);
         assert_eq!(user["status"], "passed", "{user:#}");
         let fixes = user["hand_fixes"].as_array().expect("hand fixes");
         assert!(

@@ -235,6 +235,29 @@ pub fn assert_valid_report(report: &serde_json::Value) {
     assert_valid(&validator, "report.schema.json", report);
 }
 
+/// A `pullpath fleet -o json` run's report, validated against docs/fleet.schema.json.
+pub fn fleet_report(out: &Output) -> serde_json::Value {
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "fleet JSON: {e}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_valid_fleet(&report);
+    report
+}
+
+/// A fleet report's row for `node`.
+pub fn fleet_row<'a>(report: &'a serde_json::Value, node: &str) -> &'a serde_json::Value {
+    report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|r| r["node"] == node)
+        .unwrap_or_else(|| panic!("no row for {node}: {report:#}"))
+}
+
 /// Validate a `pullpath fleet` report against docs/fleet.schema.json.
 pub fn assert_valid_fleet(report: &serde_json::Value) {
     let validator =
