@@ -272,8 +272,14 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         ("--https-proxy", &args.https_proxy),
         ("--http-proxy", &args.http_proxy),
     ] {
+        // Stricter than Go's fallback to `http://VALUE`, which turns a broken URL into a
+        // proxy named `http`: a flag with a scheme must be a URL with a host.
+        let readable = |value: &str| match value.contains("://") {
+            true => url::Url::parse(value).is_ok_and(|u| u.host_str().is_some()),
+            false => probe::proxy::parse_proxy(value).is_some(),
+        };
         if let Some(value) = value.as_deref().filter(|v| !v.is_empty())
-            && probe::proxy::parse_proxy(value).is_none()
+            && !readable(value)
         {
             bail!(
                 "{flag} {:?} is not a proxy URL (want http://host:port or https://host:port)",

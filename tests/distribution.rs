@@ -217,3 +217,25 @@ fn version_names_the_commit_it_was_built_from() {
         format!("pullpath {} (commit {commit})", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn bad_probe_flags_are_usage_errors_that_never_echo_a_password() {
+    let out = pullpath(&[
+        "probe",
+        "registry.example.test/app:v1",
+        "--https-proxy",
+        "http://user:s3cret@[broken",
+    ]);
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--https-proxy"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    let out = pullpath(&[
+        "probe",
+        "registry.example.test/app:v1",
+        "--containerd-version",
+        "latest",
+    ]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--containerd-version"));
+}

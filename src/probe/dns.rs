@@ -177,49 +177,41 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         };
     }
     let from_hosts = config.hosts_entry(host);
-    if !from_hosts.is_empty() && is_stock_localhost(host) {
-        // `localhost` and its kin: every node image ships them, so they are no hand fix.
-        return Resolution {
-            host: host.into(),
-            source: Source::HostsFile,
-            addresses: from_hosts,
-            cname_chain: vec![],
-            answered_by: None,
-            servers: vec![],
-            hand_fix: None,
-        };
-    }
-    let dns = resolve_dns(host, config, timeout).await;
     if from_hosts.is_empty() {
-        return dns;
+        return resolve_dns(host, config, timeout).await;
     }
-    let dns_says = match dns.failure() {
-        Some(failure) => format!("without it DNS gives {failure}"),
-        None => format!(
-            "DNS alone gives {}",
-            dns.addresses
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    // `localhost` and its kin ship with every node image: no hand fix, and no DNS to compare.
+    let (hand_fix, servers) = if is_stock_localhost(host) {
+        (None, vec![])
+    } else {
+        let dns = resolve_dns(host, config, timeout).await;
+        let dns_says = match dns.failure() {
+            Some(failure) => format!("without it DNS gives {failure}"),
+            None => format!("DNS alone gives {}", joined(&dns.addresses)),
+        };
+        let fix = format!(
+            "/etc/hosts maps {host} to {}: a hand fix that disappears when the node is replaced; {dns_says}",
+            joined(&from_hosts)
+        );
+        (Some(fix), dns.servers)
     };
     Resolution {
         host: host.into(),
         source: Source::HostsFile,
-        addresses: from_hosts.clone(),
+        addresses: from_hosts,
         cname_chain: vec![],
         answered_by: None,
-        hand_fix: Some(format!(
-            "/etc/hosts maps {host} to {}: a hand fix that disappears when the node is replaced; {dns_says}",
-            from_hosts
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        servers: dns.servers,
+        hand_fix,
+        servers,
     }
+}
+
+fn joined(addresses: &[IpAddr]) -> String {
+    addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> Resolution {

@@ -87,49 +87,60 @@ impl HostsConfig {
                 .map(|name| root.join(name))
                 .find(|p| p.is_dir())
         });
-        let text = dir
-            .as_ref()
-            .map(|dir| std::fs::read_to_string(dir.join("hosts.toml")).unwrap_or_default());
-        HostsConfig::decide(
-            |line| build(text.as_deref(), dir.as_deref(), registry, line),
-            line,
-        )
+        let found = dir.map(|dir| Directory {
+            text: std::fs::read_to_string(dir.join("hosts.toml")).unwrap_or_default(),
+            crt: crt_files(&dir),
+            path: dir,
+        });
+        HostsConfig::decide(found.as_ref(), registry, line)
     }
 
     /// Parse a hosts.toml of directory `dir` for `registry`, by the rules of `line`.
     pub fn parse(text: &str, dir: &Path, registry: &str, line: ContainerdLine) -> HostsConfig {
-        HostsConfig::decide(|line| build(Some(text), Some(dir), registry, line), line)
+        let found = Directory {
+            text: text.to_string(),
+            crt: crt_files(dir),
+            path: dir.to_path_buf(),
+        };
+        HostsConfig::decide(Some(&found), registry, line)
     }
 
     /// `line`'s configuration, marked version-dependent when another line's hosts differ.
-    fn decide(build: impl Fn(ContainerdLine) -> HostsConfig, line: ContainerdLine) -> HostsConfig {
-        let mut config = build(line);
-        config.version_dependent = [
-            ContainerdLine::V1_6,
-            ContainerdLine::V1_7,
-            ContainerdLine::V2,
-        ]
-        .into_iter()
-        .any(|other| build(other).endpoints != config.endpoints);
+    fn decide(found: Option<&Directory>, registry: &str, line: ContainerdLine) -> HostsConfig {
+        let mut every: Vec<(ContainerdLine, HostsConfig)> = ContainerdLine::ALL
+            .into_iter()
+            .map(|each| (each, build(found, registry, each)))
+            .collect();
+        let differ = every
+            .windows(2)
+            .any(|w| w[0].1.endpoints != w[1].1.endpoints);
+        let at = every
+            .iter()
+            .position(|(each, _)| *each == line)
+            .unwrap_or(0);
+        let mut config = every.swap_remove(at).1;
+        config.version_dependent = differ;
         config
     }
 }
 
-/// The hosts containerd of `line` builds from a directory's hosts.toml (`None`: no directory;
-/// an empty text: no file).
-fn build(
-    text: Option<&str>,
-    dir: Option<&Path>,
-    registry: &str,
-    line: ContainerdLine,
-) -> HostsConfig {
+/// A registry's directory under `config_path`, read once: its hosts.toml (empty when there
+/// is none) and its `*.crt` files.
+struct Directory {
+    path: PathBuf,
+    text: String,
+    crt: Vec<PathBuf>,
+}
+
+/// The hosts containerd of `line` builds from a registry's directory (`None`: it has none).
+fn build(found: Option<&Directory>, registry: &str, line: ContainerdLine) -> HostsConfig {
     let config = |endpoints, notes| HostsConfig {
-        dir: dir.map(Path::to_path_buf),
+        dir: found.map(|d| d.path.clone()),
         endpoints,
         notes,
         version_dependent: false,
     };
-    let (Some(text), Some(dir)) = (text, dir) else {
+    let Some(found) = found else {
         let endpoint = default_endpoint(registry, vec![], line);
         let notes = is_localhost(&endpoint.authority)
             .then(|| localhost_note(registry, &endpoint, line))
@@ -137,19 +148,17 @@ fn build(
             .collect();
         return config(vec![endpoint], notes);
     };
-    if text.trim().is_empty() {
-        return config(
-            vec![default_endpoint(registry, crt_files(dir), line)],
-            vec![],
-        );
+    let with_crt = || vec![default_endpoint(registry, found.crt.clone(), line)];
+    if found.text.trim().is_empty() {
+        return config(with_crt(), vec![]);
     }
-    match parse_hosts(text, dir, registry, line) {
+    match parse_hosts(&found.text, &found.path, registry, line) {
         Ok((endpoints, notes)) => config(endpoints, notes),
         Err(why) => config(
-            vec![default_endpoint(registry, crt_files(dir), line)],
+            with_crt(),
             vec![format!(
                 "{}/hosts.toml does not decode ({why}): containerd logs \"failed to decode hosts.toml\" and uses only the directory's *.crt files",
-                dir.display()
+                found.path.display()
             )],
         ),
     }

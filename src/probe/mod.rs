@@ -199,22 +199,11 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         .map(|plan| crate::report::CredentialsReport::new(plan, &attempts));
     if let Some(socket) = &config.runtime_pull {
         // The credential the verdict came from is the one the kubelet's loop ends with.
-        let credentials = attempts.last().and_then(|a| a.candidate.as_ref()).map(|c| {
-            crate::runtime::cri::Credentials {
-                username: c.credentials.username.clone(),
-                password: c.credentials.password.clone(),
-            }
-        });
-        let image = config.image.to_string();
-        let repository = format!("{}/{}", config.image.registry, config.image.repository);
-        let pulled = runtime_pull::ask(
-            socket,
-            &image,
-            &repository,
-            credentials.as_ref(),
-            config.deadline,
-        )
-        .await;
+        let credentials = attempts
+            .last()
+            .and_then(|a| a.candidate.as_ref())
+            .map(|c| &c.credentials);
+        let pulled = runtime_pull::ask(socket, &config.image, credentials, config.deadline).await;
         report.add_runtime_pull(&pulled);
     }
     Ok(report)

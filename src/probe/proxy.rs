@@ -289,10 +289,24 @@ where
     }
 }
 
-/// A proxy variable's value fit to print: a URL's password replaced.
+/// A proxy variable's value fit to print: a URL's password replaced — also in a value that
+/// is no URL pullpath can read (`user:pass@host:3128`, a broken host), where whatever stands
+/// between the user name's `:` and the authority's last `@` is taken for the password.
 pub fn redact_value(value: &str) -> String {
-    match Url::parse(value) {
-        Ok(url) if url.password().is_some() => redact_proxy(&url),
+    if let Ok(url) = Url::parse(value)
+        && url.password().is_some()
+    {
+        return redact_proxy(&url);
+    }
+    let start = value.find("://").map_or(0, |i| i + 3);
+    let end = value[start..].find('/').map_or(value.len(), |i| start + i);
+    let authority = &value[start..end];
+    match (authority.find(':'), authority.rfind('@')) {
+        (Some(colon), Some(at)) if colon < at => format!(
+            "{}:REDACTED{}",
+            &value[..start + colon],
+            &value[start + at..]
+        ),
         _ => value.to_string(),
     }
 }
@@ -533,6 +547,27 @@ fn unquote(v: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn passwords_are_redacted_even_in_values_that_are_no_url() {
+        assert_eq!(
+            redact_value("http://bob:pw@proxy.corp:3128"),
+            "http://bob:REDACTED@proxy.corp:3128/"
+        );
+        assert_eq!(
+            redact_value("http://user:s3cret@[broken"),
+            "http://user:REDACTED@[broken"
+        );
+        assert_eq!(
+            redact_value("bob:pw@proxy.corp:3128"),
+            "bob:REDACTED@proxy.corp:3128"
+        );
+        assert_eq!(redact_value("proxy.corp:3128"), "proxy.corp:3128");
+        assert_eq!(
+            redact_value("http://proxy.corp:3128"),
+            "http://proxy.corp:3128"
+        );
+    }
     use super::*;
 
     fn config(https: &str, no_proxy: &str) -> ProxyConfig {

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::image_ref::ImageRef;
 use crate::runtime::cri::{self, HeldImage, ImageService, PullOutcome};
 
 /// What the runtime said, and what was done to leave the node as found.
@@ -65,15 +66,16 @@ pub fn removal(before: Option<&HeldImage>, after: &HeldImage, repository: &str) 
     }
 }
 
-/// Ask the runtime on `socket` to pull `image` (`repository` without tag or digest) with
-/// `credentials`, then leave the node as found.
+/// Ask the runtime on `socket` to pull `image` with `credentials`, then leave the node as
+/// found.
 pub async fn ask(
     socket: &Path,
-    image: &str,
-    repository: &str,
+    image: &ImageRef,
     credentials: Option<&cri::Credentials>,
     timeout: Duration,
 ) -> RuntimePull {
+    let repository = format!("{}/{}", image.registry, image.repository);
+    let image = &image.to_string();
     let unasked = |why: String| RuntimePull {
         answer: Answer::Unasked(why),
         was_cached: false,
@@ -97,7 +99,7 @@ pub async fn ask(
     };
     let cleanup = match &answer {
         Answer::Pulled(_) => match runtime.status(image).await {
-            Ok(Some(after)) => match removal(before.as_ref(), &after, repository) {
+            Ok(Some(after)) => match removal(before.as_ref(), &after, &repository) {
                 Cleanup::Removed => match runtime.remove(image).await {
                     Ok(()) => Cleanup::Removed,
                     Err(e) => Cleanup::Kept(format!("removing it failed: {e}")),

@@ -79,21 +79,9 @@ fn go_code_name(code: tonic::Code) -> &'static str {
     }
 }
 
-/// Credentials as the kubelet passes them from an `imagePullSecret`.
-#[derive(Clone)]
-pub struct Credentials {
-    pub username: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
+/// Credentials as the kubelet passes them from an `imagePullSecret` (the probe's own type:
+/// its `Debug` never shows the password).
+pub use crate::probe::creds::Credentials;
 
 /// A connection to one runtime's image service.
 pub struct ImageService {

@@ -24,6 +24,13 @@ pub enum ContainerdLine {
 }
 
 impl ContainerdLine {
+    /// Every line, oldest first.
+    pub const ALL: [ContainerdLine; 3] = [
+        ContainerdLine::V1_6,
+        ContainerdLine::V1_7,
+        ContainerdLine::V2,
+    ];
+
     /// The line of a version string as containerd reports it over CRI (`v1.7.24`) or as a
     /// distribution packages it (`1.6.20~ds1`, `2.1.9+ds1`). Versions before 1.6 follow 1.6's
     /// rules (the hosts.toml code did not change between 1.5 and 1.6); later majors follow 2.x.
@@ -133,19 +140,6 @@ impl RuntimeIdentity {
             line: ASSUMED_LINE,
         }
     }
-
-    /// "containerd v1.7.24 (asked over CRI)", for notes that depend on the version.
-    pub fn describe(&self) -> String {
-        let who = match (&self.name, &self.version) {
-            (Some(name), Some(version)) => format!("{name} {version}"),
-            _ => format!("containerd {} (assumed)", self.line.as_str()),
-        };
-        match &self.source {
-            VersionSource::Cri(_) => format!("{who}, asked over CRI"),
-            VersionSource::Flag => format!("{who}, from --containerd-version"),
-            VersionSource::Unknown(_) => who,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -206,7 +200,10 @@ mod tests {
         let ours =
             RuntimeIdentity::from_cri("/run/containerd/containerd.sock", "containerd", "v2.1.9");
         assert_eq!(ours.line, ContainerdLine::V2);
-        assert_eq!(ours.describe(), "containerd v2.1.9, asked over CRI");
+        assert_eq!(
+            ours.source,
+            VersionSource::Cri("/run/containerd/containerd.sock".into())
+        );
         let crio = RuntimeIdentity::from_cri("/run/crio/crio.sock", "cri-o", "1.31.0");
         assert_eq!(crio.line, ASSUMED_LINE);
         assert!(
@@ -220,6 +217,9 @@ mod tests {
             ContainerdLine::V1_6
         );
         let unknown = RuntimeIdentity::unknown("no CRI socket at /run/containerd/containerd.sock");
-        assert_eq!(unknown.describe(), "containerd 1.7 (assumed)");
+        assert_eq!((unknown.name, unknown.line), (None, ASSUMED_LINE));
+        assert!(
+            matches!(&unknown.source, VersionSource::Unknown(why) if why.contains("no CRI socket"))
+        );
     }
 }
