@@ -27,6 +27,9 @@ pub struct Observed {
     pub credential: Option<String>,
     /// The failing host was reached through the runtime's proxy (its URL, credentials redacted).
     pub through_proxy: Option<String>,
+    /// The image names a registry host and no repository, so it was pulled from Docker Hub
+    /// ([`crate::image_ref::registry_read_as_repository`]): the name, whatever the layer.
+    pub registry_as_repository: Option<String>,
 }
 
 /// Advice for a failure, with what was observed about it: computed once, for both commands.
@@ -66,6 +69,14 @@ pub fn advise_observed(
     {
         advice.owner = Owner::DnsTeam;
         advice.where_to_look.insert(0, zone.clone());
+    }
+    if let Some(name) = &observed.registry_as_repository {
+        // Whatever failed on the way to Docker Hub, the fix is the name in the pod spec.
+        advice.owner = Owner::ApplicationTeam;
+        advice.where_to_look.insert(
+            0,
+            format!("the image name `{name}` is a registry with no repository: a name without `/` is read as Docker Hub's `docker.io/library/{name}`, so the pull asked Docker Hub; write `{name}/REPOSITORY:TAG`"),
+        );
     }
     advice
 }
@@ -262,14 +273,29 @@ mod tests {
     fn dns_to_the_public_endpoint_makes_a_failed_connection_the_dns_teams() {
         let observed = Observed {
             public_behind_private_link: Some("r resolves through privatelink".into()),
-            credential: None,
-            through_proxy: None,
+            ..Observed::default()
         };
         let advice = advise_observed(Layer::Route, None, Hop::Registry, "r", &observed);
         assert_eq!(advice.owner, Owner::DnsTeam);
         assert!(advice.where_to_look[0].contains("privatelink"));
         let auth = advise_observed(Layer::Auth, None, Hop::Auth, "r", &observed);
         assert_eq!(auth.owner, Owner::Identity);
+    }
+
+    #[test]
+    fn a_registry_without_a_repository_is_the_names_fault_whatever_failed() {
+        let observed = Observed {
+            registry_as_repository: Some("r.example.com".into()),
+            ..Observed::default()
+        };
+        for layer in [Layer::NotFound, Layer::Dns] {
+            let advice = advise_observed(layer, None, Hop::Registry, "docker.io", &observed);
+            assert_eq!(advice.owner, Owner::ApplicationTeam, "{layer}");
+            assert!(
+                advice.where_to_look[0].contains("`docker.io/library/r.example.com`"),
+                "{advice:?}"
+            );
+        }
     }
 
     #[test]

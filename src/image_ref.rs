@@ -188,6 +188,31 @@ pub fn named_registry(reference: &str) -> Option<&str> {
     is_registry(first).then_some(first)
 }
 
+/// The registry host of a reference written without its repository (`r.example.com`,
+/// `123456789012.dkr.ecr.eu-west-1.amazonaws.com:v1`), as the runtime normalised it or as
+/// written. A name without `/` is a Docker Hub official image (`docker.io/library/NAME`,
+/// distribution/reference `splitDockerDomain`), so such a pull asks Docker Hub for a
+/// repository named after the host, and Docker Hub answers "denied" for it. Official images
+/// have no dotted names, so a dotted name ending in an alphabetic label is a registry. A CI
+/// log's `***` mask stands in for a secret part of the name.
+pub fn registry_read_as_repository(reference: &str) -> Option<&str> {
+    let name = ["docker.io/library/", "index.docker.io/library/"]
+        .iter()
+        .find_map(|prefix| reference.strip_prefix(prefix))
+        .unwrap_or(reference);
+    if name.contains('/') {
+        return None;
+    }
+    let name = name.split([':', '@']).next().unwrap_or(name);
+    let (_, last_label) = name.rsplit_once('.')?;
+    let hostlike = last_label.len() >= 2
+        && last_label.bytes().all(|b| b.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'*'));
+    hostlike.then_some(name)
+}
+
 /// Docker's rule: the first component is a registry if it has a dot or a port, or is
 /// `localhost`, or is an IPv6 literal.
 fn is_registry(first: &str) -> bool {
@@ -222,6 +247,36 @@ mod tests {
         assert_eq!(named_registry("localhost/app"), Some("localhost"));
         assert_eq!(named_registry("team/app:v1"), None);
         assert_eq!(named_registry("nginx"), None);
+    }
+
+    #[test]
+    fn a_registry_written_without_its_repository_is_read_as_docker_hub() {
+        let ecr = "123456789012.dkr.ecr.eu-west-1.amazonaws.com";
+        assert_eq!(registry_read_as_repository(ecr), Some(ecr));
+        // As containerd prints it, normalised, and with a tag or the CI log's mask.
+        assert_eq!(
+            registry_read_as_repository(&format!("docker.io/library/{ecr}:latest")),
+            Some(ecr)
+        );
+        assert_eq!(
+            registry_read_as_repository("***.dkr.ecr.eu-west-1.amazonaws.com"),
+            Some("***.dkr.ecr.eu-west-1.amazonaws.com")
+        );
+        // The parse agrees: Docker Hub, library/NAME.
+        assert_eq!(
+            parse(ecr).to_string(),
+            format!("docker.io/library/{ecr}:latest")
+        );
+        for fine in [
+            "nginx",
+            "nginx:1.27",
+            "team/app",
+            "r.example.com/app",
+            "docker.io/library/nginx:latest",
+            "python:3.12",
+        ] {
+            assert_eq!(registry_read_as_repository(fine), None, "{fine}");
+        }
     }
 
     #[test]

@@ -108,6 +108,11 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
         public_behind_private_link: None,
         credential: d.credential.map(|c| c.evidence(&d.credential_host())),
         through_proxy: None,
+        registry_as_repository: d
+            .image
+            .as_deref()
+            .and_then(crate::image_ref::registry_read_as_repository)
+            .map(str::to_string),
     };
     let advice: Advice = advise_observed(d.layer, d.mechanism, d.hop, &host, &observed);
     let looks_like_pull = d.about_a_pull;

@@ -56,10 +56,11 @@ static BROKEN_URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(https?): ?/([A-Za-z0-9\[])").expect("static regex"));
 /// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
 /// name is always quoted, and requiring the quote keeps `pulling image failed` from naming an
-/// image called "failed"; the other contexts name it bare.
+/// image called "failed"; the other contexts name it bare. A CI log (GitHub Actions) masks a
+/// secret part of the name as `***`.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )((?:\*\*\*|[A-Za-z0-9])[A-Za-z0-9._:/@\[\]*-]*)"#,
     )
     .expect("static regex")
 });

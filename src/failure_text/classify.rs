@@ -321,7 +321,9 @@ fn is_bare_backoff(text: &str) -> bool {
 fn registry_of(image: &str) -> Option<String> {
     if let Some(registry) = named_registry(image) {
         Some(registry.to_ascii_lowercase())
-    } else if image.contains('*') {
+    } else if image.contains('*') && crate::image_ref::registry_read_as_repository(image).is_none()
+    {
+        // A masked first component may have been the registry.
         None
     } else {
         Some("docker.io".into())
@@ -841,6 +843,16 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
 /// failed underneath, so the words after it are read, not the prefix.
 fn denied(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     let text = chain.text.as_str();
+    // A registry host written without its repository was asked of Docker Hub as
+    // `library/HOST`, which does not exist: the name decides.
+    if chain
+        .image
+        .as_deref()
+        .and_then(crate::image_ref::registry_read_as_repository)
+        .is_some()
+    {
+        return (Layer::NotFound, None);
+    }
     // A Basic challenge the kubelet passed no secret for (authorizer.go): missing credentials.
     // A bearer token the registry calls `invalid_token` (RFC 6750 §3.1: expired, revoked,
     // malformed) or an expired ECR token: the credential, not the rights.
@@ -1117,6 +1129,30 @@ mod tests {
         assert_eq!(
             layer("denied: requested access to the resource is denied"),
             (Layer::NotFound, true)
+        );
+    }
+
+    #[test]
+    fn a_registry_named_without_its_repository_was_asked_of_docker_hub() {
+        // Docker's words, with a CI log's mask; containerd's, with the name it normalised.
+        for text in [
+            "Error response from daemon: pull access denied for ***.dkr.ecr.eu-west-1.amazonaws.com, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
+            r#"failed to resolve reference "docker.io/library/r.example.com:latest": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed"#,
+        ] {
+            let d = classify(&one(text), runtime(text));
+            assert_eq!(
+                (d.layer, d.ambiguity.is_none(), d.host.as_deref()),
+                (Layer::NotFound, true, Some("docker.io")),
+                "{text}"
+            );
+        }
+        // With a repository the name decides nothing: still the three meanings of "denied".
+        let text = "Error response from daemon: pull access denied for ***.dkr.ecr.eu-west-1.amazonaws.com/app, repository does not exist or may require 'docker login': denied: requested access to the resource is denied";
+        let d = classify(&one(text), runtime(text));
+        assert!(d.ambiguity.is_some());
+        assert_eq!(
+            d.host.as_deref(),
+            Some("***.dkr.ecr.eu-west-1.amazonaws.com")
         );
     }
 

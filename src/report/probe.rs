@@ -86,7 +86,7 @@ impl ProbeReport {
         let (verdict, advice) = match &outcome.result {
             Ok(()) => (Verdict::passed(), None),
             Err(stop) => {
-                let advice = advise_stop(stop, &outcome.hosts);
+                let advice = advise_stop(stop, &outcome.hosts, &context.image);
                 (Verdict::stopped(stop, advice.owner), Some(advice))
             }
         };
@@ -448,8 +448,9 @@ fn fallback_warnings(fallbacks: &[Fallback]) -> Vec<String> {
         .collect()
 }
 
-/// Advice for where the walk stopped, with what DNS showed about the failing host.
-fn advise_stop(stop: &Stop, hosts: &[HostCheck]) -> Advice {
+/// Advice for where the walk stopped, with what DNS showed about the failing host and what
+/// the image's name shows.
+fn advise_stop(stop: &Stop, hosts: &[HostCheck], image: &str) -> Advice {
     let public_behind_private_link = hosts
         .iter()
         .find(|h| h.host == stop.authority.host)
@@ -474,6 +475,8 @@ fn advise_stop(stop: &Stop, hosts: &[HostCheck]) -> Advice {
         public_behind_private_link,
         credential: None,
         through_proxy,
+        registry_as_repository: crate::image_ref::registry_read_as_repository(image)
+            .map(str::to_string),
     };
     advise_observed(
         stop.layer,
