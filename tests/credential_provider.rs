@@ -562,6 +562,11 @@ async fn probe_on(
         .arg(node.path("containerd.toml"))
         .arg("--kubelet-pid")
         .arg(std::process::id().to_string())
+        // Nor a runtime: no machine's containerd environment or CRI socket is read either.
+        .arg("--runtime-pid")
+        .arg(std::process::id().to_string())
+        .arg("--runtime-endpoint")
+        .arg(node.path("no-containerd.sock"))
         .env("HOME", node.path("home"))
         .current_dir(node.path("cwd"));
     tokio::task::spawn_blocking(move || command.output().expect("probe runs"))

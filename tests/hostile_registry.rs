@@ -4,6 +4,8 @@
 //! The server is a few lines of HTTP/1.1 over real TLS (tokio-rustls, a CA made by rcgen) on
 //! 127.0.0.1; the probe trusts it through `--ca-file` and reaches it by IP literal.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -34,7 +36,8 @@ struct Server {
     port: u16,
     ca: PathBuf,
     certs: PathBuf,
-    _dir: TempDir,
+    /// The server's files, and the probe's own node state (see `support::probe_isolated_in`).
+    dir: TempDir,
 }
 
 struct TempDir(PathBuf);
@@ -116,7 +119,7 @@ async fn serve(mode: Misbehaviour) -> Server {
         port,
         ca,
         certs: dir.join("certs.d"),
-        _dir: TempDir(dir),
+        dir: TempDir(dir),
     }
 }
 
@@ -181,7 +184,8 @@ async fn respond<S: AsyncWriteExt + Unpin>(out: &mut S, mode: Misbehaviour, path
 }
 
 fn probe(server: &Server, extra: &[&str]) -> (Value, Option<i32>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+    command
         .args([
             "probe",
             &format!("127.0.0.1:{}/hostile/app:v1", server.port),
@@ -194,9 +198,9 @@ fn probe(server: &Server, extra: &[&str]) -> (Value, Option<i32>) {
         .arg(&server.ca)
         .arg("--containerd-certs")
         .arg(&server.certs)
-        .args(extra)
-        .output()
-        .expect("probe runs");
+        .args(extra);
+    support::probe_isolated_in(&mut command, &server.dir.0);
+    let out = command.output().expect("probe runs");
     let report = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("JSON: {e}; stderr {}", String::from_utf8_lossy(&out.stderr)));
     (report, out.status.code())
@@ -217,6 +221,9 @@ async fn a_redirect_loop_is_cut_and_named() {
         "{v:#}"
     );
     assert_eq!(status, Some(20));
+    // None of this machine's node state was read: no runtime answered, no proxy was found.
+    assert_eq!(report["runtime"]["source"], "assumed", "{report:#}");
+    assert!(report.get("proxy").is_none(), "{report:#}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -759,3 +759,54 @@ fn probe_runtime_pull_agrees_with_containerd_and_leaves_its_store_as_found() {
         );
     }
 }
+
+/// A registry written without its repository (`registry.example.test`, no `/`): containerd
+/// reads the name as Docker Hub's `library/registry.example.test` and fails on Docker Hub (the
+/// lab's resolver has no answer for it); the probe walks to the same host and fails the same
+/// way, and the probe and explain (on containerd's own message) both say the name lacks its
+/// repository and that the name's owner fixes it.
+#[test]
+fn probe_registry_without_repository_goes_to_docker_hub_as_containerd_does() {
+    let lab = lab();
+    lab.switch("healthy");
+    let image = "registry.example.test";
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let outcome = runtime.block_on(async {
+        let mut node = pullpath::runtime::cri::ImageService::connect(
+            lab.socket("node"),
+            std::time::Duration::from_secs(150),
+        )
+        .await
+        .expect("node containerd answers CRI");
+        node.pull(image, None).await.expect("PullImage answers")
+    });
+    let event = outcome
+        .kubelet_event(image)
+        .unwrap_or_else(|| panic!("containerd pulled {image}: {outcome:?}"));
+    assert!(
+        event.contains("docker.io/library/registry.example.test:latest")
+            && event.contains("registry-1.docker.io"),
+        "containerd reads the name as Docker Hub's: {event}"
+    );
+
+    let (report, status) = probe(&lab, "node", image, "anonymous", &[]);
+    let v = &report["verdict"];
+    assert_ne!(status, 0, "{report:#}");
+    assert_eq!(v["layer"], "dns", "{report:#}");
+    assert_eq!(v["host"], "registry-1.docker.io", "{report:#}");
+    let says_so = |r: &Value| {
+        r["where_to_look"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("`docker.io/library/registry.example.test`"))
+            && r["verdict"]["owner"] == "application-team"
+    };
+    assert!(says_so(&report), "{report:#}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["explain", "-o", "json", &event])
+        .output()
+        .expect("explain runs");
+    let explained: Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+    assert_eq!(explained["verdict"]["layer"], "dns", "{explained:#}");
+    assert!(says_so(&explained), "{explained:#}");
+}

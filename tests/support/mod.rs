@@ -15,6 +15,25 @@ use serde::Deserialize;
 /// A scratch directory per test.
 pub mod scratch;
 
+/// A probe on loopback reads none of this machine's node state: its kubelet (root dir, pid and
+/// so its provider flags), containerd (config, proxy environment, drop-ins, CRI socket, so the
+/// line followed is the assumed one) and home are the test's own `dir`, mostly empty.
+pub fn probe_isolated_in(command: &mut Command, dir: &Path) {
+    let own_pid = std::process::id().to_string();
+    command
+        .arg("--kubelet-root-dir")
+        .arg(dir)
+        .args(["--kubelet-pid", &own_pid, "--runtime-pid", &own_pid])
+        .arg("--containerd-config")
+        .arg(dir.join("no-containerd-config.toml"))
+        .arg("--systemd-dir")
+        .arg(dir.join("no-systemd"))
+        .arg("--runtime-endpoint")
+        .arg(dir.join("no-containerd.sock"))
+        .env("HOME", dir)
+        .current_dir(dir);
+}
+
 /// The repository root (where `lab/` lives).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
