@@ -83,6 +83,7 @@ pub fn advise_observed(
 
 /// Advice for a failure at `layer` on `hop` against `host` (`mechanism` for the blob hop).
 pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> Advice {
+    let named = host;
     let host = if host.is_empty() {
         "the registry"
     } else {
@@ -190,7 +191,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
             ],
             will_not_help: vec!["registry credentials: the proxy refused before the registry was reached".into()],
         },
-        Layer::Blob => blob(mechanism, host),
+        Layer::Blob => blob(mechanism, named),
         Layer::Other => Advice {
             owner: if hop == Hop::Unknown { Owner::NodeOperator } else { Owner::RegistryPki },
             where_to_look: vec![
@@ -229,6 +230,7 @@ fn azure_next_step(layer: Layer, mechanism: Option<Layer>, host: &str) -> Option
     })
 }
 
+/// `host` as the text named it, empty when it named none.
 fn blob(mechanism: Option<Layer>, host: &str) -> Advice {
     let owner = match mechanism {
         Some(Layer::Dns) => Owner::DnsTeam,
@@ -240,7 +242,11 @@ fn blob(mechanism: Option<Layer>, host: &str) -> Advice {
     Advice {
         owner,
         where_to_look: vec![
-            format!("the blob host {host}: the node's DNS answer, route and firewall allow-list for it (registry data endpoints, storage accounts, CDNs)"),
+            format!("{}: the node's DNS answer, route and firewall allow-list for it (registry data endpoints, storage accounts, CDNs)", if host.is_empty() {
+                "the blob host (the text names none: the registry's storage or CDN endpoint its redirects lead to)".to_string()
+            } else {
+                format!("the blob host {host}")
+            }),
             "the registry's documented data endpoints: every one must be reachable from the node, not just the registry host".into(),
         ],
         will_not_help: vec![

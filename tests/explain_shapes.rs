@@ -455,6 +455,58 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "docker.io",
         "Error: copying system image from manifest list: trying to reuse blob sha256:abc at destination: reading blob sha256:abc: fetching blob: toomanyrequests: You have reached your pull rate limit",
     ),
+    // --- where the text names its host in other ways ---
+    // An object store's XML error document: registries answer JSON, storage answers XML.
+    (
+        "blob",
+        "blob",
+        "r.example",
+        "Failed to pull image \"r.example/app:v1\": rpc error: code = Unknown desc = Error response from daemon: error parsing HTTP 403 response body: invalid character '<' looking for beginning of value: \"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code><Message>Access denied.</Message></Error>\"",
+    ),
+    // The peer of a connection already open, where nothing else names a host.
+    (
+        "blob",
+        "blob",
+        "203.0.113.7",
+        "error pulling image configuration: read tcp 10.0.2.15:35986->203.0.113.7:443: read: connection reset by peer",
+    ),
+    // A name a rendered page turned into a markdown link, pasted back.
+    (
+        "dns",
+        "registry",
+        "r.example",
+        "failed to do request: Head \"https://r.example/v2/a/manifests/1\": dial tcp: lookup [r.example](http://r.example/) on 10.0.0.2:53: server misbehaving",
+    ),
+    // The name the resolver failed on is the host that failed.
+    (
+        "dns",
+        "registry",
+        "b.example",
+        "failed to resolve reference \"a.example/app:1\": failed to do request: Head \"https://a.example/v2/app/manifests/1\": dial tcp: lookup b.example on 10.0.0.2:53: no such host",
+    ),
+    // The Docker Engine API as docker-py prints a failed pull: the socket is no registry, the
+    // query names the image.
+    (
+        "notfound",
+        "registry",
+        "r.example:8193",
+        "404 Client Error for http+docker://localhost/v1.45/images/create?tag=2.1&fromImage=r.example%3A8193%2Fteam%2Fapp: Not Found (\"manifest for r.example:8193/team/app:2.1 not found: manifest unknown: manifest unknown\")",
+    ),
+    // containers/image's token step, misspelt as it prints it, for a docker:// short name
+    // (its docker transport reads the name Docker's way).
+    (
+        "forbidden",
+        "auth",
+        "docker.io",
+        "Error: initializing source docker://python:3.11: Requesting bear token: invalid status code from registry 403 (Forbidden)",
+    ),
+    // The registry's bare DENIED message.
+    (
+        "forbidden",
+        "registry",
+        "",
+        "Error response from daemon: denied",
+    ),
     // --- the kubelet ---
     (
         "dns",
@@ -668,6 +720,24 @@ fn each_runtime_is_named_by_its_own_words() {
         (
             "unknown",
             "Error: failed to do request: Head \"https://r.example/v2/app/manifests/v1\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+        ),
+        // containerd's resolver log line, and its journal name.
+        (
+            "containerd",
+            "time=\"2025-01-25T19:29:34Z\" level=info msg=\"trying next host\" error=\"failed to do request: Head \\\"https://r.example/v2/a/manifests/1\\\": dial tcp 10.0.0.5:443: i/o timeout\" host=r.example",
+        ),
+        (
+            "containerd",
+            "Dec 19 22:11:53 node containerd[108]: level=info msg=\"fetch failed\" error=\"failed to do request: Head \\\"https://r.example/v2/a/manifests/1\\\": EOF\"",
+        ),
+        // Docker's state directory, and the Engine API as its clients print a failed call.
+        (
+            "docker",
+            "write /var/lib/docker/tmp/GetImageBlob872957069: no space left on device",
+        ),
+        (
+            "docker",
+            "(HTTP code 500) server error - {\"message\":\"Get https://r.example/v2/: net/http: TLS handshake timeout\"}",
         ),
         // The kubelet's own limit names no runtime.
         (

@@ -52,6 +52,9 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
 /// forums do to keep a link from being made.
+static MARKDOWN_AUTOLINK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\[([A-Za-z0-9][A-Za-z0-9.:-]*)\]\(https?://[^)\s]*\)").expect("static regex")
+});
 static BROKEN_URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(https?): ?/([A-Za-z0-9\[])").expect("static regex"));
 /// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
@@ -60,7 +63,7 @@ static BROKEN_URL: LazyLock<Regex> =
 /// secret part of the name as `***`.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )((?:\*\*\*|[A-Za-z0-9])[A-Za-z0-9._:/@\[\]*-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|(?:^|[^+A-Za-z])docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )((?:\*\*\*|[A-Za-z0-9])[A-Za-z0-9._:/@\[\]*-]*)"#,
     )
     .expect("static regex")
 });
@@ -81,6 +84,7 @@ static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
 pub fn parse(text: &str) -> Vec<Chain> {
     let text = unescape(text);
     let text = repair_urls(&text);
+    let text = without_markdown_autolinks(&text);
     split_attempts(&text)
         .into_iter()
         .map(parse_attempt)
@@ -88,6 +92,16 @@ pub fn parse(text: &str) -> Vec<Chain> {
 }
 
 /// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
+/// A paste copied from a rendered page keeps the page's links of bare host names as markdown:
+/// `lookup [quay.io](http://quay.io/) on …`. The name is what the runtime printed.
+fn without_markdown_autolinks(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains("](http") {
+        MARKDOWN_AUTOLINK.replace_all(text, "$1")
+    } else {
+        text.into()
+    }
+}
+
 fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
     // The regex only where a scheme is followed by anything but `//` (this runs per message).
     let broken = text.match_indices("http").any(|(at, _)| {
@@ -222,7 +236,8 @@ fn parse_attempt(text: &str) -> Chain {
             .filter(|i| !i.is_empty() && !i.starts_with("sha256") && !is_platform(i))
             .collect()
     };
-    let mut names = names_in(&IMAGE);
+    let mut names: Vec<String> = engine_api_image(text).into_iter().collect();
+    names.extend(names_in(&IMAGE));
     // Every context of IMAGE_ELSEWHERE holds one of these words: a cheap test before the regex.
     let elsewhere = [
         "mage \"",
@@ -248,6 +263,31 @@ fn parse_attempt(text: &str) -> Chain {
         requests,
         image,
     }
+}
+
+/// The image of a failed Docker Engine API pull as its clients print the call
+/// (`…/images/create?tag=2023.2&fromImage=r.example%3A8193%2Fteam%2Fapp`): the socket's URL
+/// is no registry's, the query names the image.
+fn engine_api_image(text: &str) -> Option<String> {
+    let at = text.find("/images/create?")? + "/images/create?".len();
+    let query = text[at..]
+        .split(|c: char| c.is_whitespace() || c == '"')
+        .next()?
+        .trim_end_matches([':', ',', ')']);
+    let mut from = None;
+    let mut tag = None;
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "fromImage" => from = Some(value.into_owned()),
+            "tag" => tag = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+    let from = from.filter(|f| !f.is_empty())?;
+    Some(match tag.filter(|t| !t.is_empty()) {
+        Some(tag) => format!("{from}:{tag}"),
+        None => from,
+    })
 }
 
 /// The URL without the `user:password@` a pasted proxy or registry URL may carry: a

@@ -117,6 +117,10 @@ static NAMED_HOST: LazyLock<Regex> = LazyLock::new(|| {
         r"(?:(?:pulling from host|pinging (?:container|docker) registry|dialing) ([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)|dial tcp ([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*(?::\d+)?)|x509: certificate is (?:valid for [^\n]*?, not|not valid for any names, but wanted to match) ([A-Za-z0-9][A-Za-z0-9.-]*))(?::|\s|$)",
     )
 });
+/// The peer of a read or write on a connection already open (`read tcp LOCAL->PEER: …`): an
+/// address, named only where nothing names the host (not even the image's registry).
+static PEER_ADDRESS: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:read|write) tcp \S+->(\[[0-9A-Fa-f:]+\]:\d+|[0-9.]+:\d+)(?::|\s|$)"));
 /// Docker Hub's rate-limit answer, in its own words (its body and documentation link).
 const DOCKER_HUB_BODY: [&str; 2] = [
     "You have reached your pull rate limit",
@@ -173,14 +177,13 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
                 .or(c.get(3))?
                 .as_str()
                 .to_ascii_lowercase();
-            // The registry API is HTTPS: its default port is no part of the host's name.
-            Some(match host.strip_suffix(":443") {
-                Some(bare) => bare.to_string(),
-                None => host,
-            })
+            Some(without_https_port(host))
         })
     };
+    // A lookup that failed names the host that failed, even where the request's URL names
+    // another (a redacted paste, or a resolver asked for a name the URL does not show).
     let host = proxy
+        .or_else(|| lookup_name.clone().filter(|_| mechanism == Layer::Dns))
         .or_else(|| request.map(|r| r.host.clone()))
         .or(lookup_name)
         .or_else(named)
@@ -188,7 +191,9 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
             let image = chain.image.as_deref()?;
             // CRI-O and podman resolve a short name through registries.conf's search list,
             // so a short name there implies no registry; containerd and Docker mean docker.io.
-            if runtime == Runtime::Crio {
+            // But containers/image's `docker://NAME` is NAME as its docker transport parsed it,
+            // Docker's way (docker/docker_transport.go): after any short-name resolution.
+            if runtime == Runtime::Crio && !chain.text.contains(&format!("docker://{image}")) {
                 named_registry(image).map(str::to_ascii_lowercase)
             } else {
                 registry_of(image)
@@ -200,6 +205,11 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
                 .iter()
                 .any(|w| chain.text.contains(w))
                 .then(|| "docker.io".to_string())
+        })
+        .or_else(|| {
+            PEER_ADDRESS
+                .captures(&chain.text)
+                .map(|c| without_https_port(c[1].to_string()))
         });
     let about_a_pull = about_a_pull(chain);
     // Only where the answer concerned the credential: a token host that cannot be reached says
@@ -223,6 +233,14 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         causal: !bare_backoff && about_a_pull,
         about_a_pull,
         credential,
+    }
+}
+
+/// The registry API is HTTPS: its default port is no part of the host's name.
+fn without_https_port(host: String) -> String {
+    match host.strip_suffix(":443") {
+        Some(bare) => bare.to_string(),
+        None => host,
     }
 }
 
@@ -333,7 +351,7 @@ fn registry_of(image: &str) -> Option<String> {
 /// Each runtime's own words, from its source: containerd (core/remotes/docker, core/content,
 /// the CRI plugin), CRI-O and podman (containers/image docker/, copy/, storage/), Docker (moby
 /// daemon/internal/distribution, buildkit, the v1-era client).
-const CONTAINERD_WORDS: [&str; 17] = [
+const CONTAINERD_WORDS: &[&str] = &[
     "failed to pull and unpack image",
     "failed to resolve reference",
     "failed to resolve image",
@@ -354,8 +372,14 @@ const CONTAINERD_WORDS: [&str; 17] = [
     "failed to unpack image on snapshotter",
     "failed to prepare extraction snapshot",
     "nerdctl",
+    // The resolver's log line for a host it moves past (core/remotes/docker/resolver.go), the
+    // journal's process name, and containerd's own plugin ids and state directory.
+    "trying next host",
+    "containerd[",
+    "io.containerd.",
+    "/var/lib/containerd/",
 ];
-const CRIO_WORDS: [&str; 28] = [
+const CRIO_WORDS: &[&str] = &[
     "pinging container registry",
     "pinging docker registry",
     "Error reading manifest",
@@ -387,8 +411,11 @@ const CRIO_WORDS: [&str; 28] = [
     "Mirrors also failed",
     "Trying to pull ",
     "podman",
+    // docker/docker_client.go's token request, misspelt as it is printed; c/storage's home.
+    "Requesting bear token",
+    "/var/lib/containers/storage",
 ];
-const DOCKER_WORDS: [&str; 18] = [
+const DOCKER_WORDS: &[&str] = &[
     "Error response from daemon",
     "error pulling image configuration",
     "Error while pulling image",
@@ -410,6 +437,17 @@ const DOCKER_WORDS: [&str; 18] = [
     "docker pull ",
     // docker compose v2's progress line; compose v1 and buildx print `ERROR: ` (see `runtime`).
     "✘ Image ",
+    // The daemon's state directory and its blob download's temporary file
+    // (distribution/pull_v2.go), a platform check of daemon/images, and the Engine API as its
+    // clients print a failed call: docker-py (`500 Server Error … for url:
+    // http+docker://localhost/v1.45/images/create?…`), dockerode and docker-java (`(HTTP code
+    // 500) server error - {"message": …}`).
+    "/var/lib/docker/",
+    "GetImageBlob",
+    "cannot be used on this platform",
+    "http+docker://",
+    "/images/create?",
+    "server error - {",
 ];
 
 pub fn runtime(text: &str) -> Runtime {
@@ -421,11 +459,11 @@ pub fn runtime(text: &str) -> Runtime {
             && text
                 .split_once(' ')
                 .is_some_and(|(_, rest)| rest.starts_with("ERROR: "));
-    if docker_tool || any(&DOCKER_WORDS) {
+    if docker_tool || any(DOCKER_WORDS) {
         Runtime::Docker
-    } else if any(&CRIO_WORDS) {
+    } else if any(CRIO_WORDS) {
         Runtime::Crio
-    } else if any(&CONTAINERD_WORDS) {
+    } else if any(CONTAINERD_WORDS) {
         Runtime::Containerd
     } else {
         Runtime::Unknown
@@ -481,6 +519,12 @@ fn content(chain: &Chain, request: Option<&Request>) -> Option<Content> {
             _ => Some(Content::Blob),
         };
     }
+    // An object store's XML error document (S3, Google Cloud Storage, Azure Blob Storage all
+    // answer `<Error><Code>…</Code>`): registries answer JSON, so this came from where the
+    // registry keeps its blobs.
+    if chain.text.contains("<Error><Code>") {
+        return Some(Content::Blob);
+    }
     let r = request?;
     if r.path.contains("/manifests/") {
         Some(Content::Manifest)
@@ -524,6 +568,7 @@ fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
         "GetAuthorizationToken",
         "unable to retrieve auth token",
         "Requesting bearer token",
+        "Requesting bear token",
     ]);
     let auth_request = request.is_some_and(|r| {
         r.path.ends_with("/token")
@@ -799,6 +844,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
         || text.contains("repository does not exist or may require")
         || text.contains("access to the resource is denied")
         || text.contains("denied: ")
+        || is_bare_denied(chain)
     {
         return denied(chain, cause);
     }
@@ -896,7 +942,18 @@ fn denied(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     if status_code(cause) == Some(401) {
         return (Layer::Auth, None);
     }
+    // The error code's bare message: the registry refused a caller it recognised (DENIED is a
+    // 403 in the distribution spec) — or hides a repository that does not exist behind it.
+    if is_bare_denied(chain) {
+        return (Layer::Forbidden, Some(denied_ambiguity(Layer::Forbidden)));
+    }
     (Layer::NotFound, Some(denied_ambiguity(Layer::NotFound)))
+}
+
+/// The registry's answer is the word `denied` and nothing more (GHCR, Docker's `Error response
+/// from daemon: denied`).
+fn is_bare_denied(chain: &Chain) -> bool {
+    chain.links.last().is_some_and(|l| l == "denied")
 }
 
 /// The three meanings of a registry's "denied", `first` the most likely.

@@ -437,9 +437,19 @@ fn from_text(text: &str) -> Vec<Message> {
     }
     // Each failure line starts a message. A line that is not a log record of its own continues
     // the previous message (old Docker prints one ping error per line); other log lines are noise.
+    // A message a terminal wrapped continues whatever its next line holds: inside a quoted name
+    // (`"r.example/e` + `ks/pause:3.5": failed to pull …`, no character lost at the wrap) or
+    // between a gRPC status's code and its `desc`.
     let mut out: Vec<Message> = Vec::new();
     for (number, line) in lines {
-        if is_failure_line(line) {
+        if let Some(last) = out.last_mut()
+            && let Some(separator) = wrapped_continuation(&last.text, line)
+            && last.text.len() < MAX_MESSAGE
+        {
+            last.text.push_str(separator);
+            last.text.push_str(line.trim());
+            last.text = cap(std::mem::take(&mut last.text));
+        } else if is_failure_line(line) {
             out.push(Message {
                 text: cap(line.trim().to_string()),
                 origin: format!("line {}", number + 1),
@@ -457,7 +467,37 @@ fn from_text(text: &str) -> Vec<Message> {
     out
 }
 
-/// A line that starts a record of its own: logfmt, a timestamp, klog's `E0102`, syslog's month.
+/// How `line` joins `message` when a terminal wrapped the message before it: nothing inside
+/// a quoted name left open, a space between `code = X` and `desc = …`; `None` when the line
+/// is not such a continuation.
+fn wrapped_continuation(message: &str, raw_line: &str) -> Option<&'static str> {
+    let line = raw_line.trim();
+    let unescaped_quotes = message
+        .char_indices()
+        .filter(|&(at, c)| c == '"' && !message[..at].ends_with('\\'))
+        .count();
+    let open_name = unescaped_quotes % 2 == 1
+        && message.ends_with(|c: char| c.is_ascii_alphanumeric() || "./-_:".contains(c))
+        // An indented line is a new record of a table or list, not the rest of a name.
+        && !raw_line.starts_with(char::is_whitespace);
+    if open_name && !message.contains('\n') {
+        Some("")
+    } else if line.starts_with("desc = ")
+        && message
+            .trim_end()
+            .rsplit_once("code = ")
+            .is_some_and(|(_, code)| !code.contains(' '))
+    {
+        Some(" ")
+    } else {
+        None
+    }
+}
+
+/// A line that starts a record of its own: logfmt, a timestamp (its first word holds `-`, `:`,
+/// `/` or `.`: `2024-05-01T…`, `10:31:02`, an address `10.0.0.5:`) or a process id before a
+/// klog source location (`15542 kuberuntime_image.go:51]`), klog's `E0102`, syslog's month. A
+/// bare number is no record: `429 Too Many Requests` continues a wrapped message.
 fn is_log_record(line: &str) -> bool {
     const MONTHS: [&str; 12] = [
         "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ",
@@ -469,10 +509,24 @@ fn is_log_record(line: &str) -> bool {
         && l.as_bytes()[1..5].iter().all(u8::is_ascii_digit);
     l.starts_with("time=")
         || l.starts_with("level=")
-        || l.starts_with(|c: char| c.is_ascii_digit())
+        || starts_with_timestamp_or_pid(l)
         || MONTHS.iter().any(|m| l.starts_with(m))
         || klog
         || (line.starts_with(|c: char| !c.is_whitespace()) && l.contains(" kubelet "))
+}
+
+fn starts_with_timestamp_or_pid(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    let Some(first) = words
+        .next()
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+    else {
+        return false;
+    };
+    first.contains(['-', ':', '/', '.'])
+        || words
+            .next()
+            .is_some_and(|w| w.ends_with(']') && w.contains(".go:"))
 }
 
 /// Whether a line speaks of a pull failure (or its back-off).
@@ -599,6 +653,40 @@ mod tests {
     fn a_multi_line_single_error_stays_one_message() {
         let text = "Error response from daemon: unable to ping registry\nv2 ping attempt failed with error: Get https://r/v2/: EOF\n";
         assert_eq!(messages(text).len(), 1);
+    }
+
+    #[test]
+    fn a_message_a_terminal_wrapped_is_joined_again() {
+        // Inside a quoted name: nothing was lost at the wrap.
+        let text = "Warning  Failed  3m  kubelet  Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox image \"r.example/e\nks/pause:3.5\": failed to pull image \"r.example/eks/pause:3.5\": no basic auth credentials";
+        let m = messages(text);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].text
+                .contains("\"r.example/eks/pause:3.5\": failed to pull image")
+        );
+        // Between a gRPC code and its desc; a status line that starts with its number.
+        let text = "Failed to pull image \"busybox\": rpc error: code = Unknown\ndesc = failed to pull and unpack image \"docker.io/library/busybox:latest\": failed open:\n429 Too Many Requests - Server message: toomanyrequests: limit";
+        let m = messages(text);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].text.contains("code = Unknown desc = failed to pull"));
+        assert!(m[0].text.contains("429 Too Many Requests"));
+        // Two events, each whole: the second is no continuation of the first.
+        let text = "Failed to pull image \"a\": rpc error: code = NotFound desc = x\nFailed to pull image \"b\": rpc error: code = NotFound desc = y";
+        assert_eq!(messages(text).len(), 2);
+    }
+
+    #[test]
+    fn timestamps_addresses_and_pids_start_records_a_bare_number_does_not() {
+        for record in [
+            "2024-05-01T10:00:00Z error",
+            "10:31:02 kubelet",
+            "10.25.2.10: {\"msg\": 1}",
+            "15542 kuberuntime_image.go:51] Pull image",
+        ] {
+            assert!(is_log_record(record), "{record}");
+        }
+        assert!(!is_log_record("429 Too Many Requests - Server message"));
     }
 
     #[test]
