@@ -441,14 +441,18 @@ fn from_text(text: &str) -> Vec<Message> {
     // (`"r.example/e` + `ks/pause:3.5": failed to pull …`, no character lost at the wrap) or
     // between a gRPC status's code and its `desc`.
     let mut out: Vec<Message> = Vec::new();
+    // The number of the line the last message ended on: a wrap continues on the very next one.
+    let mut last_line = None;
     for (number, line) in lines {
         if let Some(last) = out.last_mut()
+            && last_line == Some(number.wrapping_sub(1))
             && let Some(separator) = wrapped_continuation(&last.text, line)
             && last.text.len() < MAX_MESSAGE
         {
             last.text.push_str(separator);
             last.text.push_str(line.trim());
             last.text = cap(std::mem::take(&mut last.text));
+            last_line = Some(number);
         } else if is_failure_line(line) {
             out.push(Message {
                 text: cap(line.trim().to_string()),
@@ -456,12 +460,14 @@ fn from_text(text: &str) -> Vec<Message> {
                 subject: Subject::default(),
                 seen: None,
             });
+            last_line = Some(number);
         } else if let Some(last) = out.last_mut()
             && !is_log_record(line)
             && last.text.len() < MAX_MESSAGE
         {
             last.text.push('\n');
             last.text.push_str(line.trim());
+            last_line = Some(number);
         }
     }
     out
@@ -472,6 +478,10 @@ fn from_text(text: &str) -> Vec<Message> {
 /// is not such a continuation.
 fn wrapped_continuation(message: &str, raw_line: &str) -> Option<&'static str> {
     let line = raw_line.trim();
+    // A record of its own (`time=…`, a timestamp) is never the rest of the one before.
+    if is_log_record(raw_line) {
+        return None;
+    }
     let unescaped_quotes = message
         .char_indices()
         .filter(|&(at, c)| c == '"' && !message[..at].ends_with('\\'))
@@ -671,8 +681,14 @@ mod tests {
         assert_eq!(m.len(), 1, "{m:?}");
         assert!(m[0].text.contains("code = Unknown desc = failed to pull"));
         assert!(m[0].text.contains("429 Too Many Requests"));
-        // Two events, each whole: the second is no continuation of the first.
+        // Two events, each whole: the second is no continuation of the first; nor is a log
+        // record after a message cut off inside a quote.
         let text = "Failed to pull image \"a\": rpc error: code = NotFound desc = x\nFailed to pull image \"b\": rpc error: code = NotFound desc = y";
+        assert_eq!(messages(text).len(), 2);
+        let text = "Failed to pull image \"r.example/a\nI0102 15:04:05.000000 1 kuberuntime_image.go:51] Failed to pull image \"b\": EOF";
+        assert_eq!(messages(text).len(), 2);
+        // Nor a failure line after noise: a wrap continues on the very next line only.
+        let text = "Failed to pull image \"r.example/a\ntime=\"2026-01-01T00:00:00Z\" level=info msg=progress\nFailed to pull image \"b\": EOF";
         assert_eq!(messages(text).len(), 2);
     }
 
