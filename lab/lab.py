@@ -80,6 +80,8 @@ ALIAS = "alias.example.test"
 # Another name for the blob host, which its certificate does not cover.
 CACHESTORE = "cachestore.blob.example.test"
 FRONT = "front.example.test"
+# A registry front that answers every manifest request 429 with a Retry-After (pp-blob's nginx).
+LIMITED = "limited.example.test"
 RELAY = "relay.example.test"
 RELAY_REL = "relay-rel.example.test"
 RELAY_ADDRESS = "10.10.8.3"
@@ -102,6 +104,7 @@ RECORDS = {
     "mirror": [(CACHE, "10.10.8.2")],
     "cachestore": [(CACHESTORE, "10.10.4.2")],
     "front": [(FRONT, "10.10.4.2")],
+    "limited": [(LIMITED, "10.10.4.2")],
     "relay": [(RELAY, RELAY_ADDRESS), (RELAY_REL, RELAY_ADDRESS)],
     "proxy": [("proxy.example.test", "10.10.9.2")],
     "v6": [(REGISTRY6, "fd00:10:2::2"), (REGISTRY46, "10.10.2.2,fd00:10:2::2")],
@@ -358,6 +361,7 @@ def build_pki():
     make_cert("blob", "ca", [BLOB])
     make_cert("cache", "ca", [CACHE])
     make_cert("front", "ca", [FRONT])
+    make_cert("limited", "ca", [LIMITED])
     make_cert("relay", "ca", [RELAY, RELAY_REL])
     make_cert("proxy", "ca", [PROXY_NAME])
     signer = os.path.join(PKI, "token-signer.pem")
@@ -547,7 +551,7 @@ def start_blob():
     # The Authorization header is logged on purpose: tests prove the registry's credential
     # never reaches this host.
     write(conf, nginx_head("nginx", "blob", 2,
-                           '$remote_addr "$request" $status $body_bytes_sent auth="$http_authorization" range="$http_range"') + f"""
+                           '$remote_addr "$request" $status $body_bytes_sent auth="$http_authorization" range="$http_range" host=$host msec=$msec') + f"""
   server {{
     listen {addr('blob')}:443 ssl;
     server_name {BLOB};
@@ -572,6 +576,21 @@ def start_blob():
     ssl_certificate {PKI}/front.pem;
     ssl_certificate_key {PKI}/front.key;
     location /v2/ {{ return 307 https://{REGISTRY}$request_uri; }}
+    location / {{ return 404; }}
+  }}
+  # A registry whose pull limit is spent: /v2/ answers, every manifest request is a 429 with
+  # the distribution spec's TOOMANYREQUESTS and a Retry-After of one second.
+  server {{
+    listen {addr('blob')}:443 ssl;
+    server_name {LIMITED};
+    ssl_certificate {PKI}/limited.pem;
+    ssl_certificate_key {PKI}/limited.key;
+    default_type application/json;
+    location = /v2/ {{ return 200 '{{}}'; }}
+    location ~ ^/v2/.+/manifests/ {{
+      add_header Retry-After 1 always;
+      return 429 '{{"errors":[{{"code":"TOOMANYREQUESTS","message":"too many requests","detail":"pull limit reached for this client, retry later"}}]}}';
+    }}
     location / {{ return 404; }}
   }}
 }}
@@ -910,7 +929,7 @@ ca = "{PKI}/ca.pem"
 """)
     # The other registry names trust the lab CA too (the front's redirects to the registry
     # use the front's TLS settings).
-    for other in (FRONT, REGISTRY6, REGISTRY46):
+    for other in (FRONT, LIMITED, REGISTRY6, REGISTRY46):
         write(os.path.join(base, "certs.d", other, "hosts.toml"), f"""server = "https://{other}"
 
 [host."https://{other}"]

@@ -206,6 +206,7 @@ scenarios! {
     containerd_auth_no_credentials => "auth-no-credentials",
     containerd_auth_wrong_scope => "auth-wrong-scope",
     containerd_tag_missing => "tag-missing",
+    containerd_rate_limited => "rate-limited",
     containerd_platform_missing => "platform-missing",
     containerd_auth_host_unreachable => "auth-host-unreachable",
     containerd_hosts_file_hand_fix => "hosts-file-hand-fix",

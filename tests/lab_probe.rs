@@ -254,6 +254,20 @@ scenarios! {
     probe_cred_node_config_only => "cred-node-config-only",
 }
 
+/// A spent pull limit: the probe names the 429, the wait the registry asked for, and what
+/// the node's containerd spends on it (six requests at once, tests/lab_podman.rs counts them).
+#[test]
+fn probe_rate_limited_names_the_wait_and_what_containerd_spends() {
+    let report = check_scenario("rate-limited");
+    let cause = report["verdict"]["cause"].as_str().expect("cause");
+    assert!(
+        cause.contains("TOOMANYREQUESTS")
+            && cause.contains("Retry-After: 1")
+            && cause.contains("six requests"),
+        "{report:#}"
+    );
+}
+
 /// Through the runtime's proxy only (the node has no route to any registry host): the path
 /// shows the proxy and every host's CONNECT; the proxy's source is the running containerd.
 #[test]

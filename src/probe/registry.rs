@@ -179,6 +179,32 @@ pub fn interpret_manifest_failure(
     }
 }
 
+/// What a 408 or 429 on a manifest costs each runtime, with the registry's `Retry-After`.
+/// containerd asks again at once, up to five more times, whatever `Retry-After` says
+/// (core/remotes/docker/resolver.go, `retryRequest`), so one pull spends six requests of the
+/// limit; containers/image (CRI-O, podman) waits `Retry-After` between its tries
+/// (docker/docker_client.go, `makeRequestToResolvedURL`). The lab counts both.
+pub fn retry_note(status: u16, retry_after: Option<&str>) -> Option<String> {
+    if !matches!(status, 408 | 429) {
+        return None;
+    }
+    // The registry's words, kept short and printable: a hostile header prints as nothing worse.
+    let value: Option<String> = retry_after.map(|v| {
+        v.trim()
+            .chars()
+            .filter(|c| c.is_ascii_graphic() || *c == ' ')
+            .take(40)
+            .collect()
+    });
+    let wait = match value.filter(|v| !v.is_empty()) {
+        Some(value) => format!("the registry asks to wait (Retry-After: {value})"),
+        None => "the registry names no wait (no Retry-After)".to_string(),
+    };
+    Some(format!(
+        "{wait}; containerd asks again at once, five more times, without waiting, so each pull spends six requests of the limit; CRI-O and podman wait Retry-After between tries"
+    ))
+}
+
 /// The registry's error envelope (`{"errors":[{"code","message"}]}`) in one line, or the start
 /// of whatever else the body was.
 pub fn error_summary(body: &[u8]) -> String {
@@ -389,5 +415,26 @@ mod tests {
             Layer::Other
         );
         assert_eq!(error_summary(b"\x00\x01"), "(empty body)");
+    }
+
+    #[test]
+    fn a_rate_limit_says_what_each_runtime_spends_and_the_wait_asked() {
+        let note = retry_note(429, Some("1")).expect("a note for 429");
+        assert!(
+            note.contains("Retry-After: 1") && note.contains("six requests"),
+            "{note}"
+        );
+        assert!(
+            retry_note(408, None)
+                .expect("a note for 408")
+                .contains("no Retry-After")
+        );
+        let hostile = retry_note(429, Some(&format!("\x1b[31m{}", "9".repeat(500)))).expect("note");
+        assert!(
+            !hostile.contains('\x1b') && hostile.len() < 300,
+            "{hostile}"
+        );
+        assert_eq!(retry_note(404, Some("1")), None);
+        assert_eq!(retry_note(503, Some("30")), None);
     }
 }

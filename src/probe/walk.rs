@@ -412,13 +412,17 @@ impl<N: Network> Walk<N> {
     ) -> Stop {
         let status = response.status;
         let challenge = response.header("www-authenticate").map(String::from);
+        let retry = registry::retry_note(status, response.header("retry-after"));
         let body = self
             .read_limited(response.body, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
         let had_auth = self.authorizations.contains_key(at);
-        let (layer, detail) =
+        let (layer, mut detail) =
             registry::interpret_manifest_failure(status, challenge.as_deref(), &body, had_auth);
+        if let Some(retry) = retry {
+            detail = format!("{detail}; {retry}");
+        }
         self.path.record(hop, at, step, false, detail.clone(), None);
         Stop::new(hop, at, layer, step, detail)
     }
