@@ -181,7 +181,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
                 "authenticated pulls (a pull secret raises the limit) or a pull-through mirror".into(),
                 "how many nodes pull the same image at once (scale-up, node replacement)".into(),
             ],
-            will_not_help: vec!["restarting the pod right away: it spends the limit again".into()],
+            will_not_help: vec!["restarting the pod right away: it spends the limit again (containerd asks six times for each refused pull, without waiting for Retry-After)".into()],
         },
         Layer::Proxy => Advice {
             owner: Owner::NetworkTeam,
