@@ -314,16 +314,16 @@ fn corpus_accuracy_overall_and_on_the_held_out_slice() {
     }
 }
 
-/// The project's own second sample (tests/fixtures/corpus/README.md): scored once before any
-/// rule was written from it (layer 63/65 text-decidable, 70/80 overall; hop 75/80, host 57/80,
-/// runtime 66/80), then read for the families it showed (a terminal-wrapped message, an object
-/// store's XML error, the Docker Engine API's URL, containerd's resolver log line, a pasted
-/// markdown link …). Its floors keep those families; its misses are printed to read, not to
-/// tune single rows to.
+/// The project's own second sample (tests/fixtures/corpus/README.md), collected in two batches
+/// of 80, each scored once before any rule was written from it, then read for the families it
+/// showed (a terminal-wrapped message, an object store's XML error, the Docker Engine API's
+/// URL, containerd's resolver log line, a pasted markdown link, a line wrapped at a space, an
+/// image named outside a log record's message …). Its floors keep those families; its misses
+/// are printed to read, not to tune single rows to.
 #[test]
 fn the_second_sample_keeps_its_families() {
     let rows = rows_of("fresh-pull-failures.jsonl");
-    assert_eq!(rows.len(), 80);
+    assert_eq!(rows.len(), 160);
     let mut fresh = Tally::default();
     for row in &rows {
         let explanation = explain(&row.text);
@@ -347,15 +347,15 @@ fn the_second_sample_keeps_its_families() {
             fresh.decidable,
             97,
         ),
-        ("layer, all rows", fresh.layer_all(), fresh.rows, 90),
-        ("hop", fresh.hop, fresh.rows, 97),
+        ("layer, all rows", fresh.layer_all(), fresh.rows, 92),
+        ("hop", fresh.hop, fresh.rows, 98),
         (
             "host, rows whose text names it",
             fresh.host_named_right,
             fresh.host_named,
-            95,
+            96,
         ),
-        ("runtime", fresh.runtime, fresh.rows, 96),
+        ("runtime", fresh.runtime, fresh.rows, 98),
     ] {
         assert!(
             at_least(k, n, floor),

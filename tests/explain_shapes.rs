@@ -299,7 +299,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     (
         "other",
         "unknown",
-        "",
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com",
         "E0301 12:00:00.000000    1234 plugin.go:198] Failed getting credential from external registry credential provider: error execing credential provider plugin ecr-credential-provider for image 123456789012.dkr.ecr.us-east-1.amazonaws.com/app: exit status 1",
     ),
     (
@@ -499,6 +499,40 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "auth",
         "docker.io",
         "Error: initializing source docker://python:3.11: Requesting bear token: invalid status code from registry 403 (Forbidden)",
+    ),
+    // Go's transport before it said `proxyconnect`: the proxy is the failing host.
+    (
+        "proxy",
+        "proxy",
+        "10.0.0.9:3128",
+        "Error while pulling image: Get https://index.docker.io/v1/repositories/a/b/images: http: error connecting to proxy http://10.0.0.9:3128: dial tcp 10.0.0.9:3128: getsockopt: connection refused",
+    ),
+    // Docker's refusal of a schema 1 manifest names the image in its advice.
+    (
+        "other",
+        "registry",
+        "r.example",
+        "Error response from daemon: [DEPRECATION NOTICE] Docker Image Format v1 and Docker Image manifest version 2, schema 1 support is disabled by default and will be removed in an upcoming release. Suggest the author of r.example/team/app:v1 to upgrade the image to the OCI Format or Docker Image manifest v2, schema 2.",
+    ),
+    // kubeadm names the image outside crictl's log record; klog outside its `err`; Argo in a
+    // `message` key of its own.
+    (
+        "platform",
+        "registry",
+        "r.example",
+        "[ERROR ImagePull]: failed to pull image r.example/kube-apiserver:v1.30.0: output: time=\"2024-01-01T00:00:00Z\" level=fatal msg=\"pulling image: rpc error: code = Unknown desc = Error choosing image instance: no image found in manifest list for architecture arm64, variant v8, OS linux\"",
+    ),
+    (
+        "other",
+        "unknown",
+        "r.example",
+        "E0425 03:13:37.830947   15673 remote_image.go:171] \"PullImage from image service failed\" err=\"rpc error: code = Unknown desc = invalid policy in \\\"/etc/containers/policy.json\\\": Unknown key \\\"keyPaths\\\"\" image=\"r.example/pause:3.9\"",
+    ),
+    (
+        "notfound",
+        "registry",
+        "r.example",
+        "time=\"2024-07-23T15:49:17Z\" level=info msg=\"node changed\" new.message=\"ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image \\\"r.example/a:1\\\": failed to resolve reference \\\"r.example/a:1\\\": r.example/a:1: not found\" new.phase=Pending",
     ),
     // The registry's bare DENIED message.
     (
@@ -738,6 +772,28 @@ fn each_runtime_is_named_by_its_own_words() {
         (
             "docker",
             "(HTTP code 500) server error - {\"message\":\"Get https://r.example/v2/: net/http: TLS handshake timeout\"}",
+        ),
+        // containers/image's short-name policy; helm printing containerd's library; the Docker
+        // daemon's API log line; dockerode; docker-py (as Ansible prints it).
+        (
+            "crio",
+            "Failed to pull image \"alpine\": short name mode is enforcing, but image name alpine:latest returns ambiguous list",
+        ),
+        (
+            "unknown",
+            "Error: INSTALLATION FAILED: failed to copy: httpReadSeeker: failed open: unexpected status code https://r.example/v2/charts/a/manifests/sha256:abc: 429 Too Many Requests",
+        ),
+        (
+            "docker",
+            "ERRO[2023-07-05T11:23:44Z] Handler for POST /v1.41/images/create returned error: unauthorized: unauthorized to access repository: team/app, action: pull",
+        ),
+        (
+            "docker",
+            "(HTTP code 500) server error - Get https://r.example/v2/: proxyconnect tcp: dial tcp 127.0.0.1:3128: getsockopt: connection refused",
+        ),
+        (
+            "docker",
+            "Error pulling image team/app:v1 - 500 Server Error: Internal Server Error (\"toomanyrequests: too many requests\")",
         ),
         // The kubelet's own limit names no runtime.
         (

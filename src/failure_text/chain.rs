@@ -69,26 +69,38 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
 /// common path to one regex): any quoted name after "image" (the kubelet's `Pulling image "X"`,
-/// `Container image "X"`),
+/// `Container image "X"`, a structured log's `image="X"`),
 /// `failed to pull "X"`, podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
-/// flag value X`, a pasted `docker pull X` command, and Docker's `repository X not found:
-/// does not exist or no pull access` (moby daemon/internal/distribution/errors.go).
+/// flag value X`, a pasted `docker pull X` command, Docker's `repository X not found:
+/// does not exist or no pull access` (moby daemon/internal/distribution/errors.go), kubeadm's
+/// `failed to pull image X: output: …`, the kubelet's `credential provider plugin P for image
+/// X`, and Docker's schema 1 notice (`Suggest the author of X to upgrade`).
 static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?-u:\b)[Ii]mage\s*"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*)([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:(?-u:\b)[Ii]mage\s*"|(?-u:\b)image=\\?"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*|[Ff]ailed to pull image |provider plugin \S+ for image |Suggest the author of )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
     )
     .expect("static regex")
 });
 
 /// Split failure text into attempts and parse each one's chain.
 pub fn parse(text: &str) -> Vec<Chain> {
+    let raw = text;
     let text = unescape(text);
     let text = repair_urls(&text);
     let text = without_markdown_autolinks(&text);
-    split_attempts(&text)
+    let mut chains: Vec<Chain> = split_attempts(&text)
         .into_iter()
         .map(parse_attempt)
-        .collect()
+        .collect();
+    // A log record may name the image outside the values read above (klog's `image="X"`,
+    // kubeadm's `failed to pull image X: output: time=… msg="…"`).
+    if raw.len() != text.len() && chains.iter().any(|c| c.image.is_none()) {
+        let outside = image_in(&raw.replace("\\\"", "\""));
+        for chain in chains.iter_mut().filter(|c| c.image.is_none()) {
+            chain.image.clone_from(&outside);
+        }
+    }
+    chains
 }
 
 /// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
@@ -118,9 +130,10 @@ fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Log lines quote their message: `msg="failed … \"x\""`. Take the quoted values of the
-/// logfmt keys that carry errors (`msg`, `error`, `err`) and undo one level of escaping.
+/// logfmt keys that carry errors (`msg`, `error`, `err`, and a `message` such as Argo's
+/// `new.message="ErrImagePull: …"`) and undo one level of escaping.
 fn unescape(text: &str) -> String {
-    let values: Vec<String> = ["msg=\"", "error=\"", "err=\""]
+    let values: Vec<String> = ["msg=\"", "error=\"", "err=\"", "message=\""]
         .iter()
         .filter_map(|key| logfmt_value(text, key))
         .collect();
@@ -227,8 +240,17 @@ fn parse_attempt(text: &str) -> Chain {
             }
         }
     }
-    // The first name the text gives, unless a later one is the same image with its registry
-    // spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
+    Chain {
+        text: text.to_string(),
+        links,
+        requests,
+        image: image_in(text),
+    }
+}
+
+/// The image a text names: the first name it gives, unless a later one is the same image with
+/// its registry spelled out (CRI-O: `docker://x: reading manifest latest in docker.io/library/x`).
+fn image_in(text: &str) -> Option<String> {
     let names_in = |re: &Regex| -> Vec<String> {
         re.captures_iter(text)
             .filter_map(|c| c.get(1).or(c.get(2)))
@@ -246,23 +268,20 @@ fn parse_attempt(text: &str) -> Chain {
         " pull ",
         "repository ",
         "invalid from flag value",
+        "for image ",
+        "Suggest the author",
+        "image=",
     ]
     .iter()
     .any(|w| text.contains(w));
     if elsewhere && !names.iter().any(|i| named_registry(i).is_some()) {
         names.extend(names_in(&IMAGE_ELSEWHERE));
     }
-    let image = names
+    names
         .iter()
         .find(|i| named_registry(i).is_some())
         .or(names.first())
-        .cloned();
-    Chain {
-        text: text.to_string(),
-        links,
-        requests,
-        image,
-    }
+        .cloned()
 }
 
 /// The image of a failed Docker Engine API pull as its clients print the call
@@ -318,6 +337,10 @@ fn authority(url: &str, host: &str) -> String {
 /// `linux/arm64/v8`: Docker's `no matching manifest for linux/arm64/v8 in the manifest list
 /// entries` names the platform where other messages name the image.
 fn is_platform(name: &str) -> bool {
+    // CRI-O's `no image found in manifest list for architecture arm64, …`.
+    if name == "architecture" {
+        return true;
+    }
     const OSES: [&str; 6] = [
         "linux/", "windows/", "darwin/", "freebsd/", "solaris/", "aix/",
     ];

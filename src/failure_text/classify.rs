@@ -103,7 +103,7 @@ static STORAGE_HOST: LazyLock<Regex> = LazyLock::new(|| {
 /// The proxy's own address: Go's transport wraps the dial to the proxy as `proxyconnect tcp`.
 static PROXY_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"proxyconnect tcp: (?:dial tcp (\[[0-9a-fA-F:]+\]:\d+|[^\s:\[]+:\d+)|dial tcp: lookup ([^\s:]+))",
+        r"(?:proxyconnect tcp|error connecting to proxy \S+): (?:dial tcp (\[[0-9a-fA-F:]+\]:\d+|[^\s:\[]+:\d+)|dial tcp: lookup ([^\s:]+))",
     )
 });
 /// Hosts the runtimes name without a URL: containerd 1.6 `pulling from host H failed with
@@ -411,9 +411,14 @@ const CRIO_WORDS: &[&str] = &[
     "Mirrors also failed",
     "Trying to pull ",
     "podman",
-    // docker/docker_client.go's token request, misspelt as it is printed; c/storage's home.
+    // docker/docker_client.go's token request, misspelt as it is printed; c/storage's home;
+    // the short-name policy (pkg/shortnames), the configuration's home and image/unparsed.go's
+    // digest check of a manifest it read.
     "Requesting bear token",
     "/var/lib/containers/storage",
+    "short name mode is enforcing",
+    "/etc/containers/",
+    "Manifest does not match provided manifest digest",
 ];
 const DOCKER_WORDS: &[&str] = &[
     "Error response from daemon",
@@ -446,12 +451,21 @@ const DOCKER_WORDS: &[&str] = &[
     "GetImageBlob",
     "cannot be used on this platform",
     "http+docker://",
-    "/images/create?",
+    "/images/create",
+    "(HTTP code ",
     "server error - {",
+    " Server Error: Internal Server Error (",
+    // distribution/pull_v2.go's refusal of a schema 1 manifest (Docker 25 and later).
+    "[DEPRECATION NOTICE] Docker Image Format v1",
 ];
 
 pub fn runtime(text: &str) -> Runtime {
     let any = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    // helm pulls charts with containerd's resolver (ORAS): its words are containerd's library,
+    // printed by no node's runtime.
+    if any(&["Error: INSTALLATION FAILED", "Error: UPGRADE FAILED"]) {
+        return Runtime::Unknown;
+    }
     // Docker's tools print their error as `ERROR: …` (compose v1, buildx; buildkit's progress
     // as `#N ERROR: …`), where podman and the containers/image tools print `Error: …`.
     let docker_tool = text.trim_start().starts_with("ERROR: ")
@@ -706,7 +720,7 @@ const INTEGRITY_WORDS: [&str; 6] = [
 /// On the node, before a request or after the download: unpacking, snapshots, disk, the
 /// kubelet's pull secrets and credential provider plugins, signature policy, the reference
 /// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
-const NODE_WORDS: [&str; 29] = [
+const NODE_WORDS: &[&str] = &[
     "failed to extract layer",
     // containers/image storage/storage_dest.go commits a downloaded, verified layer, and
     // containers/storage unpacks it.
@@ -739,6 +753,11 @@ const NODE_WORDS: [&str; 29] = [
     "repository name must be lowercase",
     "couldn't parse image reference",
     "failed to parse image reference",
+    // The node's containers/image configuration itself (registries.conf, policy.json), and its
+    // digest check of a manifest already read (image/unparsed.go): no request failed.
+    "registries configuration",
+    "invalid policy in",
+    "Manifest does not match provided manifest digest",
 ];
 const AUTH_WORDS: [&str; 8] = [
     "unauthorized",
@@ -791,7 +810,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     }
     // On the node, with no request made: the node's words decide, whatever they wrap (an
     // unpack that finds no manifest for the node's platform is still the platform).
-    if chain.requests.is_empty() && any(&NODE_WORDS, text) && !any(&PLATFORM_WORDS, text) {
+    if chain.requests.is_empty() && any(NODE_WORDS, text) && !any(&PLATFORM_WORDS, text) {
         return (Layer::Other, None);
     }
     // DNS: a lookup clause decides, whatever failed inside it (timeout, refused, SERVFAIL).
@@ -837,7 +856,7 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     if any(&PLATFORM_WORDS, text) {
         return (Layer::Platform, None);
     }
-    if any(&INTEGRITY_WORDS, text) || any(&NODE_WORDS, text) {
+    if any(&INTEGRITY_WORDS, text) || any(NODE_WORDS, text) {
         return (Layer::Other, None);
     }
     if text.contains("pull access denied")

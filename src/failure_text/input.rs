@@ -443,7 +443,12 @@ fn from_text(text: &str) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     // The number of the line the last message ended on: a wrap continues on the very next one.
     let mut last_line = None;
+    // Whether that line ended in a space: a tool that wraps at spaces leaves the space there
+    // (`failed to do request: Head ` + `"https://…": server gave HTTP ` + `response to …`).
+    let mut ended_in_space = false;
     for (number, line) in lines {
+        let soft_wrapped = ended_in_space && last_line == Some(number.wrapping_sub(1));
+        ended_in_space = line.ends_with([' ', '\t']);
         if let Some(last) = out.last_mut()
             && last_line == Some(number.wrapping_sub(1))
             && let Some(separator) = wrapped_continuation(&last.text, line)
@@ -465,7 +470,7 @@ fn from_text(text: &str) -> Vec<Message> {
             && !is_log_record(line)
             && last.text.len() < MAX_MESSAGE
         {
-            last.text.push('\n');
+            last.text.push(if soft_wrapped { ' ' } else { '\n' });
             last.text.push_str(line.trim());
             last_line = Some(number);
         }
@@ -690,6 +695,22 @@ mod tests {
         // Nor a failure line after noise: a wrap continues on the very next line only.
         let text = "Failed to pull image \"r.example/a\ntime=\"2026-01-01T00:00:00Z\" level=info msg=progress\nFailed to pull image \"b\": EOF";
         assert_eq!(messages(text).len(), 2);
+    }
+
+    #[test]
+    fn a_line_wrapped_at_a_space_continues_with_the_space() {
+        let text = "ErrImagePull: rpc error: code = Unknown desc = failed to do request: Head \n\"https://r.example/v2/a/manifests/1\": http: server gave HTTP \nresponse to HTTPS client";
+        let m = messages(text);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].text
+                .ends_with("Head \"https://r.example/v2/a/manifests/1\": http: server gave HTTP response to HTTPS client"),
+            "{}",
+            m[0].text
+        );
+        // A registry's list of errors keeps its lines.
+        let text = "Error: reading manifest 1 in r.example/a: errors:\ndenied: requested access to the resource is denied\nunauthorized: authentication required";
+        assert!(messages(text)[0].text.contains("errors:\ndenied"));
     }
 
     #[test]
