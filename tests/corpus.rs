@@ -272,15 +272,15 @@ fn corpus_accuracy_overall_and_on_the_held_out_slice() {
             97,
         ),
         ("hop", all.hop, all.rows, 95, 99),
-        ("host", all.host, all.rows, 95, 83),
+        ("host", all.host, all.rows, 95, 84),
         (
             "host, rows whose text names it",
             all.host_named_right,
             all.host_named,
             95,
-            94,
+            95,
         ),
-        ("runtime", all.runtime, all.rows, 95, 91),
+        ("runtime", all.runtime, all.rows, 95, 92),
         (
             "held-out layer, all rows",
             held.layer_all(),
@@ -314,8 +314,8 @@ fn corpus_accuracy_overall_and_on_the_held_out_slice() {
     }
 }
 
-/// The project's own second sample (tests/fixtures/corpus/README.md), collected in two batches
-/// of 80, each scored once before any rule was written from it, then read for the families it
+/// The project's own second sample (tests/fixtures/corpus/README.md), collected in three
+/// batches, each scored once before any rule was written from it, then read for the families it
 /// showed (a terminal-wrapped message, an object store's XML error, the Docker Engine API's
 /// URL, containerd's resolver log line, a pasted markdown link, a line wrapped at a space, an
 /// image named outside a log record's message …). Its floors keep those families; its misses
@@ -323,7 +323,7 @@ fn corpus_accuracy_overall_and_on_the_held_out_slice() {
 #[test]
 fn the_second_sample_keeps_its_families() {
     let rows = rows_of("fresh-pull-failures.jsonl");
-    assert_eq!(rows.len(), 160);
+    assert_eq!(rows.len(), 200);
     let mut fresh = Tally::default();
     for row in &rows {
         let explanation = explain(&row.text);
@@ -348,14 +348,14 @@ fn the_second_sample_keeps_its_families() {
             97,
         ),
         ("layer, all rows", fresh.layer_all(), fresh.rows, 92),
-        ("hop", fresh.hop, fresh.rows, 98),
+        ("hop", fresh.hop, fresh.rows, 97),
         (
             "host, rows whose text names it",
             fresh.host_named_right,
             fresh.host_named,
             96,
         ),
-        ("runtime", fresh.runtime, fresh.rows, 98),
+        ("runtime", fresh.runtime, fresh.rows, 97),
     ] {
         assert!(
             at_least(k, n, floor),

@@ -534,6 +534,13 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "r.example",
         "time=\"2024-07-23T15:49:17Z\" level=info msg=\"node changed\" new.message=\"ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image \\\"r.example/a:1\\\": failed to resolve reference \\\"r.example/a:1\\\": r.example/a:1: not found\" new.phase=Pending",
     ),
+    // Pasted through a translator: curled quotes, a capitalised `TCP` and `I/O`.
+    (
+        "route",
+        "registry",
+        "r.example",
+        "Failed to create pod sandbox: rpc error: code=Unknown desc=failed pulling image \"r.example/pause:3.6\": Error response from daemon: Head“ https://r.example/v2/pause/manifests/3.6 ”: dial TCP 10.0.0.5:443: I/O timeout",
+    ),
     // The registry's bare DENIED message.
     (
         "forbidden",
@@ -794,6 +801,19 @@ fn each_runtime_is_named_by_its_own_words() {
         (
             "docker",
             "Error pulling image team/app:v1 - 500 Server Error: Internal Server Error (\"toomanyrequests: too many requests\")",
+        ),
+        // BuildKit's progress step; go-dockerclient; the ECS agent on Fargate (containerd).
+        (
+            "docker",
+            "ERROR [internal] load metadata for r.example/sdk:5.0:\nfailed to do request: Head https://r.example/v2/sdk/manifests/5.0: dial tcp: lookup r.example on 10.0.0.2:53: no such host",
+        ),
+        (
+            "docker",
+            "Could not pull base image: API error (500): toomanyrequests: too many requests",
+        ),
+        (
+            "containerd",
+            "CannotPullContainerError: pull image manifest has been retried 1 time(s): failed to resolve ref r.example/app:v1: not found",
         ),
         // The kubelet's own limit names no runtime.
         (

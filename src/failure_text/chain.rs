@@ -70,14 +70,15 @@ static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
 /// Rarer places a name appears, read only when [`IMAGE`] found no qualified name (keeping the
 /// common path to one regex): any quoted name after "image" (the kubelet's `Pulling image "X"`,
 /// `Container image "X"`, a structured log's `image="X"`),
-/// `failed to pull "X"`, podman's `Trying to pull X...` and `unable to pull X`, Docker's builder `invalid from
+/// `failed to pull "X"`, podman's `Trying to pull X...` and `unable to pull X: …` (not the ECS
+/// agent's `unable to pull secrets or registry auth`), Docker's builder `invalid from
 /// flag value X`, a pasted `docker pull X` command, Docker's `repository X not found:
 /// does not exist or no pull access` (moby daemon/internal/distribution/errors.go), kubeadm's
 /// `failed to pull image X: output: …`, the kubelet's `credential provider plugin P for image
 /// X`, and Docker's schema 1 notice (`Suggest the author of X to upgrade`).
 static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?-u:\b)[Ii]mage\s*"|(?-u:\b)image=\\?"|to pull "|[Tt]rying to pull |unable to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*|[Ff]ailed to pull image |provider plugin \S+ for image |Suggest the author of )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist"#,
+        r#"(?:(?-u:\b)[Ii]mage\s*"|(?-u:\b)image=\\?"|to pull "|[Tt]rying to pull |invalid from flag value |(?:docker|podman|nerdctl|crictl) (?:image )?pull (?:-\S+ )*|[Ff]ailed to pull image |provider plugin \S+ for image |Suggest the author of )([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*)|repository ([A-Za-z0-9][A-Za-z0-9._:/@-]*) not found: does not exist|unable to pull ([A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*): "#,
     )
     .expect("static regex")
 });
@@ -85,7 +86,8 @@ static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
 /// Split failure text into attempts and parse each one's chain.
 pub fn parse(text: &str) -> Vec<Chain> {
     let raw = text;
-    let text = unescape(text);
+    let text = without_typographic_quotes(text);
+    let text = unescape(&text);
     let text = repair_urls(&text);
     let text = without_markdown_autolinks(&text);
     let mut chains: Vec<Chain> = split_attempts(&text)
@@ -104,6 +106,18 @@ pub fn parse(text: &str) -> Vec<Chain> {
 }
 
 /// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
+/// A paste through a word processor or a translator curls its quotes (`Head“ https://…`):
+/// the runtimes print straight ones.
+fn without_typographic_quotes(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains(['“', '”', '„', '‘', '’']) {
+        text.replace(['“', '”', '„'], "\"")
+            .replace(['‘', '’'], "'")
+            .into()
+    } else {
+        text.into()
+    }
+}
+
 /// A paste copied from a rendered page keeps the page's links of bare host names as markdown:
 /// `lookup [quay.io](http://quay.io/) on …`. The name is what the runtime printed.
 fn without_markdown_autolinks(text: &str) -> std::borrow::Cow<'_, str> {
@@ -253,7 +267,7 @@ fn parse_attempt(text: &str) -> Chain {
 fn image_in(text: &str) -> Option<String> {
     let names_in = |re: &Regex| -> Vec<String> {
         re.captures_iter(text)
-            .filter_map(|c| c.get(1).or(c.get(2)))
+            .filter_map(|c| c.get(1).or(c.get(2)).or(c.get(3)))
             .map(|m| m.as_str().trim_end_matches([':', '.', ',']).to_string())
             .filter(|i| !i.is_empty() && !i.starts_with("sha256") && !is_platform(i))
             .collect()

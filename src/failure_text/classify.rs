@@ -372,6 +372,8 @@ const CONTAINERD_WORDS: &[&str] = &[
     "failed to unpack image on snapshotter",
     "failed to prepare extraction snapshot",
     "nerdctl",
+    // The ECS agent on Fargate, which pulls with containerd.
+    "pull image manifest has been retried",
     // The resolver's log line for a host it moves past (core/remotes/docker/resolver.go), the
     // journal's process name, and containerd's own plugin ids and state directory.
     "trying next host",
@@ -455,8 +457,16 @@ const DOCKER_WORDS: &[&str] = &[
     "(HTTP code ",
     "server error - {",
     " Server Error: Internal Server Error (",
-    // distribution/pull_v2.go's refusal of a schema 1 manifest (Docker 25 and later).
+    // distribution/pull_v2.go's refusal of a schema 1 manifest (Docker 25 and later); the
+    // daemon's words lowercased by a tool; go-dockerclient (`API error (500): …`, the
+    // kubelet's dockertools and CI plugins); BuildKit's progress step; the CLI's temporary
+    // file and credential helper protocol.
     "[DEPRECATION NOTICE] Docker Image Format v1",
+    "error response from daemon",
+    "API error (",
+    "load metadata for ",
+    ".docker_temp_",
+    "error getting credentials - err",
 ];
 
 pub fn runtime(text: &str) -> Runtime {
@@ -825,8 +835,11 @@ fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
     if any(&TLS_WORDS, cause) {
         return (Layer::Tls, None);
     }
-    // The connection.
+    // The connection. Go prints these in lowercase; a paste through a translator or a
+    // word processor may not (`dial TCP …: I/O timeout`).
+    let lowercase_cause = cause.to_ascii_lowercase();
     if any(&ROUTE_WORDS, cause)
+        || any(&["i/o timeout", "no route to host"], &lowercase_cause)
         || (cause.contains("context deadline exceeded") && chain.innermost_request().is_some())
     {
         return (Layer::Route, None);
