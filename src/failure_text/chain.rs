@@ -50,11 +50,12 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"https?://(\[[0-9a-fA-F:.]+\](?::\d+)?|[^/\s"'?:\[\](),;@]+(?::\d+)?)([^\s"'?]*)"#)
         .expect("static regex")
 });
-/// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
-/// forums do to keep a link from being made.
+/// A bare host name a rendered page made a link of: `[quay.io](http://quay.io/)`.
 static MARKDOWN_AUTOLINK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\[([A-Za-z0-9][A-Za-z0-9.:-]*)\]\(https?://[^)\s]*\)").expect("static regex")
 });
+/// A URL whose `//` a person broke when pasting (`https: /host/…`, `https:/host/…`), which
+/// forums do to keep a link from being made.
 static BROKEN_URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(https?): ?/([A-Za-z0-9\[])").expect("static regex"));
 /// Where the runtimes name the image. After a verb (`pull image`, `Back-off pulling image`) the
@@ -63,7 +64,7 @@ static BROKEN_URL: LazyLock<Regex> =
 /// secret part of the name as `***`.
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |in manifest list for |repositories/|(?:^|[^+A-Za-z])docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )((?:\*\*\*|[A-Za-z0-9])[A-Za-z0-9._:/@\[\]*-]*)"#,
+        r#"(?:(?:[Pp]ull|pulling|unpack|resolve|get sandbox) image\s*"|resolve reference\s*"|Back-off pulling image\s*"|resolve ref |pull access denied for |manifest for |repositories/|(?:^|[^+A-Za-z])docker://|trying to pull repository |reading manifest \S+ in |authn lookup for |✘ Image )((?:\*\*\*|[A-Za-z0-9])[A-Za-z0-9._:/@\[\]*-]*)"#,
     )
     .expect("static regex")
 });
@@ -85,19 +86,20 @@ static IMAGE_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Split failure text into attempts and parse each one's chain.
 pub fn parse(text: &str) -> Vec<Chain> {
-    let raw = text;
     let text = without_typographic_quotes(text);
-    let text = unescape(&text);
-    let text = repair_urls(&text);
+    let (values, whole) = log_values(&text);
+    let text = repair_urls(&values);
     let text = without_markdown_autolinks(&text);
     let mut chains: Vec<Chain> = split_attempts(&text)
         .into_iter()
         .map(parse_attempt)
         .collect();
-    // A log record may name the image outside the values read above (klog's `image="X"`,
-    // kubeadm's `failed to pull image X: output: time=… msg="…"`).
-    if raw.len() != text.len() && chains.iter().any(|c| c.image.is_none()) {
-        let outside = image_in(&raw.replace("\\\"", "\""));
+    // A log record may name the image outside the values read (klog's `image="X"`, kubeadm's
+    // `failed to pull image X: output: time=… msg="…"`).
+    if let Some(whole) = whole
+        && chains.iter().any(|c| c.image.is_none())
+    {
+        let outside = image_in(&whole);
         for chain in chains.iter_mut().filter(|c| c.image.is_none()) {
             chain.image.clone_from(&outside);
         }
@@ -105,7 +107,6 @@ pub fn parse(text: &str) -> Vec<Chain> {
     chains
 }
 
-/// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
 /// A paste through a word processor or a translator curls its quotes (`Head“ https://…`):
 /// the runtimes print straight ones.
 fn without_typographic_quotes(text: &str) -> std::borrow::Cow<'_, str> {
@@ -128,6 +129,7 @@ fn without_markdown_autolinks(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `https: /host` and `https:/host` back to `https://host`; a well-formed URL is left alone.
 fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
     // The regex only where a scheme is followed by anything but `//` (this runs per message).
     let broken = text.match_indices("http").any(|(at, _)| {
@@ -143,19 +145,27 @@ fn repair_urls(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Log lines quote their message: `msg="failed … \"x\""`. Take the quoted values of the
-/// logfmt keys that carry errors (`msg`, `error`, `err`, and a `message` such as Argo's
-/// `new.message="ErrImagePull: …"`) and undo one level of escaping.
-fn unescape(text: &str) -> String {
+/// Log lines quote their message: `msg="failed … \"x\""`. The quoted values of the logfmt
+/// keys that carry errors (`msg`, `error`, `err`, and a `message` such as Argo's
+/// `new.message="ErrImagePull: …"`), one level of escaping undone; and, when those values are
+/// all that was kept, the whole record unescaped the same way (`None`: the text is no record).
+fn log_values(text: &str) -> (String, Option<String>) {
     let values: Vec<String> = ["msg=\"", "error=\"", "err=\"", "message=\""]
         .iter()
         .filter_map(|key| logfmt_value(text, key))
         .collect();
-    let text = if values.is_empty() {
-        text.to_string()
+    if values.is_empty() {
+        (unescaped(text.to_string()), None)
     } else {
-        values.join(": ")
-    };
+        (
+            unescaped(values.join(": ")),
+            Some(unescaped(text.to_string())),
+        )
+    }
+}
+
+/// One level of a log value's escaping undone (`\"` and `\\\"` are quotes).
+fn unescaped(text: String) -> String {
     if text.contains("\\\"") {
         text.replace("\\\\\\\"", "\"").replace("\\\"", "\"")
     } else {
@@ -351,10 +361,6 @@ fn authority(url: &str, host: &str) -> String {
 /// `linux/arm64/v8`: Docker's `no matching manifest for linux/arm64/v8 in the manifest list
 /// entries` names the platform where other messages name the image.
 fn is_platform(name: &str) -> bool {
-    // CRI-O's `no image found in manifest list for architecture arm64, …`.
-    if name == "architecture" {
-        return true;
-    }
     const OSES: [&str; 6] = [
         "linux/", "windows/", "darwin/", "freebsd/", "solaris/", "aix/",
     ];

@@ -447,12 +447,13 @@ fn from_text(text: &str) -> Vec<Message> {
     // (`failed to do request: Head ` + `"https://…": server gave HTTP ` + `response to …`).
     let mut ended_in_space = false;
     for (number, line) in lines {
-        let soft_wrapped = ended_in_space && last_line == Some(number.wrapping_sub(1));
+        let next_line = last_line == Some(number.wrapping_sub(1));
+        let soft_wrapped = next_line && ended_in_space;
         ended_in_space = line.ends_with([' ', '\t']);
         if let Some(last) = out.last_mut()
-            && last_line == Some(number.wrapping_sub(1))
-            && let Some(separator) = wrapped_continuation(&last.text, line)
+            && next_line
             && last.text.len() < MAX_MESSAGE
+            && let Some(separator) = wrapped_continuation(&last.text, line)
         {
             last.text.push_str(separator);
             last.text.push_str(line.trim());

@@ -91,16 +91,22 @@ pub struct TrustSeen {
     pub unknown_authority: bool,
 }
 
-/// The node's runtime's own answer, asked beside the probe (`--runtime-pull`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The node's runtime's own answer, asked beside the probe (`--runtime-pull`); the fleet
+/// report's `runtime_pull` of the node's row.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RuntimeAnswer {
     /// `pulled`, `failed` or `unasked`.
     pub outcome: String,
     /// The runtime's error, or why it could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// Whether it matches the probe's verdict (absent when it was not asked).
+    /// Whether it matches the probe's verdict (absent when it was not asked); false: the
+    /// runtime and the probe disagree, and the runtime is right.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
-    /// `nothing`, `removed` or `kept`: how the node's image store was left.
+    /// `nothing`, `removed` (the node did not hold the image: removed again) or `kept`: how
+    /// the node's image store was left.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cleanup: Option<String>,
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::answer::{Answer, ProbeAnswer, TrustSeen};
+use super::answer::{Answer, ProbeAnswer, RuntimeAnswer, TrustSeen};
 use super::run::{Ending, RunOutcome};
 use super::select::Candidate;
 use crate::advice::advise;
@@ -76,22 +76,7 @@ pub struct NodeRow {
     pub elapsed_ms: u64,
     /// With `--runtime-pull`: the node's runtime's own pull over CRI.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runtime_pull: Option<RuntimePullRow>,
-}
-
-/// The runtime's own answer on one node, beside the probe's.
-#[derive(Debug, Clone, Serialize)]
-pub struct RuntimePullRow {
-    /// `pulled`, `failed` or `unasked`.
-    pub outcome: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// False: the runtime and the probe disagree, and the runtime is right.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub agrees: Option<bool>,
-    /// `nothing`, `removed` (the node did not hold the image: removed again) or `kept`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cleanup: Option<String>,
+    pub runtime_pull: Option<RuntimeAnswer>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -262,12 +247,7 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
             u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX)
         }),
         runtime_pull: match run.map(|r| &r.answer) {
-            Some(Answer::Probe(p)) => p.runtime.as_ref().map(|r| RuntimePullRow {
-                outcome: r.outcome.clone(),
-                message: r.message.clone(),
-                agrees: r.agrees,
-                cleanup: r.cleanup.clone(),
-            }),
+            Some(Answer::Probe(p)) => p.runtime.clone(),
             _ => None,
         },
     }
@@ -379,7 +359,6 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
     }
 }
 
-/// The report of a run over `candidates` (every node read, chosen or not).
 /// A CA some nodes trust and others do not: node A verified host H's chain ending at issuer X
 /// while node B, asked for the same host, did not trust X (`unknown authority`). A has a CA in
 /// its store (or containerd's certs.d) that B lacks: installed by hand, or missing from B's
@@ -412,6 +391,7 @@ pub fn trust_only_here(seen: &[(&str, &str, &[TrustSeen])]) -> BTreeMap<String, 
     out
 }
 
+/// The report of a run over `candidates` (every node read, chosen or not).
 pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> FleetReport {
     let mut nodes: Vec<NodeRow> = candidates
         .iter()
@@ -518,6 +498,10 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::cluster::nodes::NodeFacts;
+    use crate::fleet::run::{Cleanup, NodeRun};
+    use std::time::Duration;
 
     fn seen(host: &str, issuer: &str, verified: bool) -> TrustSeen {
         TrustSeen {
@@ -546,11 +530,6 @@ mod tests {
         // Everyone trusts it: nothing to say.
         assert!(trust_only_here(&[("a", "p", &ok[..]), ("b", "p", &ok[..])]).is_empty());
     }
-
-    use super::*;
-    use crate::cluster::nodes::NodeFacts;
-    use crate::fleet::run::{Cleanup, NodeRun};
-    use std::time::Duration;
 
     fn candidate(
         name: &str,

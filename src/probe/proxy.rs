@@ -547,6 +547,7 @@ fn unquote(v: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn passwords_are_redacted_even_in_values_that_are_no_url() {
@@ -568,7 +569,6 @@ mod tests {
             "http://proxy.corp:3128"
         );
     }
-    use super::*;
 
     fn config(https: &str, no_proxy: &str) -> ProxyConfig {
         let mut env = BTreeMap::new();

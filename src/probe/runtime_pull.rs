@@ -98,23 +98,34 @@ pub async fn ask(
         Err(e) => return unasked(e.to_string()),
     };
     let cleanup = match &answer {
-        Answer::Pulled(_) => match runtime.status(image).await {
-            Ok(Some(after)) => match removal(before.as_ref(), &after, &repository) {
-                Cleanup::Removed => match runtime.remove(image).await {
-                    Ok(()) => Cleanup::Removed,
-                    Err(e) => Cleanup::Kept(format!("removing it failed: {e}")),
-                },
-                other => other,
-            },
-            Ok(None) => Cleanup::Nothing,
-            Err(e) => Cleanup::Kept(format!("its status could not be read: {e}")),
-        },
+        Answer::Pulled(_) => undo(&mut runtime, image, before.as_ref(), &repository).await,
         _ => Cleanup::Nothing,
     };
     RuntimePull {
         answer,
         was_cached,
         cleanup,
+    }
+}
+
+/// After a pull that worked: remove `image` again when [`removal`] says that restores the node.
+async fn undo(
+    runtime: &mut ImageService,
+    image: &str,
+    before: Option<&HeldImage>,
+    repository: &str,
+) -> Cleanup {
+    let after = match runtime.status(image).await {
+        Ok(Some(after)) => after,
+        Ok(None) => return Cleanup::Nothing,
+        Err(e) => return Cleanup::Kept(format!("its status could not be read: {e}")),
+    };
+    match removal(before, &after, repository) {
+        Cleanup::Removed => match runtime.remove(image).await {
+            Ok(()) => Cleanup::Removed,
+            Err(e) => Cleanup::Kept(format!("removing it failed: {e}")),
+        },
+        other => other,
     }
 }
 

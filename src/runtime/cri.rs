@@ -113,19 +113,14 @@ impl ImageService {
             }),
             sandbox_config: None,
         };
-        let call = tokio::time::timeout(self.timeout, self.client.pull_image(request));
-        match call.await {
-            Err(_) => Err(CriError::Deadline {
-                call: "PullImage",
-                timeout: self.timeout,
-            }),
-            Ok(Ok(response)) => Ok(PullOutcome::Pulled {
-                image_ref: response.into_inner().image_ref,
+        match within("PullImage", self.timeout, self.client.pull_image(request)).await? {
+            Ok(response) => Ok(PullOutcome::Pulled {
+                image_ref: response.image_ref,
             }),
             // Unavailable and Unimplemented mean the runtime itself could not serve the call;
             // every other code carries the runtime's verdict on the pull (containerd maps
             // "not found" to NotFound and dial timeouts to DeadlineExceeded).
-            Ok(Err(status))
+            Err(status)
                 if !matches!(
                     status.code(),
                     tonic::Code::Unavailable | tonic::Code::Unimplemented
@@ -136,7 +131,7 @@ impl ImageService {
                     message: status.message().to_string(),
                 })
             }
-            Ok(Err(status)) => Err(CriError::Call {
+            Err(status) => Err(CriError::Call {
                 call: "PullImage",
                 status,
             }),
@@ -154,25 +149,24 @@ impl ImageService {
             image: Some(spec(image)),
             verbose: false,
         };
-        let call = tokio::time::timeout(self.timeout, self.client.image_status(request));
-        match call.await {
-            Err(_) => Err(CriError::Deadline {
-                call: "ImageStatus",
-                timeout: self.timeout,
-            }),
-            Ok(Ok(response)) => Ok(response.into_inner().image.map(|image| HeldImage {
-                id: image.id,
-                names: image
-                    .repo_tags
-                    .into_iter()
-                    .chain(image.repo_digests)
-                    .collect(),
-            })),
-            Ok(Err(status)) => Err(CriError::Call {
-                call: "ImageStatus",
-                status,
-            }),
-        }
+        let response = within(
+            "ImageStatus",
+            self.timeout,
+            self.client.image_status(request),
+        )
+        .await?
+        .map_err(|status| CriError::Call {
+            call: "ImageStatus",
+            status,
+        })?;
+        Ok(response.image.map(|image| HeldImage {
+            id: image.id,
+            names: image
+                .repo_tags
+                .into_iter()
+                .chain(image.repo_digests)
+                .collect(),
+        }))
     }
 
     /// `RemoveImage`, as the kubelet's image garbage collector calls it: the image and every
@@ -181,18 +175,30 @@ impl ImageService {
         let request = RemoveImageRequest {
             image: Some(spec(image)),
         };
-        let call = tokio::time::timeout(self.timeout, self.client.remove_image(request));
-        match call.await {
-            Err(_) => Err(CriError::Deadline {
-                call: "RemoveImage",
-                timeout: self.timeout,
-            }),
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(status)) => Err(CriError::Call {
-                call: "RemoveImage",
-                status,
-            }),
-        }
+        within(
+            "RemoveImage",
+            self.timeout,
+            self.client.remove_image(request),
+        )
+        .await?
+        .map(drop)
+        .map_err(|status| CriError::Call {
+            call: "RemoveImage",
+            status,
+        })
+    }
+}
+
+/// One CRI call bounded by `timeout`: running out of time is a [`CriError::Deadline`]; the
+/// runtime's answer, or the status it refused with, is the caller's to read.
+async fn within<T>(
+    call: &'static str,
+    timeout: Duration,
+    request: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<Result<T, tonic::Status>, CriError> {
+    match tokio::time::timeout(timeout, request).await {
+        Err(_) => Err(CriError::Deadline { call, timeout }),
+        Ok(answer) => Ok(answer.map(tonic::Response::into_inner)),
     }
 }
 
