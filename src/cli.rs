@@ -204,12 +204,19 @@ pub struct ProbeArgs {
     /// An extra CA certificate (PEM) to trust, beside the system store and containerd's certs.d.
     #[arg(long = "ca-file", value_name = "PEM")]
     pub ca_files: Vec<PathBuf>,
-    /// containerd's registry hosts directory (`config_path`), for the CA it trusts per registry.
-    #[arg(long, value_name = "DIR", default_value = "/etc/containerd/certs.d")]
-    pub containerd_certs: PathBuf,
-    /// Where resolv.conf and hosts are read from.
+    /// containerd's registry hosts directories (`config_path`, `:`-separated), instead of what
+    /// its config.toml says (or its version's default when it says nothing).
+    #[arg(long, value_name = "DIR[:DIR…]")]
+    pub containerd_certs: Option<String>,
+    /// Where resolv.conf and hosts are read from (a node path).
     #[arg(long, value_name = "DIR", default_value = "/etc", hide = true)]
     pub etc: PathBuf,
+    /// Where the node's root filesystem is mounted (`/host` in a probe pod): every node path —
+    /// resolv.conf, hosts, containerd's config and hosts.toml, systemd units, the kubelet's
+    /// files and plugins, the trust store — is read inside it, its symlinks resolved there, and
+    /// credential plugins run chrooted into it. Default: this machine is the node.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub host_root: PathBuf,
     /// The runtime's HTTPS proxy, instead of the one its environment has (`HTTPS_PROXY`).
     #[arg(long, value_name = "URL")]
     pub https_proxy: Option<String>,

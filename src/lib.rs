@@ -20,6 +20,8 @@ pub mod failure_text;
 pub mod fleet;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
+/// The node's filesystem, read inside its root as the node's own processes read it.
+pub mod node_root;
 /// A Pod and its Events, pasted or from the API → the image pulls it is stuck on.
 pub mod pod;
 /// `pullpath probe`: the pull path walked hop by hop from this namespace.

@@ -11,6 +11,7 @@ use pullpath::cli::{
 };
 use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
+use pullpath::node_root::NodeRoot;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
 use pullpath::runtime::version::RuntimeIdentity;
@@ -20,7 +21,19 @@ use pullpath::{azure, cli_docs, exit, failure_text, report, scan_report};
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
-    let cli = match cli::try_parse_from(std::env::args_os()) {
+    // A credential plugin run inside the node's root (see `in_node_root`): not a command for
+    // people, so not in the command line's definitions.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == probe::kubelet_creds::ROOT_EXEC) && argv.len() >= 4 {
+        let error = probe::kubelet_creds::exec_in_root(
+            std::path::Path::new(&argv[2]),
+            std::path::Path::new(&argv[3]),
+            &argv[4..],
+        );
+        eprintln!("pullpath: cannot run {} in the node's root: {error}", argv[3].to_string_lossy());
+        return ExitCode::from(exit::INTERNAL);
+    }
+    let cli = match cli::try_parse_from(argv) {
         Ok(cli) => cli,
         // --help and --version print and succeed; a bad command line is a usage error (64).
         Err(e) if !e.use_stderr() => e.exit(),
@@ -214,18 +227,23 @@ fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
         &args.image_credential_provider_bin_dir,
         None,
     );
-    // The kubelet searches its own working directory and $HOME, not ours.
+    // The kubelet searches its own working directory and $HOME, not ours; seen through /proc,
+    // its working directory is a node path. In a node root with no kubelet in sight, systemd's
+    // defaults for a unit without `User=`: `/` and no $HOME.
+    let node = NodeRoot::at(&args.host_root);
     let (working_dir, home) = match &kubelet {
         Some(k) => (
             std::fs::read_link(format!("/proc/{}/cwd", k.pid)).ok(),
             k.environ.get("HOME").map(PathBuf::from),
         ),
+        None if !node.is_host() => (Some(PathBuf::from("/")), None),
         None => (
             std::env::current_dir().ok(),
             std::env::var_os("HOME").map(PathBuf::from),
         ),
     };
     probe::kubelet_creds::Sources {
+        node,
         pull_secrets: args.docker_config.clone(),
         node_config: probe::kubelet_creds::node_config_search(
             &root_dir,
@@ -316,6 +334,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         parallel: usize::from(args.parallel),
         progress: args.output == Output::Text
             && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        node: NodeRoot::at(&args.host_root),
         etc: args.etc.clone(),
         proxy: probe::ProxySources {
             overrides: [
@@ -327,20 +346,17 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
             .collect(),
             systemd_dirs: if args.systemd_dirs.is_empty() {
-                // Where systemd itself looks: local configuration, runtime, then the vendor's.
-                [
-                    "/etc/systemd/system",
-                    "/run/systemd/system",
-                    "/lib/systemd/system",
-                ]
-                .map(std::path::PathBuf::from)
-                .to_vec()
+                probe::systemd::UNIT_DIRS.map(PathBuf::from).to_vec()
             } else {
                 args.systemd_dirs.clone()
             },
             runtime_pid: args.runtime_pid,
         },
-        containerd_certs: Some(args.containerd_certs.clone()),
+        containerd_config: args.containerd_config.clone(),
+        containerd_certs: args
+            .containerd_certs
+            .as_deref()
+            .map(probe::containerd_config::split_config_path),
         ca_files: args.ca_files.clone(),
         runtime,
         runtime_pull,

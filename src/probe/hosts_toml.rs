@@ -19,6 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use super::authority::{Authority, Scheme};
+use crate::node_root::NodeRoot;
 use crate::runtime::version::ContainerdLine;
 
 /// What a host may be asked for.
@@ -77,19 +78,27 @@ fn host_directory(registry: &str) -> Option<String> {
 
 impl HostsConfig {
     /// The configuration for `registry` (as the image reference names it, e.g. `docker.io`)
-    /// under `certs_dir` by the rules of `line`; `None` for `certs_dir` means containerd has
-    /// no `config_path`.
-    pub fn read(certs_dir: Option<&Path>, registry: &str, line: ContainerdLine) -> HostsConfig {
-        let dir = certs_dir.and_then(|root| {
+    /// under containerd's hosts roots (`config_path`, node paths, in order) by the rules of
+    /// `line`: in each root `host_port_`, `host`, then `_default`, the first root holding one
+    /// winning (containerd's `hostDirFromRoots`). No roots: containerd reads no hosts directory.
+    pub fn read(
+        node: &NodeRoot,
+        roots: &[PathBuf],
+        registry: &str,
+        line: ContainerdLine,
+    ) -> HostsConfig {
+        let dir = roots.iter().find_map(|root| {
             host_directory(registry)
                 .into_iter()
                 .chain([registry.to_string(), "_default".to_string()])
                 .map(|name| root.join(name))
-                .find(|p| p.is_dir())
+                .find(|p| node.is_dir(p))
         });
         let found = dir.map(|dir| Directory {
-            text: std::fs::read_to_string(dir.join("hosts.toml")).unwrap_or_default(),
-            crt: crt_files(&dir),
+            text: node
+                .read_to_string(&dir.join("hosts.toml"))
+                .unwrap_or_default(),
+            crt: crt_files(node, &dir),
             path: dir,
         });
         HostsConfig::decide(found.as_ref(), registry, line)
@@ -99,7 +108,7 @@ impl HostsConfig {
     pub fn parse(text: &str, dir: &Path, registry: &str, line: ContainerdLine) -> HostsConfig {
         let found = Directory {
             text: text.to_string(),
-            crt: crt_files(dir),
+            crt: crt_files(&NodeRoot::host(), dir),
             path: dir.to_path_buf(),
         };
         HostsConfig::decide(Some(&found), registry, line)
@@ -245,16 +254,13 @@ fn localhost_note(registry: &str, endpoint: &Endpoint, line: ContainerdLine) -> 
     )
 }
 
-fn crt_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+fn crt_files(node: &NodeRoot, dir: &Path) -> Vec<PathBuf> {
+    // `read_dir` sorts by name.
+    node.read_dir(dir)
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "crt"))
-        .collect();
-    files.sort();
-    files
+        .collect()
 }
 
 fn parse_hosts(
@@ -537,7 +543,7 @@ ca = "top.pem"
         // The same hosts either way: nothing here depends on the version.
         assert!(!no_hosts.version_dependent);
         assert!(!hub_is_version_dependent());
-        let hub = HostsConfig::read(None, "docker.io", LINE);
+        let hub = HostsConfig::read(&NodeRoot::host(), &[], "docker.io", LINE);
         assert_eq!(authorities(&hub), ["registry-1.docker.io"]);
         let default = HostsConfig::parse("[host.\"https://m.example\"]\n", dir, "r.example", LINE);
         assert_eq!(authorities(&default), ["m.example", "r.example"]);
@@ -560,16 +566,29 @@ ca = "top.pem"
             "[host.\"https://m.example\"]\n",
         )
         .expect("write");
-        let by_port = HostsConfig::read(Some(&root), "r.example:5000", LINE);
+        let host = NodeRoot::host();
+        let by_port = HostsConfig::read(&host, std::slice::from_ref(&root), "r.example:5000", LINE);
         assert_eq!(by_port.dir.as_deref(), Some(port_dir.as_path()));
         assert_eq!(authorities(&by_port), ["m.example", "r.example:5000"]);
-        let fallback = HostsConfig::read(Some(&root), "other.example", LINE);
+        let fallback = HostsConfig::read(&host, std::slice::from_ref(&root), "other.example", LINE);
         assert_eq!(fallback.dir.as_deref(), Some(default_dir.as_path()));
+        // config_path lists roots: the first root holding any directory for the host wins, its
+        // `_default` before a later root's own directory for the host.
+        let later = root.join("later");
+        std::fs::create_dir_all(later.join("other.example")).expect("dir");
+        let first_wins = HostsConfig::read(&host, &[root.clone(), later.clone()], "other.example", LINE);
+        assert_eq!(first_wins.dir.as_deref(), Some(default_dir.as_path()));
+        let second = HostsConfig::read(&host, &[root.join("absent"), later.clone()], "other.example", LINE);
+        assert_eq!(second.dir, Some(later.join("other.example")));
+        // Inside a node root: the directory is named by its node path.
+        let node = NodeRoot::at(&root);
+        let mapped = HostsConfig::read(&node, &[PathBuf::from("/later")], "other.example", LINE);
+        assert_eq!(mapped.dir, Some(PathBuf::from("/later/other.example")));
         let _ = std::fs::remove_dir_all(&root);
     }
 
     fn hub_is_version_dependent() -> bool {
-        HostsConfig::read(None, "docker.io", LINE).version_dependent
+        HostsConfig::read(&NodeRoot::host(), &[], "docker.io", LINE).version_dependent
     }
 
     #[test]
@@ -630,7 +649,7 @@ ca = "top.pem"
 
     #[test]
     fn an_unconfigured_localhost_registry_per_line() {
-        let read = |registry: &str, line| HostsConfig::read(None, registry, line);
+        let read = |registry: &str, line| HostsConfig::read(&NodeRoot::host(), &[], registry, line);
         let old = read("localhost:5000", ContainerdLine::V1_6);
         assert_eq!(
             (old.endpoints[0].scheme, old.endpoints[0].skip_verify),

@@ -23,6 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::creds::{self, Credentials};
 use super::stop::Stop;
 use crate::image_ref::ImageRef;
+use crate::node_root::NodeRoot;
 use crate::vocab::Layer;
 
 /// The kubelet's exec timeout for a plugin (k/k `plugin/plugin.go`: `1*time.Minute`).
@@ -48,6 +49,8 @@ const STDERR_KEPT: usize = 300;
 /// Where the kubelet's credentials come from on this node.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
+    /// The node's filesystem: every node path below is read inside it, and plugins run in it.
+    pub node: NodeRoot,
     /// The pod's imagePullSecrets (`--docker-config`), config.json or Secret JSON.
     pub pull_secrets: Vec<PathBuf>,
     /// The directories searched for the node's `config.json`, then `.dockercfg`
@@ -617,33 +620,34 @@ fn unquoted(text: &str) -> String {
 
 /// Read a config file, or every `*.json|*.yaml|*.yml` of a directory in lexicographic order,
 /// merged; a name twice is an error (k/k plugin/config.go).
-pub fn read_provider_config(path: &Path) -> Result<Vec<ProviderConfig>, ConfigError> {
+pub fn read_provider_config(
+    node: &NodeRoot,
+    path: &Path,
+) -> Result<Vec<ProviderConfig>, ConfigError> {
     let shown = path.display().to_string();
     let unreadable = |e: std::io::Error| ConfigError::Unreadable {
         path: shown.clone(),
         reason: e.to_string(),
     };
-    let files: Vec<PathBuf> = if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+    let files: Vec<PathBuf> = if node.is_dir(path) {
+        // `read_dir` sorts by name.
+        node.read_dir(path)
             .map_err(unreadable)?
-            .flatten()
-            .map(|e| e.path())
+            .into_iter()
             .filter(|p| {
-                p.is_file()
+                node.is_file(p)
                     && p.extension()
                         .and_then(|e| e.to_str())
                         .is_some_and(|e| matches!(e, "json" | "yaml" | "yml"))
             })
-            .collect();
-        files.sort();
-        files
+            .collect()
     } else {
         vec![path.to_path_buf()]
     };
     let mut providers: Vec<ProviderConfig> = Vec::new();
     for file in files {
         let file_shown = file.display().to_string();
-        let text = std::fs::read_to_string(&file).map_err(|e| ConfigError::Unreadable {
+        let text = node.read_to_string(&file).map_err(|e| ConfigError::Unreadable {
             path: file_shown.clone(),
             reason: e.to_string(),
         })?;
@@ -778,10 +782,13 @@ pub fn redact_stderr(stderr: &[u8]) -> String {
     }
 }
 
-/// Run one plugin as the kubelet runs it: `bindir/name args…`, the kubelet's environment
-/// (`environment`; `None`: ours) plus `env`,
-/// the request on stdin, the response on stdout, within `timeout`.
+/// Run one plugin as the kubelet runs it: `bindir/name args…` (node paths), the kubelet's
+/// environment (`environment`; `None`: ours) plus `env`, the request on stdin, the response on
+/// stdout, within `timeout`. Inside a node root the plugin runs *in* it ([`in_node_root`]): the
+/// node's binary with the node's libraries, its file arguments (`/etc/kubernetes/azure.json`)
+/// and every path it opens being the node's.
 pub async fn exec_plugin(
+    node: &NodeRoot,
     provider: &ProviderConfig,
     bin_dir: &Path,
     image: &str,
@@ -789,13 +796,14 @@ pub async fn exec_plugin(
     environment: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<(String, Credentials)>, String> {
     let binary = bin_dir.join(&provider.name);
-    if !binary.is_file() {
+    if !node.is_file(&binary) {
         return Err(format!(
             "plugin binary executable {} did not exist (the kubelet would not start)",
             binary.display()
         ));
     }
-    let mut command = tokio::process::Command::new(&binary);
+    let mut command = in_node_root(node, &binary)
+        .map_err(|e| format!("cannot run plugin {} inside the node's root: {e}", provider.name))?;
     if let Some(environment) = environment {
         command.env_clear().envs(environment);
     }
@@ -874,6 +882,34 @@ pub async fn exec_plugin(
         .map_err(|e| format!("plugin {}: {e}", provider.name))
 }
 
+/// The hidden subcommand that runs a program inside a node root: `pullpath ROOT_EXEC ROOT
+/// PROGRAM ARGS…` chroots into ROOT, changes to its `/` and executes PROGRAM there. A chroot
+/// rather than a path prefix because the plugin itself opens node paths (its config file, the
+/// node's trust store, its shared libraries), and only the kernel can make all of those the
+/// node's. It needs `CAP_SYS_CHROOT` (root in the probe pod).
+pub const ROOT_EXEC: &str = "__exec-in-node-root";
+
+/// A command that runs `program` (a node path) as on the node: directly when this is the node,
+/// else through this binary's [`ROOT_EXEC`] inside the node root.
+pub fn in_node_root(node: &NodeRoot, program: &Path) -> std::io::Result<tokio::process::Command> {
+    if node.is_host() {
+        return Ok(tokio::process::Command::new(program));
+    }
+    let mut command = tokio::process::Command::new(std::env::current_exe()?);
+    command.arg(ROOT_EXEC).arg(node.mount()).arg(program);
+    Ok(command)
+}
+
+/// [`ROOT_EXEC`]'s body: chroot into `root`, then replace this process with `program`. Returns
+/// only on failure.
+pub fn exec_in_root(root: &Path, program: &Path, args: &[std::ffi::OsString]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    if let Err(e) = std::os::unix::fs::chroot(root).and_then(|()| std::env::set_current_dir("/")) {
+        return std::io::Error::new(e.kind(), format!("chroot {}: {e}", root.display()));
+    }
+    std::process::Command::new(program).args(args).exec()
+}
+
 fn humantime(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{}s", d.as_secs())
@@ -940,7 +976,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
     }
 
     // 2. The node's docker config: the first valid file of the search.
-    match read_node_config(&sources.node_config) {
+    match read_node_config(&sources.node, &sources.node_config) {
         Ok(Some((path, auths))) => {
             let source = Source::NodeConfig(path);
             let mut keyring = Keyring::default();
@@ -983,7 +1019,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
     // containerd's CRI falls back to its own config only when the kubelet sent no credential.
     if let Some(path) = &sources.containerd_config {
         let source = Source::ContainerdConfig(path.clone());
-        let outcome = match std::fs::read_to_string(path) {
+        let outcome = match sources.node.read_to_string(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 SourceOutcome::Absent(format!("no {}", path.display()))
             }
@@ -1083,7 +1119,10 @@ type NodeConfig = (PathBuf, Vec<(String, Credentials)>);
 
 /// The kubelet's `ReadDockerConfigFile`: config.json along its paths, then `.dockercfg`; an
 /// invalid file is passed over (the kubelet logs it and looks further).
-fn read_node_config(search: &NodeConfigSearch) -> Result<Option<NodeConfig>, (PathBuf, String)> {
+fn read_node_config(
+    node: &NodeRoot,
+    search: &NodeConfigSearch,
+) -> Result<Option<NodeConfig>, (PathBuf, String)> {
     let mut first_invalid = None;
     let candidates = search
         .config_json_dirs
@@ -1096,7 +1135,7 @@ fn read_node_config(search: &NodeConfigSearch) -> Result<Option<NodeConfig>, (Pa
                 .map(|d| (d.join(".dockercfg"), false)),
         );
     for (path, is_json) in candidates {
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(text) = node.read_to_string(&path) else {
             continue;
         };
         let parsed = if is_json {
@@ -1129,7 +1168,7 @@ async fn run_providers(sources: &Sources, target: &str) -> (Vec<Candidate>, Vec<
         });
         return (Vec::new(), evidence);
     };
-    let providers = match read_provider_config(config_path) {
+    let providers = match read_provider_config(&sources.node, config_path) {
         Ok(p) => p,
         Err(e) => {
             evidence.push(SourceEvidence {
@@ -1176,6 +1215,7 @@ async fn run_providers(sources: &Sources, target: &str) -> (Vec<Candidate>, Vec<
             continue;
         }
         match exec_plugin(
+            &sources.node,
             provider,
             bin_dir,
             target,

@@ -10,6 +10,7 @@
 
 pub mod authority;
 pub mod connect;
+pub mod containerd_config;
 pub mod creds;
 pub mod dns;
 pub mod host;
@@ -27,6 +28,8 @@ pub mod resolv;
 pub mod route;
 pub mod runtime_pull;
 pub mod stop;
+pub mod system_trust;
+pub mod systemd;
 pub mod tls;
 pub mod walk;
 
@@ -35,6 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::image_ref::ImageRef;
+use crate::node_root::NodeRoot;
 use crate::report::{ProbeContext, ProbeReport};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
 
@@ -55,12 +59,17 @@ pub struct ProbeConfig {
     pub full: bool,
     pub parallel: usize,
     pub progress: bool,
-    /// Where resolv.conf and hosts live (normally /etc).
+    /// The node's filesystem: every node path below is read inside it.
+    pub node: NodeRoot,
+    /// Where resolv.conf and hosts live on the node (normally /etc).
     pub etc: PathBuf,
-    /// Where the runtime's proxy settings are read from.
+    /// Where the runtime's proxy and trust settings are read from.
     pub proxy: ProxySources,
-    /// containerd's `config_path` (`certs.d`), when it has one.
-    pub containerd_certs: Option<PathBuf>,
+    /// containerd's config.toml on the node, whose `config_path` names the hosts directories.
+    pub containerd_config: PathBuf,
+    /// `--containerd-certs`: the hosts directories, instead of what config.toml says.
+    pub containerd_certs: Option<Vec<PathBuf>>,
+    /// `--ca-file`s: paths on this machine, not the node's.
     pub ca_files: Vec<PathBuf>,
     /// How the runtime's version (and so its rules where versions differ) is learned.
     pub runtime: RuntimeQuery,
@@ -97,20 +106,22 @@ impl RuntimeQuery {
     }
 }
 
-/// Where the runtime's proxy environment is read from (pullpath's own environment never is).
+/// Where the runtime's environment is read from (pullpath's own environment never is).
 #[derive(Debug, Clone, Default)]
 pub struct ProxySources {
     /// Flags, which win: `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`.
     pub overrides: std::collections::BTreeMap<String, String>,
-    /// containerd's systemd unit and drop-ins, first directory first.
+    /// Where systemd looks for containerd's unit and drop-ins on the node, first first.
     pub systemd_dirs: Vec<PathBuf>,
     /// The running containerd; `None` finds the process named containerd.
     pub runtime_pid: Option<u32>,
 }
 
 impl ProxySources {
-    /// The runtime's environment: the running process's, else its unit's, flags over both.
-    pub fn read(&self) -> proxy::RuntimeEnvironment {
+    /// The runtime's environment: the running process's (through `/proc`, which shows the
+    /// node's processes on the node and in a `hostPID` pod), else its systemd unit's read inside
+    /// the node root, flags over both.
+    pub fn read(&self, node: &NodeRoot) -> proxy::RuntimeEnvironment {
         let proc = std::path::Path::new("/proc");
         let process = match self.runtime_pid {
             Some(pid) => std::fs::read(proc.join(pid.to_string()).join("environ"))
@@ -118,8 +129,15 @@ impl ProxySources {
                 .map(|bytes| (pid, proxy::parse_environ(&bytes))),
             None => proxy::running_containerd(proc),
         };
-        let unit = proxy::unit_environment(&self.systemd_dirs);
-        proxy::RuntimeEnvironment::decide(process, unit, &self.overrides)
+        let unit = systemd::service_environment(node, &self.systemd_dirs, "containerd.service");
+        let unit_notes = unit.as_ref().map(|u| u.notes.clone()).unwrap_or_default();
+        let mut environment = proxy::RuntimeEnvironment::decide(
+            process,
+            unit.map(|u| (u.unit, u.vars)),
+            &self.overrides,
+        );
+        environment.notes.extend(unit_notes);
+        environment
     }
 }
 
@@ -132,10 +150,26 @@ pub enum ProbeError {
 
 pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
     let started = Instant::now();
-    let resolver = resolv::ResolverConfig::read(&config.etc);
+    let node = &config.node;
+    let resolver = resolv::ResolverConfig::read(node, &config.etc);
     let runtime = config.runtime.identify().await;
+    let hosts_dirs = match &config.containerd_certs {
+        Some(roots) => containerd_config::HostsDirs {
+            roots: roots.clone(),
+            origin: "--containerd-certs".into(),
+        },
+        None => {
+            let file = &config.containerd_config;
+            let section = match node.read_to_string(file) {
+                Ok(text) => containerd_config::registry_section(&text, file).map(Some),
+                Err(_) => Ok(None),
+            };
+            containerd_config::hosts_dirs(&section, file, &runtime)
+        }
+    };
     let hosts = hosts_toml::HostsConfig::read(
-        config.containerd_certs.as_deref(),
+        node,
+        &hosts_dirs.roots,
         &config.image.registry,
         runtime.line,
     );
@@ -146,9 +180,20 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         ));
     }
     warnings.extend(hosts.notes.iter().cloned());
-    let environment = config.proxy.read();
+    let environment = config.proxy.read(node);
     warnings.extend(environment.notes.iter().cloned());
-    let (endpoints, trusts) = trusts_for(&hosts.endpoints, &config.ca_files)?;
+    let trust_var = |name: &str| {
+        environment
+            .vars
+            .get(name)
+            .map(|(value, source)| (value.as_str(), source.as_str()))
+    };
+    let system = system_trust::SystemTrust::load(
+        node,
+        trust_var("SSL_CERT_FILE"),
+        trust_var("SSL_CERT_DIR"),
+    );
+    let (endpoints, trusts) = trusts_for(node, &system, &hosts.endpoints, &config.ca_files)?;
     let plan = match (&config.credentials, &config.credential_sources) {
         (None, Some(sources)) => Some(kubelet_creds::resolve(sources, &config.image).await),
         _ => None,
@@ -188,6 +233,8 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         platform: config.platform.to_string(),
         resolver,
         warnings,
+        hosts_dirs,
+        system_trust: system.evidence.clone(),
         proxy: environment,
         runtime,
         full: config.full,
@@ -239,6 +286,8 @@ type TrustSet = Vec<(tls::Trust, Arc<rustls::ClientConfig>)>;
 /// One trust per distinct (CA files, `skip_verify`) among the hosts, as containerd gives each
 /// host its own TLS configuration; `--ca-file`s are added to every one.
 fn trusts_for(
+    node: &NodeRoot,
+    system: &system_trust::SystemTrust,
     endpoints: &[hosts_toml::Endpoint],
     ca_files: &[PathBuf],
 ) -> Result<(Vec<walk::WalkEndpoint>, TrustSet), ProbeError> {
@@ -250,7 +299,7 @@ fn trusts_for(
         let id = match keys.iter().position(|k| *k == key) {
             Some(id) => id,
             None => {
-                let mut trust = tls::Trust::load(&endpoint.cas, ca_files);
+                let mut trust = tls::Trust::load(node, system, &endpoint.cas, ca_files);
                 trust.skip_verify = endpoint.skip_verify;
                 let config = tls::client_config(&trust).map_err(|e| ProbeError::Tls {
                     host: endpoint.authority.to_string(),

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use url::Url;
 
@@ -321,12 +321,13 @@ pub fn redact_proxy(url: &Url) -> String {
 }
 
 /// Variables with the file each came from.
-pub type SourcedVars = BTreeMap<String, (String, String)>;
+pub use super::systemd::SourcedVars;
 
-/// Where the runtime's proxy settings were found, value by value.
+/// The runtime's environment as far as a pull depends on it (its proxy and its trust), value by
+/// value with where each was found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeEnvironment {
-    /// The proxy variables in force, and where each came from.
+    /// The proxy and trust variables in force, and where each came from.
     pub vars: SourcedVars,
     /// What a reader must know: a drop-in the running process does not have, an unreadable
     /// file …
@@ -343,7 +344,27 @@ pub const PROXY_VARS: [&str; 6] = [
     "no_proxy",
 ];
 
+/// The variables Go's `crypto/x509` reads for the system trust store on Linux.
+pub const TRUST_VARS: [&str; 2] = ["SSL_CERT_FILE", "SSL_CERT_DIR"];
+
+/// Whether a variable changes how the runtime pulls: its proxy or its trust.
+fn pull_var(name: &str) -> bool {
+    PROXY_VARS.contains(&name) || TRUST_VARS.contains(&name)
+}
+
 impl RuntimeEnvironment {
+    /// A variable's value, when set.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(|(value, _)| value.as_str())
+    }
+
+    /// The proxy variables only, with where each came from.
+    pub fn proxy_vars(&self) -> impl Iterator<Item = (&String, &(String, String))> {
+        self.vars
+            .iter()
+            .filter(|(name, _)| PROXY_VARS.contains(&name.as_str()))
+    }
+
     pub fn config(&self) -> ProxyConfig {
         let env = self
             .vars
@@ -362,10 +383,10 @@ impl RuntimeEnvironment {
         overrides: &BTreeMap<String, String>,
     ) -> RuntimeEnvironment {
         let mut found = RuntimeEnvironment::default();
-        let proxy_only = |k: &String| PROXY_VARS.contains(&k.as_str());
+        let for_pull = |k: &String| pull_var(k);
         match (&process, &unit) {
             (Some((pid, env)), unit) => {
-                for (k, v) in env.iter().filter(|(k, _)| proxy_only(k)) {
+                for (k, v) in env.iter().filter(|(k, _)| for_pull(k)) {
                     found.vars.insert(
                         k.clone(),
                         (
@@ -377,11 +398,11 @@ impl RuntimeEnvironment {
                 if let Some((unit_name, unit_env)) = unit {
                     let unit_values: BTreeMap<&String, &String> = unit_env
                         .iter()
-                        .filter(|(k, _)| proxy_only(k))
+                        .filter(|(k, _)| for_pull(k))
                         .map(|(k, (v, _))| (k, v))
                         .collect();
                     let running: BTreeMap<&String, &String> =
-                        env.iter().filter(|(k, _)| proxy_only(k)).collect();
+                        env.iter().filter(|(k, _)| for_pull(k)).collect();
                     if unit_values != running {
                         found.notes.push(format!(
                             "{unit_name} on disk sets {} but the running containerd (pid {pid}) has {}: the runtime reads its environment when it starts, so the change takes effect only after `systemctl daemon-reload && systemctl restart containerd`; this probe follows the running process",
@@ -392,7 +413,7 @@ impl RuntimeEnvironment {
                 }
             }
             (None, Some((_, unit_env))) => {
-                for (k, (v, source)) in unit_env.iter().filter(|(k, _)| proxy_only(k)) {
+                for (k, (v, source)) in unit_env.iter().filter(|(k, _)| for_pull(k)) {
                     found.vars.insert(k.clone(), (v.clone(), source.clone()));
                 }
                 found.notes.push(
@@ -453,96 +474,6 @@ pub fn parse_environ(bytes: &[u8]) -> BTreeMap<String, String> {
             Some((k.to_string(), v.to_string()))
         })
         .collect()
-}
-
-/// containerd's environment as systemd would give it: `containerd.service` under `systemd_dir`
-/// (and `/lib/systemd/system`), then its drop-ins `containerd.service.d/*.conf` in name order;
-/// `Environment=` and `EnvironmentFile=` lines, later ones winning, each value with its file.
-pub fn unit_environment(systemd_dirs: &[PathBuf]) -> Option<(String, SourcedVars)> {
-    let mut files: Vec<PathBuf> = Vec::new();
-    for dir in systemd_dirs {
-        let unit = dir.join("containerd.service");
-        if unit.is_file() {
-            files.push(unit);
-            break;
-        }
-    }
-    let mut dropins: Vec<PathBuf> = systemd_dirs
-        .iter()
-        .flat_map(|d| {
-            std::fs::read_dir(d.join("containerd.service.d"))
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
-        .collect();
-    dropins.sort_by_key(|p| p.file_name().map(|n| n.to_os_string()));
-    files.extend(dropins);
-    if files.is_empty() {
-        return None;
-    }
-    let mut env = BTreeMap::new();
-    for file in &files {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        let source = file.display().to_string();
-        for line in text.lines().map(str::trim) {
-            if let Some(value) = line.strip_prefix("Environment=") {
-                for (k, v) in environment_assignments(value) {
-                    env.insert(k, (v, source.clone()));
-                }
-            } else if let Some(path) = line.strip_prefix("EnvironmentFile=") {
-                let path = path.trim_start_matches('-');
-                if let Ok(text) = std::fs::read_to_string(path) {
-                    for (k, v) in text.lines().filter_map(|l| {
-                        let l = l.trim();
-                        if l.starts_with('#') {
-                            return None;
-                        }
-                        let (k, v) = l.split_once('=')?;
-                        Some((k.trim().to_string(), unquote(v.trim())))
-                    }) {
-                        env.insert(k, (v, path.to_string()));
-                    }
-                }
-            }
-        }
-    }
-    Some(("containerd.service".into(), env))
-}
-
-/// `"A=1" B=2 "C=x y"` → pairs, as systemd splits an `Environment=` line.
-fn environment_assignments(value: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut rest = value.trim();
-    while !rest.is_empty() {
-        let (word, after) = if let Some(quoted) = rest.strip_prefix('"') {
-            match quoted.find('"') {
-                Some(end) => (&quoted[..end], &quoted[end + 1..]),
-                None => (quoted, ""),
-            }
-        } else {
-            match rest.find(char::is_whitespace) {
-                Some(end) => (&rest[..end], &rest[end..]),
-                None => (rest, ""),
-            }
-        };
-        if let Some((k, v)) = word.split_once('=') {
-            out.push((k.to_string(), v.to_string()));
-        }
-        rest = after.trim_start();
-    }
-    out
-}
-
-fn unquote(v: &str) -> String {
-    v.strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap_or(v)
-        .to_string()
 }
 
 #[cfg(test)]
@@ -717,15 +648,7 @@ mod tests {
     }
 
     #[test]
-    fn systemd_environment_lines() {
-        assert_eq!(
-            environment_assignments(r#""HTTPS_PROXY=http://p:3128" NO_PROXY=a,b "X=y z""#),
-            [
-                ("HTTPS_PROXY".to_string(), "http://p:3128".to_string()),
-                ("NO_PROXY".to_string(), "a,b".to_string()),
-                ("X".to_string(), "y z".to_string())
-            ]
-        );
+    fn environ_is_nul_separated() {
         let environ = b"PATH=/bin\0HTTPS_PROXY=http://p:3128\0\0";
         assert_eq!(parse_environ(environ)["HTTPS_PROXY"], "http://p:3128");
     }

@@ -7,6 +7,8 @@
 use std::net::IpAddr;
 use std::path::Path;
 
+use crate::node_root::NodeRoot;
+
 /// The resolver configuration of this host.
 #[derive(Debug, Clone)]
 pub struct ResolverConfig {
@@ -23,10 +25,14 @@ pub struct ResolverConfig {
 const MAX_NAMESERVERS: usize = 3;
 
 impl ResolverConfig {
-    /// Read `dir/resolv.conf` and `dir/hosts` (normally `/etc`); missing files mean defaults.
-    pub fn read(dir: &Path) -> ResolverConfig {
-        let resolv = std::fs::read_to_string(dir.join("resolv.conf")).unwrap_or_default();
-        let hosts = std::fs::read_to_string(dir.join("hosts")).unwrap_or_default();
+    /// Read `dir/resolv.conf` and `dir/hosts` (node paths, normally `/etc`) inside the node root,
+    /// so AKS Ubuntu's `/etc/resolv.conf` → `/run/systemd/resolve/resolv.conf` is the node's
+    /// file; missing files mean defaults.
+    pub fn read(node: &NodeRoot, dir: &Path) -> ResolverConfig {
+        let resolv = node
+            .read_to_string(&dir.join("resolv.conf"))
+            .unwrap_or_default();
+        let hosts = node.read_to_string(&dir.join("hosts")).unwrap_or_default();
         ResolverConfig::parse(&resolv, &hosts)
     }
 

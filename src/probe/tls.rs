@@ -15,6 +15,9 @@ use rustls::{
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use super::system_trust::{SystemTrust, pem_certificates};
+use crate::node_root::NodeRoot;
+
 /// The roots a pull trusts, and where each came from.
 #[derive(Clone)]
 pub struct Trust {
@@ -41,21 +44,26 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 impl Trust {
-    /// System store + the registry's containerd CA files (from hosts.toml) + extra CA files.
-    pub fn load(containerd_cas: &[PathBuf], extra: &[PathBuf]) -> Trust {
+    /// The runtime's system store + the registry's containerd CA files from hosts.toml (node
+    /// paths, read inside the node root) + `--ca-file`s (paths on this machine).
+    pub fn load(
+        node: &NodeRoot,
+        system: &SystemTrust,
+        containerd_cas: &[PathBuf],
+        extra: &[PathBuf],
+    ) -> Trust {
         let mut roots = RootCertStore::empty();
         let mut sources = Vec::new();
-        let (added, _) = roots.add_parsable_certificates(system_roots().iter().cloned());
+        let (added, _) = roots.add_parsable_certificates(system.certs.iter().cloned());
         sources.push(format!("system store ({added} roots)"));
-        let files = containerd_cas.iter().chain(extra);
-        for file in files {
-            match std::fs::read(file) {
+        let files = containerd_cas
+            .iter()
+            .map(|f| (f, node.read(f)))
+            .chain(extra.iter().map(|f| (f, std::fs::read(f))));
+        for (file, read) in files {
+            match read {
                 Ok(pem) => {
-                    let certs: Vec<CertificateDer<'static>> =
-                        rustls::pki_types::pem::PemObject::pem_slice_iter(&pem)
-                            .filter_map(Result::ok)
-                            .collect();
-                    let (added, _) = roots.add_parsable_certificates(certs);
+                    let (added, _) = roots.add_parsable_certificates(pem_certificates(&pem));
                     sources.push(format!("{} ({added} roots)", file.display()));
                 }
                 Err(e) => sources.push(format!("{} (unreadable: {e})", file.display())),
@@ -67,12 +75,6 @@ impl Trust {
             skip_verify: false,
         }
     }
-}
-
-/// The system store, read once per process (every hosts.toml host starts from it).
-fn system_roots() -> &'static [CertificateDer<'static>] {
-    static ROOTS: std::sync::OnceLock<Vec<CertificateDer<'static>>> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }
 
 /// One certificate as presented.
@@ -487,7 +489,8 @@ mod tests {
     async fn handshake_with(reply: &'static [u8]) -> TlsEvidence {
         let address = answering(reply).await;
         let stream = TcpStream::connect(address).await.expect("connect");
-        let trust = Trust::load(&[], &[]);
+        let system = SystemTrust::load(&NodeRoot::host(), None, None);
+        let trust = Trust::load(&NodeRoot::host(), &system, &[], &[]);
         handshake(stream, "registry.test", &trust, Duration::from_secs(5)).await
     }
 

@@ -181,6 +181,29 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         _ => format!("containerd {} rules assumed", runtime.rules),
     };
     let _ = writeln!(out, "runtime   {who} ({how})");
+    let hosts_dirs = match report.hosts_dirs.roots.is_empty() {
+        true => "none".to_string(),
+        false => report.hosts_dirs.roots.join(":"),
+    };
+    let _ = writeln!(
+        out,
+        "hosts     {hosts_dirs} ({})",
+        report.hosts_dirs.origin
+    );
+    if let Some(trust) = &report.system_trust {
+        let dirs: Vec<&str> = trust.dirs.iter().map(|d| d.path.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "trust     {} certificates from {}{} (as Go loads them)",
+            trust.certificates,
+            trust.bundle.as_deref().unwrap_or("no bundle file"),
+            if dirs.is_empty() {
+                String::new()
+            } else {
+                format!(" + {}", dirs.join(", "))
+            }
+        );
+    }
     for var in &report.proxy {
         let _ = writeln!(
             out,

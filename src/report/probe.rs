@@ -32,6 +32,11 @@ pub struct ProbeReport {
     /// `node`, or `pod` when the resolver configuration looks like a pod's.
     pub view: &'static str,
     pub resolver: ResolverReport,
+    /// containerd's registry hosts directories (`config_path`) and how they were decided.
+    pub hosts_dirs: HostsDirsReport,
+    /// The system trust store as the runtime (a Go program) loads it; absent off Linux.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_trust: Option<SystemTrustReport>,
     /// The path in the order it was walked.
     pub path: Vec<HopReport>,
     /// Every host checked, with its full evidence (DNS answers, routes, connects, TLS chain).
@@ -65,6 +70,10 @@ pub struct ProbeContext {
     pub platform: String,
     pub resolver: ResolverConfig,
     pub warnings: Vec<String>,
+    /// containerd's hosts directories and how they were decided.
+    pub hosts_dirs: crate::probe::containerd_config::HostsDirs,
+    /// The system trust store as the runtime loads it (`None` off Linux).
+    pub system_trust: Option<crate::probe::system_trust::SystemTrustEvidence>,
     /// The runtime's proxy environment, as found.
     pub proxy: crate::probe::proxy::RuntimeEnvironment,
     /// The runtime, as asked (or assumed).
@@ -116,13 +125,22 @@ impl ProbeReport {
                 "node"
             },
             resolver: ResolverReport::from(&context.resolver),
+            hosts_dirs: HostsDirsReport {
+                roots: context
+                    .hosts_dirs
+                    .roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect(),
+                origin: context.hosts_dirs.origin.clone(),
+            },
+            system_trust: context.system_trust.as_ref().map(SystemTrustReport::from),
             path: outcome.path.iter().map(HopReport::from).collect(),
             hosts,
             blobs: outcome.blobs.iter().map(BlobReport::from).collect(),
             proxy: context
                 .proxy
-                .vars
-                .iter()
+                .proxy_vars()
                 .map(|(name, (value, source))| ProxyVarReport {
                     name: name.clone(),
                     value: crate::probe::proxy::redact_value(value),
@@ -631,6 +649,61 @@ impl From<&ResolverConfig> for ResolverReport {
             search: r.search.clone(),
             ndots: r.ndots,
             pod_view: r.pod_view.clone(),
+        }
+    }
+}
+
+/// containerd's hosts directories, in the order it reads them (node paths).
+#[derive(Debug, Clone, Serialize)]
+pub struct HostsDirsReport {
+    pub roots: Vec<String>,
+    /// `config_path in /etc/containerd/config.toml`, `--containerd-certs`, or the default that
+    /// applied and why.
+    pub origin: String,
+}
+
+/// The system trust store as Go's `crypto/x509` loads it on Linux, read on the node.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemTrustReport {
+    /// The bundle file read (the first readable of the list), a node path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
+    /// `go-default`, or `SSL_CERT_FILE from FILE` (the runtime's environment).
+    pub bundle_list: String,
+    /// Every directory read, with the certificates its files held.
+    pub dirs: Vec<TrustDirReport>,
+    /// `go-default`, or `SSL_CERT_DIR from FILE`.
+    pub dir_list: String,
+    pub certificates: usize,
+}
+
+/// One directory of the system trust store.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrustDirReport {
+    pub path: String,
+    pub certificates: usize,
+}
+
+impl From<&crate::probe::system_trust::SystemTrustEvidence> for SystemTrustReport {
+    fn from(e: &crate::probe::system_trust::SystemTrustEvidence) -> SystemTrustReport {
+        use crate::probe::system_trust::ListOrigin;
+        let list = |origin: &ListOrigin| match origin {
+            ListOrigin::GoDefault => "go-default".to_string(),
+            ListOrigin::Environment { var, source } => format!("{var} from {source}"),
+        };
+        SystemTrustReport {
+            bundle: e.file.as_ref().map(|f| f.display().to_string()),
+            bundle_list: list(&e.files_from),
+            dirs: e
+                .dirs
+                .iter()
+                .map(|(path, certificates)| TrustDirReport {
+                    path: path.display().to_string(),
+                    certificates: *certificates,
+                })
+                .collect(),
+            dir_list: list(&e.dirs_from),
+            certificates: e.certificates,
         }
     }
 }

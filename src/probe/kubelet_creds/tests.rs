@@ -139,7 +139,7 @@ fn provider_config_directory_merges_in_order_and_rejects_duplicates() {
     .expect("b");
     std::fs::write(dir.join("a.yaml"), CONFIG).expect("a");
     std::fs::write(dir.join("notes.txt"), "ignored").expect("txt");
-    let names: Vec<String> = read_provider_config(&dir)
+    let names: Vec<String> = read_provider_config(&crate::node_root::NodeRoot::host(), &dir)
         .expect("merged")
         .into_iter()
         .map(|p| p.name)
@@ -147,7 +147,7 @@ fn provider_config_directory_merges_in_order_and_rejects_duplicates() {
     assert_eq!(names, ["acr-credential-provider", "second-provider"]);
     std::fs::write(dir.join("c.yml"), CONFIG).expect("c");
     assert!(matches!(
-        read_provider_config(&dir),
+        read_provider_config(&crate::node_root::NodeRoot::host(), &dir),
         Err(ConfigError::Duplicate { .. })
     ));
     let _ = std::fs::remove_dir_all(&dir);
