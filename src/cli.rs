@@ -391,26 +391,10 @@ pub struct FleetArgs {
     #[arg(long)]
     pub full: bool,
     /// Also ask each node's runtime to pull over CRI, as the kubelet does (`probe
-    /// --runtime-pull`; the CRI socket mounted read-write, the pod as uid 0), both answers side
-    /// by side. An image a node did not hold is removed again. Writes to the nodes: opt-in.
+    /// --runtime-pull`, on the node's own socket), both answers side by side. An image a node
+    /// did not hold is removed again. Writes to the nodes: opt-in.
     #[arg(long)]
     pub runtime_pull: bool,
-    /// Run the probe pods with hostPID as uid 0, so the probe reads the running kubelet's flags
-    /// and containerd's environment (its proxy) from /proc, as on the node. Without it the pods
-    /// run as 65532 and the proxy comes from containerd's systemd drop-ins.
-    #[arg(long)]
-    pub host_pid: bool,
-    /// The kubelet's `--root-dir` on the nodes: its config.json (only that file) is mounted
-    /// read-only and read as the node's credentials. The node must have the file.
-    #[arg(long, value_name = "DIR")]
-    pub kubelet_root_dir: Option<PathBuf>,
-    /// The kubelet's `--image-credential-provider-config` on the nodes (a node path, mounted
-    /// read-only into each probe pod).
-    #[arg(long, value_name = "PATH")]
-    pub image_credential_provider_config: Option<PathBuf>,
-    /// The kubelet's `--image-credential-provider-bin-dir` on the nodes (a node path).
-    #[arg(long, value_name = "DIR")]
-    pub image_credential_provider_bin_dir: Option<PathBuf>,
     /// Probe pods running at once.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=500))]
     pub parallel: u16,

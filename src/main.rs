@@ -24,13 +24,20 @@ fn main() -> ExitCode {
     // A credential plugin run inside the node's root (see `in_node_root`): not a command for
     // people, so not in the command line's definitions.
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if argv.get(1).is_some_and(|a| a == probe::kubelet_creds::ROOT_EXEC) && argv.len() >= 4 {
+    if argv
+        .get(1)
+        .is_some_and(|a| a == probe::kubelet_creds::ROOT_EXEC)
+        && argv.len() >= 4
+    {
         let error = probe::kubelet_creds::exec_in_root(
             std::path::Path::new(&argv[2]),
             std::path::Path::new(&argv[3]),
             &argv[4..],
         );
-        eprintln!("pullpath: cannot run {} in the node's root: {error}", argv[3].to_string_lossy());
+        eprintln!(
+            "pullpath: cannot run {} in the node's root: {error}",
+            argv[3].to_string_lossy()
+        );
         return ExitCode::from(exit::INTERNAL);
     }
     let cli = match cli::try_parse_from(argv) {
@@ -305,11 +312,15 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             );
         }
     }
-    let socket = PathBuf::from(
+    // The runtime's socket is a node path: in a probe pod, the node's socket under its root.
+    let node_socket = PathBuf::from(
         args.runtime_endpoint
             .strip_prefix("unix://")
             .unwrap_or(&args.runtime_endpoint),
     );
+    let socket = NodeRoot::at(&args.host_root)
+        .resolve(&node_socket)
+        .unwrap_or(node_socket);
     let runtime = match &args.containerd_version {
         Some(version) => probe::RuntimeQuery::Given(
             RuntimeIdentity::from_flag(version)
@@ -591,13 +602,6 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         },
         full: args.full,
         runtime_pull: args.runtime_pull,
-        host_pid: args.host_pid,
-        paths: fleet::pod_spec::NodePaths {
-            kubelet_root_dir: args.kubelet_root_dir.clone(),
-            provider_config: args.image_credential_provider_config.clone(),
-            provider_bin_dir: args.image_credential_provider_bin_dir.clone(),
-            ..fleet::pod_spec::NodePaths::default()
-        },
         settings: fleet::run::RunSettings {
             namespace: args.probe_namespace.clone(),
             parallel: usize::from(args.parallel),

@@ -179,10 +179,8 @@ mod tests {
 
     impl Root {
         fn new(name: &str) -> Root {
-            let dir = std::env::temp_dir().join(format!(
-                "pullpath-node-root-{name}-{}",
-                std::process::id()
-            ));
+            let dir = std::env::temp_dir()
+                .join(format!("pullpath-node-root-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).expect("temp dir");
             Root(dir)

@@ -70,6 +70,7 @@ impl Node {
     fn sources(&self, pull_secrets: Vec<PathBuf>, timeout: Duration) -> Sources {
         let provider = self.path("provider.json");
         Sources {
+            node: pullpath::node_root::NodeRoot::host(),
             pull_secrets,
             // The kubelet's order with this node's directories (no real / or $HOME).
             node_config: NodeConfigSearch {

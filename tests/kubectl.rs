@@ -235,6 +235,9 @@ fn route(path: &str) -> (u16, String) {
         "/api/v1" => Some("api__v1.json"),
         "/apis" => Some("apis.json"),
         "/apis/rbac.authorization.k8s.io/v1" => Some("apis__rbac.authorization.k8s.io__v1.json"),
+        "/apis/admissionregistration.k8s.io/v1" => {
+            Some("apis__admissionregistration.k8s.io__v1.json")
+        }
         _ => None,
     };
     if let Some(name) = fixture {
@@ -555,15 +558,10 @@ fn probe_pod_runs_on_the_node_network_with_the_nodes_files_read_only() {
         assert_eq!(mount["readOnly"], true, "{host} must be mounted read-only");
         mount["mountPath"].as_str().expect("mountPath").to_string()
     };
-    let resolv = mount_of("/etc/resolv.conf");
-    let hosts = mount_of("/etc/hosts");
-    let containerd = mount_of("/etc/containerd");
-    assert!(
-        mounts.len() == host_paths.len(),
-        "every mount is a node file, read-only"
-    );
+    let root = mount_of("/");
+    assert_eq!(mounts.len(), 1, "one mount: the node's root, read-only");
 
-    // The container's arguments are a command line pullpath accepts, reading the mounted files.
+    // The container's arguments are a command line pullpath accepts, reading the node there.
     let args = strings_in_order(&container["args"]);
     let cli = pullpath::cli::try_parse_from(
         std::iter::once("pullpath".to_string())
@@ -574,12 +572,14 @@ fn probe_pod_runs_on_the_node_network_with_the_nodes_files_read_only() {
     let pullpath::cli::Command::Probe(probe) = cli.command else {
         panic!("the pod runs `pullpath probe`: {args:?}");
     };
-    assert_eq!(Path::new(&resolv), probe.etc.join("resolv.conf"));
-    assert_eq!(Path::new(&hosts), probe.etc.join("hosts"));
+    assert_eq!(Path::new(&root), probe.host_root);
+    // The pod's privileges are the fleet's probe pods' own.
     assert_eq!(
-        probe.containerd_certs,
-        Path::new(&containerd).join("certs.d")
+        container["securityContext"],
+        pullpath::fleet::pod_spec::probe_security_context(),
+        "deploy/probe-pod.yaml and fleet's pods ask for the same privileges"
     );
+    assert_eq!(spec["hostPID"], true);
 }
 
 fn strings_in_order(value: &Value) -> Vec<String> {
@@ -589,6 +589,72 @@ fn strings_in_order(value: &Value) -> Vec<String> {
         .iter()
         .map(|v| v.as_str().expect("string").to_string())
         .collect()
+}
+
+/// The admission policy admits the probe's privileges and no more: its capability list is the
+/// probe pod's own, it binds to the probe namespace only, and it denies without its parameter.
+/// (No CEL engine runs here; kubectl reads the objects, the expressions are checked as text.)
+#[test]
+fn the_admission_policy_admits_the_probe_pods_shape_only() {
+    let objects = dry_run_apply("deploy/admission-policy.yaml");
+    let [policy] = by_kind(&objects, "ValidatingAdmissionPolicy")[..] else {
+        panic!("one policy: {objects:#?}");
+    };
+    let [binding] = by_kind(&objects, "ValidatingAdmissionPolicyBinding")[..] else {
+        panic!("one binding: {objects:#?}");
+    };
+    assert_eq!(binding["spec"]["policyName"], policy["metadata"]["name"]);
+    assert_eq!(binding["spec"]["validationActions"], json!(["Deny"]));
+    assert_eq!(
+        binding["spec"]["paramRef"]["parameterNotFoundAction"],
+        "Deny"
+    );
+    assert_eq!(
+        binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "pullpath"
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    let expressions: Vec<&str> = policy["spec"]["validations"]
+        .as_array()
+        .expect("validations")
+        .iter()
+        .filter_map(|v| v["expression"].as_str())
+        .collect();
+    let allowed = format!(
+        "[{}]",
+        pullpath::fleet::pod_spec::PROBE_CAPABILITIES
+            .map(|c| format!("'{c}'"))
+            .join(", ")
+    );
+    assert!(
+        expressions.iter().any(|e| e.contains(&allowed)),
+        "the policy's capabilities are the probe's: {allowed} in {expressions:#?}"
+    );
+    for needed in [
+        "privileged",
+        "readOnlyRootFilesystem",
+        "hostPath",
+        "params.data.digest",
+        "hostIPC",
+    ] {
+        assert!(
+            expressions.iter().any(|e| e.contains(needed)),
+            "no rule on {needed}: {expressions:#?}"
+        );
+    }
+    let [config] = by_kind(&objects, "ConfigMap")[..] else {
+        panic!("the parameter ConfigMap: {objects:#?}");
+    };
+    assert_eq!(
+        (
+            config["metadata"]["name"].clone(),
+            config["metadata"]["namespace"].clone()
+        ),
+        (
+            binding["spec"]["paramRef"]["name"].clone(),
+            binding["spec"]["paramRef"]["namespace"].clone()
+        )
+    );
 }
 
 #[test]
@@ -602,6 +668,7 @@ fn every_manifest_in_deploy_is_checked() {
     assert_eq!(
         files,
         [
+            "admission-policy.yaml",
             "namespace.yaml",
             "probe-pod.yaml",
             "rbac-fleet.yaml",

@@ -27,7 +27,7 @@ use kube::api::{Api, ListParams};
 use crate::cluster::{self, ClusterError, ObjectRef, Target, WorkloadKind};
 use crate::image_ref::ImageRef;
 use eligibility::Constraints;
-use pod_spec::{NodePaths, PodPlan};
+use pod_spec::PodPlan;
 use report::FleetReport;
 use run::RunSettings;
 use select::Choice;
@@ -56,9 +56,6 @@ pub struct FleetConfig {
     pub full: bool,
     /// `--runtime-pull`: each probe pod also asks the node's runtime to pull over CRI.
     pub runtime_pull: bool,
-    /// `--host-pid` (see [`PodPlan::host_pid`]).
-    pub host_pid: bool,
-    pub paths: NodePaths,
     pub settings: RunSettings,
 }
 
@@ -141,9 +138,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
             image: config.image.clone(),
             full: config.full,
             runtime_pull: config.runtime_pull,
-            host_pid: config.host_pid,
             deadline_seconds: config.settings.deadline.as_secs().max(10),
-            paths: config.paths.clone(),
             runtime_version: c.facts.runtime.clone(),
         })
         .collect();

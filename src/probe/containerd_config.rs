@@ -37,14 +37,20 @@ pub enum ConfigError {
 
 /// The registry section of a config.toml's text.
 pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, ConfigError> {
-    let config: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::NotToml {
-        path: path.display().to_string(),
-        reason: e.message().to_string(),
-    })?;
+    let config: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::NotToml {
+            path: path.display().to_string(),
+            reason: e.message().to_string(),
+        })?;
     let plugins = config.get("plugins").and_then(toml::Value::as_table);
-    let registry = ["io.containerd.cri.v1.images", "io.containerd.grpc.v1.cri", "cri"]
-        .iter()
-        .find_map(|plugin| plugins?.get(*plugin)?.get("registry")?.as_table());
+    let registry = [
+        "io.containerd.cri.v1.images",
+        "io.containerd.grpc.v1.cri",
+        "cri",
+    ]
+    .iter()
+    .find_map(|plugin| plugins?.get(*plugin)?.get("registry")?.as_table());
     let Some(registry) = registry else {
         return Ok(RegistrySection::default());
     };
@@ -95,7 +101,9 @@ pub fn hosts_dirs(
         Err(e) => {
             return HostsDirs {
                 roots: Vec::new(),
-                origin: format!("{e}: containerd would not start with it, so no hosts directory is assumed"),
+                origin: format!(
+                    "{e}: containerd would not start with it, so no hosts directory is assumed"
+                ),
             };
         }
     };
@@ -181,7 +189,10 @@ mod tests {
                 PathBuf::from("/etc/docker/certs.d")
             ]
         );
-        assert!(dirs.origin.contains("config_path in /etc/containerd/config.toml"));
+        assert!(
+            dirs.origin
+                .contains("config_path in /etc/containerd/config.toml")
+        );
     }
 
     #[test]
@@ -203,7 +214,9 @@ mod tests {
         );
         // No config file at all is the same as an empty one.
         assert_eq!(
-            hosts_dirs(&Ok(None), Path::new(CONFIG), &runtime("v2.3.1")).roots.len(),
+            hosts_dirs(&Ok(None), Path::new(CONFIG), &runtime("v2.3.1"))
+                .roots
+                .len(),
             2
         );
         let mirrors = Ok(Some(section(

@@ -576,9 +576,15 @@ ca = "top.pem"
         // `_default` before a later root's own directory for the host.
         let later = root.join("later");
         std::fs::create_dir_all(later.join("other.example")).expect("dir");
-        let first_wins = HostsConfig::read(&host, &[root.clone(), later.clone()], "other.example", LINE);
+        let first_wins =
+            HostsConfig::read(&host, &[root.clone(), later.clone()], "other.example", LINE);
         assert_eq!(first_wins.dir.as_deref(), Some(default_dir.as_path()));
-        let second = HostsConfig::read(&host, &[root.join("absent"), later.clone()], "other.example", LINE);
+        let second = HostsConfig::read(
+            &host,
+            &[root.join("absent"), later.clone()],
+            "other.example",
+            LINE,
+        );
         assert_eq!(second.dir, Some(later.join("other.example")));
         // Inside a node root: the directory is named by its node path.
         let node = NodeRoot::at(&root);

@@ -647,10 +647,12 @@ pub fn read_provider_config(
     let mut providers: Vec<ProviderConfig> = Vec::new();
     for file in files {
         let file_shown = file.display().to_string();
-        let text = node.read_to_string(&file).map_err(|e| ConfigError::Unreadable {
-            path: file_shown.clone(),
-            reason: e.to_string(),
-        })?;
+        let text = node
+            .read_to_string(&file)
+            .map_err(|e| ConfigError::Unreadable {
+                path: file_shown.clone(),
+                reason: e.to_string(),
+            })?;
         for provider in parse_provider_config(&text, &file_shown)? {
             if providers.iter().any(|p| p.name == provider.name) {
                 return Err(ConfigError::Duplicate {
@@ -802,8 +804,12 @@ pub async fn exec_plugin(
             binary.display()
         ));
     }
-    let mut command = in_node_root(node, &binary)
-        .map_err(|e| format!("cannot run plugin {} inside the node's root: {e}", provider.name))?;
+    let mut command = in_node_root(node, &binary).map_err(|e| {
+        format!(
+            "cannot run plugin {} inside the node's root: {e}",
+            provider.name
+        )
+    })?;
     if let Some(environment) = environment {
         command.env_clear().envs(environment);
     }

@@ -166,10 +166,8 @@ mod tests {
 
     impl Root {
         fn new(name: &str) -> Root {
-            let dir = std::env::temp_dir().join(format!(
-                "pullpath-trust-{name}-{}",
-                std::process::id()
-            ));
+            let dir =
+                std::env::temp_dir().join(format!("pullpath-trust-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).expect("dir");
             Root(dir)
@@ -240,7 +238,10 @@ mod tests {
             "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
         );
         root.link("/etc/ssl/certs", "/etc/pki/tls/certs");
-        root.link("/etc/pki/tls/certs/ca-certificates.crt", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem");
+        root.link(
+            "/etc/pki/tls/certs/ca-certificates.crt",
+            "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+        );
         let trust = root.trust(None, None);
         assert_eq!(
             evidence(&trust).file.as_deref(),

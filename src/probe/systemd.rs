@@ -387,7 +387,9 @@ mod tests {
     #[test]
     fn environment_lines_split_as_systemd_splits_them() {
         assert_eq!(
-            split_assignments(r#""HTTPS_PROXY=http://p:3128" NO_PROXY=a,b "X=y z" Q="quoted in" 9BAD=x"#),
+            split_assignments(
+                r#""HTTPS_PROXY=http://p:3128" NO_PROXY=a,b "X=y z" Q="quoted in" 9BAD=x"#
+            ),
             [
                 ("HTTPS_PROXY".to_string(), "http://p:3128".to_string()),
                 ("NO_PROXY".to_string(), "a,b".to_string()),
@@ -461,7 +463,8 @@ mod tests {
 
     /// A node root with the given files (node path → text).
     fn node_with(name: &str, files: &[(&str, &str)]) -> (NodeRoot, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("pullpath-systemd-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("pullpath-systemd-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for (path, text) in files {
             let at = dir.join(path.trim_start_matches('/'));
@@ -525,7 +528,10 @@ mod tests {
                     "/etc/systemd/system.conf.d/proxy.conf",
                     "[Manager]\nDefaultEnvironment=\"HTTPS_PROXY=http://10.0.0.4:3128\"\n",
                 ),
-                ("/lib/systemd/system/containerd.service", "[Service]\nExecStart=/usr/bin/containerd\n"),
+                (
+                    "/lib/systemd/system/containerd.service",
+                    "[Service]\nExecStart=/usr/bin/containerd\n",
+                ),
             ],
         );
         let env = service_environment(&node, &dirs(), "containerd.service").expect("unit");

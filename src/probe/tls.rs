@@ -184,14 +184,14 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytes<S> {
 /// `skip_verify`, where webpki's objection is recorded and the certificate accepted.
 #[derive(Debug)]
 struct Recording {
-    inner: Arc<WebPkiServerVerifier>,
+    inner: Arc<dyn ServerCertVerifier>,
     seen: Mutex<Vec<CertificateDer<'static>>>,
     skip_verify: bool,
     overruled: Mutex<Option<rustls::Error>>,
 }
 
 impl Recording {
-    fn new(inner: Arc<WebPkiServerVerifier>, skip_verify: bool) -> Recording {
+    fn new(inner: Arc<dyn ServerCertVerifier>, skip_verify: bool) -> Recording {
         Recording {
             inner,
             seen: Mutex::new(Vec::new()),
@@ -262,10 +262,69 @@ pub fn client_config(trust: &Trust) -> Result<ClientConfig, rustls::Error> {
     config_with(verifier)
 }
 
-fn webpki_verifier(trust: &Trust) -> Result<Arc<WebPkiServerVerifier>, rustls::Error> {
-    WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider())
-        .build()
-        .map_err(|e| rustls::Error::General(format!("no usable trust roots: {e}")))
+/// webpki's verifier over the trust's roots; with no root at all (a node whose trust store is
+/// empty or missing), a verifier that trusts nothing, as Go's empty pool does: every
+/// certificate is then signed by an unknown authority, a TLS finding rather than a tool error.
+fn webpki_verifier(trust: &Trust) -> Result<Arc<dyn ServerCertVerifier>, rustls::Error> {
+    if trust.roots.is_empty() {
+        return Ok(Arc::new(TrustsNothing(provider())));
+    }
+    let verifier: Arc<dyn ServerCertVerifier> =
+        WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider())
+            .build()
+            .map_err(|e| rustls::Error::General(format!("no usable trust roots: {e}")))?;
+    Ok(verifier)
+}
+
+/// The verifier of an empty trust store: no chain ends at a trusted root.
+#[derive(Debug)]
+struct TrustsNothing(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for TrustsNothing {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// The one place a rustls configuration is built: ring, safe protocol versions, HTTP/1.1.

@@ -185,11 +185,7 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         true => "none".to_string(),
         false => report.hosts_dirs.roots.join(":"),
     };
-    let _ = writeln!(
-        out,
-        "hosts     {hosts_dirs} ({})",
-        report.hosts_dirs.origin
-    );
+    let _ = writeln!(out, "hosts     {hosts_dirs} ({})", report.hosts_dirs.origin);
     if let Some(trust) = &report.system_trust {
         let dirs: Vec<&str> = trust.dirs.iter().map(|d| d.path.as_str()).collect();
         let _ = writeln!(

@@ -381,7 +381,10 @@ pub fn mask_code(message: &str) -> String {
 
 /// A loopback test server's read of one request head (up to its blank line, at most 16 KiB),
 /// byte by byte so nothing of a body is consumed; `None` when the client closed first.
-pub async fn read_request_head(tcp: &mut tokio::net::TcpStream) -> Option<String> {
+pub async fn read_request_head<S>(tcp: &mut S) -> Option<String>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
     use tokio::io::AsyncReadExt;
     let mut head = Vec::new();
     let mut byte = [0u8; 1];

@@ -1,0 +1,342 @@
+//! A probe pod's view of its node: `pullpath probe --host-root ROOT`, where ROOT is a node's
+//! filesystem laid out as node images lay it out (`../shared/notes/nodes.md`), against a TLS
+//! registry with Basic authentication on 127.0.0.1.
+//!
+//! Each node is built so that reading a node path in the *probe's* filesystem instead of the
+//! node's gives another answer: the registry's name is only in the node's /etc/hosts, its CA only
+//! in the node's trust store behind Azure Linux's absolute links, its credential only from a
+//! credential provider plugin that reads a root-only file by absolute node path (so it must run
+//! inside the node's root, with the node's /bin/sh and libc), and the proxy only in systemd's
+//! manager-wide `DefaultEnvironment=`. The chroot needs root, as the lab tests do.
+
+#[path = "support/registry.rs"]
+mod registry;
+mod support;
+
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use support::scratch::Scratch;
+
+const NAME: &str = "registry.node.test";
+const USER: &str = "00000000-0000-0000-0000-000000000000";
+const SECRET: &str = "s3cret-from-the-node-identity";
+
+/// A node's root filesystem under a scratch directory.
+struct NodeFs {
+    scratch: Scratch,
+}
+
+impl NodeFs {
+    fn new(name: &str) -> NodeFs {
+        NodeFs {
+            scratch: Scratch::new(name),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// Where node path `node_path` is, creating its parent (never following a node link).
+    fn at(&self, node_path: &str) -> PathBuf {
+        let at = self.root().join(node_path.trim_start_matches('/'));
+        std::fs::create_dir_all(at.parent().expect("parent")).expect("node dirs");
+        at
+    }
+
+    fn file(&self, node_path: &str, text: &str, mode: u32) {
+        let at = self.at(node_path);
+        std::fs::write(&at, text).expect("node file");
+        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode)).expect("mode");
+    }
+
+    fn link(&self, node_path: &str, target: &str) {
+        symlink(target, self.at(node_path)).expect("node link");
+    }
+
+    /// A program of this machine with the shared libraries it needs, at the same node paths
+    /// (the node's own /bin/sh and libc, as a plugin script finds them on a node).
+    fn install(&self, program: &str, node_path: &str) {
+        std::fs::copy(program, self.at(node_path)).expect("copy the program");
+        let ldd = Command::new("ldd").arg(program).output().expect("ldd runs");
+        for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+            let library = line
+                .split_whitespace()
+                .find(|word| word.starts_with('/'))
+                .map(str::to_string);
+            if let Some(library) = library {
+                let _ = std::fs::copy(&library, self.at(&library));
+            }
+        }
+    }
+}
+
+/// Azure Linux's trust store: the CA in the extracted bundle, reached through absolute links
+/// (`/etc/ssl/certs` → `/etc/pki/tls/certs`, `ca-bundle.crt` → the extracted bundle).
+fn azure_linux_trust(node: &NodeFs, ca_pem: &str) {
+    node.file(
+        "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+        ca_pem,
+        0o644,
+    );
+    node.link(
+        "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    );
+    node.link("/etc/ssl/certs", "/etc/pki/tls/certs");
+}
+
+/// The node's resolver (AKS: `/etc/resolv.conf` → `/run/systemd/resolve/resolv.conf`, here
+/// with no reachable server) and hosts file naming the registry.
+fn resolver(node: &NodeFs) {
+    node.file(
+        "/run/systemd/resolve/resolv.conf",
+        "nameserver 127.0.0.1\n",
+        0o644,
+    );
+    node.link("/etc/resolv.conf", "/run/systemd/resolve/resolv.conf");
+    node.file(
+        "/etc/hosts",
+        &format!("127.0.0.1 localhost\n127.0.0.1 {NAME}\n"),
+        0o644,
+    );
+}
+
+/// containerd 1.7's config as AKS writes it: `config_path` names the hosts directory.
+fn containerd(node: &NodeFs) {
+    node.file(
+        "/etc/containerd/config.toml",
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
+        0o644,
+    );
+    std::fs::create_dir_all(node.root().join("etc/containerd/certs.d")).expect("certs.d");
+}
+
+/// AKS's credential provider: a plugin reading the root-only `/etc/kubernetes/azure.json` it is
+/// given by absolute path, and answering the exec protocol with the identity it holds.
+fn credential_provider(node: &NodeFs, port: u16) {
+    node.install("/bin/dash", "/bin/sh");
+    node.file(
+        "/etc/kubernetes/azure.json",
+        &format!("{{\n  \"aadClientId\": \"{USER}\",\n  \"aadClientSecret\": \"{SECRET}\"\n}}\n"),
+        0o600,
+    );
+    // Only shell builtins: the node has /bin/sh and nothing else.
+    let plugin = format!(
+        r#"#!/bin/sh
+while IFS= read -r line; do
+  case "$line" in
+    *aadClientId*) id=${{line#*: \"}}; id=${{id%%\"*}} ;;
+    *aadClientSecret*) secret=${{line#*: \"}}; secret=${{secret%%\"*}} ;;
+  esac
+done < "$1"
+[ -n "$secret" ] || {{ echo "cannot read $1" >&2; exit 1; }}
+printf '{{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","auth":{{"{NAME}:{port}":{{"username":"%s","password":"%s"}}}}}}' "$id" "$secret"
+"#
+    );
+    node.file(
+        "/var/lib/kubelet/credential-provider/acr-credential-provider",
+        &plugin,
+        0o755,
+    );
+    node.file(
+        "/var/lib/kubelet/credential-provider-config.yaml",
+        &format!(
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: acr-credential-provider\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    defaultCacheDuration: 10m\n    matchImages:\n      - \"{NAME}:{port}\"\n    args:\n      - /etc/kubernetes/azure.json\n"
+        ),
+        0o644,
+    );
+}
+
+/// A process whose command line carries the kubelet's real credential provider flags (node
+/// paths), as the node's kubelet does; the probe reads them from /proc.
+fn kubelet() -> Child {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import sys; sys.stdin.read()",
+            "--image-credential-provider-config=/var/lib/kubelet/credential-provider-config.yaml",
+            "--image-credential-provider-bin-dir",
+            "/var/lib/kubelet/credential-provider",
+        ])
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        // systemd starts the kubelet in `/`.
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("the kubelet stand-in runs")
+}
+
+fn probe(root: Option<&Path>, image: &str, kubelet: u32, extra: &[&str]) -> (Value, String) {
+    let dir = Scratch::new("node-root-probe");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+    command.args([
+        "probe",
+        image,
+        "-o",
+        "json",
+        "--http-timeout",
+        "5s",
+        "--dns-timeout",
+        "1s",
+    ]);
+    if let Some(root) = root {
+        command.arg("--host-root").arg(root);
+    }
+    command
+        .args(["--containerd-version", "1.7.27"])
+        .args(["--kubelet-pid", &kubelet.to_string()])
+        .arg("--runtime-endpoint")
+        .arg(dir.path().join("no-containerd.sock"))
+        .args(extra)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(dir.path());
+    let out = command.output().expect("pullpath runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("JSON report: {e}\n{stdout}\n{stderr}"));
+    support::assert_valid_report(&report);
+    (report, format!("{stdout}{stderr}"))
+}
+
+fn require_root() {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        uid, "0",
+        "these tests chroot into a node root: run them as root"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_azure_linux_node_pulls_with_its_own_trust_resolver_and_plugin() {
+    require_root();
+    let (tls, ca_pem) = registry::tls_for(NAME);
+    let served = registry::serve_with(registry::Options {
+        tls: Some(tls),
+        basic: Some((USER.to_string(), SECRET.to_string())),
+    })
+    .await;
+    let node = NodeFs::new("node-root-azl");
+    resolver(&node);
+    azure_linux_trust(&node, &ca_pem);
+    containerd(&node);
+    credential_provider(&node, served.port);
+    let mut kubelet = kubelet();
+    let image = format!("{NAME}:{}/team/app:v1", served.port);
+
+    let (report, output) = probe(Some(node.root()), &image, kubelet.id(), &[]);
+    assert_eq!(report["verdict"]["passed"], true, "{report:#}");
+    // Which credential: the plugin's, run inside the node's root.
+    let attempts = &report["credentials"]["attempts"];
+    assert_eq!(
+        (attempts[0]["source"].as_str(), attempts[0]["name"].as_str()),
+        (Some("provider"), Some("acr-credential-provider")),
+        "{report:#}"
+    );
+    // Which trust: Go's second bundle, found through the node's links.
+    assert_eq!(
+        report["system_trust"]["bundle"], "/etc/pki/tls/certs/ca-bundle.crt",
+        "{report:#}"
+    );
+    assert_eq!(report["hosts_dirs"]["roots"][0], "/etc/containerd/certs.d");
+    assert!(
+        report["hosts_dirs"]["origin"]
+            .as_str()
+            .is_some_and(|o| o.contains("config_path in /etc/containerd/config.toml")),
+        "{report:#}"
+    );
+    assert!(!output.contains(SECRET), "the plugin's password is printed");
+
+    // The same node read through the probe's own filesystem: the name does not resolve.
+    let (host_view, _) = probe(None, &image, kubelet.id(), &[]);
+    assert_ne!(host_view["verdict"]["passed"], true, "{host_view:#}");
+    let _ = kubelet.kill();
+    let _ = kubelet.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_outside_the_node_root_would_not_find_its_file() {
+    require_root();
+    // The kubelet's flags name the plugin; its file argument is a node path. Its answer decides
+    // auth: with the file the pull passes, and the probe reads the file in the node only.
+    let (tls, ca_pem) = registry::tls_for(NAME);
+    let served = registry::serve_with(registry::Options {
+        tls: Some(tls),
+        basic: Some((USER.to_string(), SECRET.to_string())),
+    })
+    .await;
+    let node = NodeFs::new("node-root-no-azure-json");
+    resolver(&node);
+    azure_linux_trust(&node, &ca_pem);
+    containerd(&node);
+    credential_provider(&node, served.port);
+    std::fs::remove_file(node.root().join("etc/kubernetes/azure.json")).expect("remove");
+    let mut kubelet = kubelet();
+    let image = format!("{NAME}:{}/team/app:v1", served.port);
+    let (report, output) = probe(Some(node.root()), &image, kubelet.id(), &[]);
+    assert_eq!(report["verdict"]["layer"], "auth", "{report:#}");
+    let sources = report["credentials"]["sources"].to_string();
+    assert!(
+        sources.contains("cannot open /etc/kubernetes/azure.json"),
+        "the plugin's own error, from inside the node: {sources}"
+    );
+    assert!(!output.contains(SECRET));
+    let _ = kubelet.kill();
+    let _ = kubelet.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_managers_default_environment_is_the_runtimes_proxy() {
+    // AKS writes the HTTP proxy into /etc/systemd/system.conf.d/proxy.conf for every unit; with
+    // no running containerd in sight, the probe reads containerd's unit and that file on the
+    // node, and the pull goes to the proxy (here a closed port: the proxy layer).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let proxy_port = closed.local_addr().expect("address").port();
+    drop(closed);
+    let served = registry::serve().await;
+    let node = NodeFs::new("node-root-proxy");
+    resolver(&node);
+    containerd(&node);
+    node.file(
+        "/etc/systemd/system.conf.d/proxy.conf",
+        &format!("[Manager]\nDefaultEnvironment=\"HTTPS_PROXY=http://127.0.0.1:{proxy_port}\" \"HTTP_PROXY=http://127.0.0.1:{proxy_port}\"\n"),
+        0o644,
+    );
+    node.file(
+        "/usr/lib/systemd/system/containerd.service",
+        "[Service]\nExecStart=/usr/bin/containerd\n",
+        0o644,
+    );
+    node.link("/lib", "usr/lib");
+    let mut kubelet = kubelet();
+    let image = format!("{NAME}:{}/team/app:v1", served.port);
+    // `--runtime-pid 0`: no process of that pid, as in a pod without hostPID.
+    let (report, _) = probe(
+        Some(node.root()),
+        &image,
+        kubelet.id(),
+        &["--runtime-pid", "0"],
+    );
+    let proxy = report["proxy"].as_array().expect("proxy vars");
+    assert!(
+        proxy.iter().any(|v| v["name"] == "HTTPS_PROXY"
+            && v["source"] == "/etc/systemd/system.conf.d/proxy.conf"),
+        "{report:#}"
+    );
+    assert_eq!(report["verdict"]["layer"], "proxy", "{report:#}");
+    let _ = kubelet.kill();
+    let _ = kubelet.wait();
+}
