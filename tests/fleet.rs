@@ -70,7 +70,12 @@ fn node_root(base: &Path, name: &str, server: &str) -> PathBuf {
     }
     std::fs::write(root.join("etc/resolv.conf"), "nameserver 127.0.0.1\n").expect("resolv.conf");
     std::fs::write(root.join("etc/hosts"), "127.0.0.1 localhost\n").expect("hosts");
-    std::fs::write(root.join("etc/containerd/config.toml"), "version = 2\n").expect("config");
+    // As AKS writes it: without `config_path`, containerd before 2.2 reads no hosts.toml.
+    std::fs::write(
+        root.join("etc/containerd/config.toml"),
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
+    )
+    .expect("config");
     // With a [host] table: these nodes report containerd 1.7, which cannot read a hosts.toml
     // without one (the probe follows the node's line).
     std::fs::write(

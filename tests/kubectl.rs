@@ -511,7 +511,9 @@ fn probe_pod_runs_on_the_node_network_with_the_nodes_files_read_only() {
             .as_u64()
             .is_some_and(|s| s > 0)
     );
-    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    // Root, with the node's processes: the kubelet's files and /proc/PID are root-only.
+    assert_eq!(spec["securityContext"]["runAsUser"], 0);
+    assert_eq!(spec["hostPID"], true);
     // One toleration with no key and operator Exists tolerates every taint.
     assert!(
         spec["tolerations"]
