@@ -12,7 +12,6 @@ mod kube_api;
 mod support;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -51,47 +50,68 @@ fn node(name: &str, pool: &str, created: &str, images: &[&str], containerd: &str
                 "kubeProxyVersion": "", "machineID": "", "operatingSystem": "linux", "systemUUID": ""}}})
 }
 
-/// The node's filesystem as its probe pod mounts it: links to the lab node's own files
-/// (resolver and hosts of its namespace, its containerd's directory with certs.d and
-/// config.toml, its CRI socket, the kubelet's config.json, the machine's trust store).
-fn node_root(
-    lab: &LabGuard,
-    base: &Path,
-    name: &str,
-    namespace: &str,
-    containerd: &str,
-) -> PathBuf {
-    let root = base.join(name);
+/// The node's root filesystem as its probe pod mounts it at /host: a directory laid out like a
+/// node's `/`, holding that lab node's own files at their node paths — its resolver and hosts
+/// (its namespace's), containerd's config.toml at /etc/containerd (its `config_path` and the CA
+/// its hosts.toml name, at the absolute paths they give), its CRI socket at
+/// /run/containerd/containerd.sock, the kubelet's config.json in the kubelet's default root dir,
+/// the machine's trust bundle. Files are hard links (the socket too: a unix socket is its inode),
+/// so the directory lives beside the lab's state, on its filesystem. Nothing links out of the
+/// root: the probe resolves every link inside it, as a node's root is read in a probe pod.
+fn node_root(lab: &LabGuard, base: &Path, namespace: &str, containerd: &str) -> PathBuf {
+    // The node's containerd socket lies under it, and a unix socket's path has 108 bytes at
+    // most: the root is named by the lab namespace, not the longer node name.
+    let root = base.join(namespace);
     let state = &lab.status.state;
     let ns = &lab.status.namespaces[namespace];
-    let link = |target: PathBuf, at: &str| {
-        let at = root.join(at.trim_start_matches('/'));
+    let place = |source: &Path, at: &Path| {
+        let at = root.join(at.strip_prefix("/").unwrap_or(at));
         std::fs::create_dir_all(at.parent().expect("parent")).expect("node dir");
-        symlink(&target, &at).unwrap_or_else(|e| panic!("link {}: {e}", at.display()));
+        if std::fs::hard_link(source, &at).is_err() {
+            std::fs::copy(source, &at)
+                .unwrap_or_else(|e| panic!("{} into the node root: {e}", source.display()));
+        }
     };
-    link(
-        PathBuf::from(format!("/etc/netns/{ns}/resolv.conf")),
-        "etc/resolv.conf",
+    let tree = |dir: &Path| {
+        let mut pending = vec![dir.to_path_buf()];
+        while let Some(next) = pending.pop() {
+            for entry in std::fs::read_dir(&next).expect("lab directory").flatten() {
+                let path = entry.path();
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => pending.push(path),
+                    Ok(t) if t.is_file() => place(&path, &path),
+                    _ => {}
+                }
+            }
+        }
+    };
+    place(
+        &PathBuf::from(format!("/etc/netns/{ns}/resolv.conf")),
+        Path::new("/etc/resolv.conf"),
     );
-    link(PathBuf::from(format!("/etc/netns/{ns}/hosts")), "etc/hosts");
-    link(state.join("containerd").join(containerd), "etc/containerd");
-    link(
-        lab.socket(containerd).to_path_buf(),
-        "run/containerd/containerd.sock",
+    place(
+        &PathBuf::from(format!("/etc/netns/{ns}/hosts")),
+        Path::new("/etc/hosts"),
     );
-    link(PathBuf::from("/etc/ssl"), "etc/ssl");
-    let kubelet_root = lab.status.kubelet.join("root");
-    link(
-        kubelet_root.join("config.json"),
-        &format!("{}/config.json", kubelet_root.display()),
+    let containerd_dir = state.join("containerd").join(containerd);
+    place(
+        &containerd_dir.join("config.toml"),
+        Path::new("/etc/containerd/config.toml"),
     );
-    for dir in [
-        "etc/systemd/system",
-        "run/systemd/system",
-        "lib/systemd/system",
-    ] {
-        std::fs::create_dir_all(root.join(dir)).expect("systemd dir");
-    }
+    tree(&containerd_dir.join("certs.d"));
+    tree(&state.join("pki"));
+    place(
+        lab.socket(containerd),
+        Path::new("/run/containerd/containerd.sock"),
+    );
+    place(
+        &lab.status.kubelet.join("root").join("config.json"),
+        Path::new("/var/lib/kubelet/config.json"),
+    );
+    place(
+        Path::new("/etc/ssl/certs/ca-certificates.crt"),
+        Path::new("/etc/ssl/certs/ca-certificates.crt"),
+    );
     root
 }
 
@@ -121,13 +141,14 @@ struct Cluster {
 }
 
 async fn cluster(lab: &LabGuard, name: &str) -> Cluster {
-    let scratch = Scratch::new(name);
+    // Beside the lab's state (hard links need its filesystem), removed when the test ends.
+    let scratch = Scratch::under(&lab.status.state, "nodes");
     let version = containerd_version(lab).await;
     let nodes: BTreeMap<String, SimNode> = NODES
         .iter()
         .map(|(name, namespace, containerd)| {
             let sim = SimNode {
-                root: node_root(lab, scratch.path(), name, namespace, containerd),
+                root: node_root(lab, scratch.path(), namespace, containerd),
                 runner: Runner {
                     prefix: vec![
                         "ip".into(),
@@ -162,7 +183,7 @@ async fn cluster(lab: &LabGuard, name: &str) -> Cluster {
 }
 
 /// `pullpath fleet IMAGE --all-nodes --runtime-pull` against the cluster.
-fn fleet(lab: &LabGuard, cluster: &Cluster, output: &str) -> std::process::Output {
+fn fleet(cluster: &Cluster, output: &str) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
         .args([
             "fleet",
@@ -174,8 +195,6 @@ fn fleet(lab: &LabGuard, cluster: &Cluster, output: &str) -> std::process::Outpu
         ])
         .arg("--kubeconfig")
         .arg(&cluster.config)
-        .arg("--kubelet-root-dir")
-        .arg(lab.status.kubelet.join("root"))
         .args([
             "--probe-image",
             "registry.example.test/tools/pullpath:0.1.0",
@@ -215,7 +234,7 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
         "the newest node starts with an empty store"
     );
     let cluster = cluster(&lab, "lab-fleet").await;
-    let out = fleet(&lab, &cluster, "json");
+    let out = fleet(&cluster, "json");
     let report = support::fleet_report(&out);
     let row = |name: &str| support::fleet_row(&report, name);
 
@@ -264,7 +283,7 @@ async fn fleet_names_the_broken_pool_the_cached_node_and_the_hand_fix_and_each_r
         out.status.code()
     );
     // What the on-call engineer reads.
-    let text = fleet(&lab, &cluster, "text");
+    let text = fleet(&cluster, "text");
     let text = String::from_utf8_lossy(&text.stdout);
     for line in [
         "✗ pool `spot` fails at blob",
@@ -295,7 +314,7 @@ async fn fleet_names_a_ca_one_pool_trusts_and_another_lacks() {
     let lab = lab();
     lab.switch("fleet-ca");
     let cluster = cluster(&lab, "lab-fleet-ca").await;
-    let out = fleet(&lab, &cluster, "json");
+    let out = fleet(&cluster, "json");
     let report = support::fleet_report(&out);
     let spot = support::fleet_row(&report, SPOT);
     assert_eq!(spot["verdict"]["layer"], "tls", "{spot:#}");

@@ -13,6 +13,14 @@ impl Scratch {
         Scratch(path)
     }
 
+    /// `DIR/pullpath-NAME-PID`, emptied first.
+    pub fn under(dir: &Path, name: &str) -> Self {
+        let path = dir.join(format!("pullpath-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("scratch directory");
+        Scratch(path)
+    }
+
     pub fn path(&self) -> &Path {
         &self.0
     }
