@@ -142,7 +142,7 @@ struct Cluster {
 
 async fn cluster(lab: &LabGuard, name: &str) -> Cluster {
     // Beside the lab's state (hard links need its filesystem), removed when the test ends.
-    let scratch = Scratch::under(&lab.status.state, "nodes");
+    let scratch = Scratch::under(&lab.status.state, name);
     let version = containerd_version(lab).await;
     let nodes: BTreeMap<String, SimNode> = NODES
         .iter()
