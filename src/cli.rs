@@ -236,12 +236,10 @@ pub struct ProbeArgs {
     pub runtime_pid: Option<u32>,
     /// The runtime's CRI socket, asked for its version (`unix://` optional), as crictl's flag.
     /// Where containerd's versions read hosts.toml differently, that version's rules are used.
-    #[arg(
-        long,
-        value_name = "SOCKET",
-        default_value = "unix:///run/containerd/containerd.sock"
-    )]
-    pub runtime_endpoint: String,
+    /// (Default: the running kubelet's `--container-runtime-endpoint`, else its config file's
+    /// `containerRuntimeEndpoint`, else `unix:///run/containerd/containerd.sock`; a node path.)
+    #[arg(long, value_name = "SOCKET")]
+    pub runtime_endpoint: Option<String>,
     /// The node's containerd version (e.g. `1.7.24`), instead of asking its CRI socket.
     #[arg(long, value_name = "VERSION")]
     pub containerd_version: Option<String>,

@@ -202,16 +202,17 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
 
 /// The kubelet's credential sources: each setting from its flag, else the running kubelet's
 /// command line, else the kubelet's default, saying which.
-fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
-    let kubelet =
-        probe::kubelet_creds::RunningKubelet::read(std::path::Path::new("/proc"), args.kubelet_pid);
+fn kubelet_sources(
+    args: &ProbeArgs,
+    kubelet: Option<&probe::kubelet_creds::RunningKubelet>,
+) -> probe::kubelet_creds::Sources {
     let mut origins = Vec::new();
     let mut setting = |flag: &str, given: &Option<PathBuf>, default: Option<&str>| {
         if let Some(path) = given {
             origins.push(format!("--{flag} {} (flag)", path.display()));
             return Some(path.clone());
         }
-        if let Some((pid, value)) = kubelet.as_ref().and_then(|k| Some((k.pid, k.flag(flag)?))) {
+        if let Some((pid, value)) = kubelet.and_then(|k| Some((k.pid, k.flag(flag)?))) {
             origins.push(format!("--{flag} {value} (the running kubelet, pid {pid})"));
             return Some(PathBuf::from(value));
         }
@@ -238,7 +239,7 @@ fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
     // its working directory is a node path. In a node root with no kubelet in sight, systemd's
     // defaults for a unit without `User=`: `/` and no $HOME.
     let node = NodeRoot::at(&args.host_root);
-    let (working_dir, home) = match &kubelet {
+    let (working_dir, home) = match kubelet {
         Some(k) => (
             std::fs::read_link(format!("/proc/{}/cwd", k.pid)).ok(),
             k.environ.get("HOME").map(PathBuf::from),
@@ -261,7 +262,7 @@ fn kubelet_sources(args: &ProbeArgs) -> probe::kubelet_creds::Sources {
         provider_bin_dir,
         plugin_timeout: args.credential_provider_timeout,
         containerd_config: Some(args.containerd_config.clone()),
-        kubelet_environment: kubelet.map(|k| k.environ),
+        kubelet_environment: kubelet.map(|k| k.environ.clone()),
         origins,
     }
 }
@@ -291,8 +292,13 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
+    // The node's kubelet, seen through /proc (the node's processes, on the node or with hostPID).
+    let kubelet =
+        probe::kubelet_creds::RunningKubelet::read(std::path::Path::new("/proc"), args.kubelet_pid);
     // The kubelet's sources, unless `--username` names the one credential to use.
-    let credential_sources = credentials.is_none().then(|| kubelet_sources(&args));
+    let credential_sources = credentials
+        .is_none()
+        .then(|| kubelet_sources(&args, kubelet.as_ref()));
     for (flag, value) in [
         ("--https-proxy", &args.https_proxy),
         ("--http-proxy", &args.http_proxy),
@@ -312,15 +318,15 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             );
         }
     }
-    // The runtime's socket is a node path: in a probe pod, the node's socket under its root.
-    let node_socket = PathBuf::from(
-        args.runtime_endpoint
-            .strip_prefix("unix://")
-            .unwrap_or(&args.runtime_endpoint),
-    );
-    let socket = NodeRoot::at(&args.host_root)
-        .resolve(&node_socket)
-        .unwrap_or(node_socket);
+    // The runtime's socket is a node path (the kubelet's own unless given): in a probe pod, the
+    // node's socket under its root.
+    let node = NodeRoot::at(&args.host_root);
+    let endpoint = match &args.runtime_endpoint {
+        Some(given) => given.clone(),
+        None => probe::kubelet_config::runtime_endpoint(&node, kubelet.as_ref()).value,
+    };
+    let node_socket = PathBuf::from(endpoint.strip_prefix("unix://").unwrap_or(&endpoint));
+    let socket = node.resolve(&node_socket).unwrap_or(node_socket);
     let runtime = match &args.containerd_version {
         Some(version) => probe::RuntimeQuery::Given(
             RuntimeIdentity::from_flag(version)

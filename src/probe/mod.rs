@@ -16,6 +16,7 @@ pub mod dns;
 pub mod host;
 pub mod hosts_toml;
 pub mod http;
+pub mod kubelet_config;
 pub mod kubelet_creds;
 pub mod net;
 pub mod oci;
