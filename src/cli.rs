@@ -188,12 +188,10 @@ pub struct ProbeArgs {
     pub image_credential_provider_bin_dir: Option<PathBuf>,
     /// containerd's config.toml, whose deprecated `registry.configs."HOST".auth` the CRI uses
     /// only when the kubelet sends no credential.
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "/etc/containerd/config.toml"
-    )]
-    pub containerd_config: PathBuf,
+    /// (Default: the running containerd's `--config`, else `/etc/containerd/config.toml`; a node
+    /// path.)
+    #[arg(long, value_name = "FILE")]
+    pub containerd_config: Option<PathBuf>,
     /// The running kubelet's pid, whose command line gives the flags above and whose
     /// environment its plugins inherit (default: the process named kubelet).
     #[arg(long, value_name = "PID")]

@@ -261,10 +261,33 @@ fn kubelet_sources(
         provider_config,
         provider_bin_dir,
         plugin_timeout: args.credential_provider_timeout,
-        containerd_config: Some(args.containerd_config.clone()),
+        containerd_config: Some(containerd_config(args)),
         kubelet_environment: kubelet.map(|k| k.environ.clone()),
         origins,
     }
+}
+
+/// containerd's config.toml (a node path): the flag, else the one the running containerd was
+/// started with, else its default.
+fn containerd_config(args: &ProbeArgs) -> PathBuf {
+    if let Some(given) = &args.containerd_config {
+        return given.clone();
+    }
+    let proc = std::path::Path::new("/proc");
+    let running = args
+        .runtime_pid
+        .or_else(|| probe::proxy::process_named(proc, "containerd"));
+    running
+        .and_then(|pid| std::fs::read(proc.join(pid.to_string()).join("cmdline")).ok())
+        .and_then(|cmdline| {
+            let words: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            probe::containerd_config::config_flag(&words)
+        })
+        .unwrap_or_else(|| PathBuf::from(probe::containerd_config::DEFAULT_CONFIG))
 }
 
 fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
@@ -369,7 +392,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             },
             runtime_pid: args.runtime_pid,
         },
-        containerd_config: args.containerd_config.clone(),
+        containerd_config: containerd_config(&args),
         containerd_certs: args
             .containerd_certs
             .as_deref()

@@ -52,7 +52,7 @@ fn node(name: &str, pool: &str, created: &str, images: &[&str], containerd: &str
 
 /// The node's root filesystem as its probe pod mounts it at /host: a directory laid out like a
 /// node's `/`, holding that lab node's own files at their node paths — its resolver and hosts
-/// (its namespace's), containerd's config.toml at /etc/containerd (its `config_path` and the CA
+/// (its namespace's), containerd's config.toml where its `--config` names it (its `config_path` and the CA
 /// its hosts.toml name, at the absolute paths they give), its CRI socket at
 /// /run/containerd/containerd.sock, the kubelet's config.json in the kubelet's default root dir,
 /// the machine's trust bundle. Files are hard links (the socket too: a unix socket is its inode),
@@ -94,9 +94,10 @@ fn node_root(lab: &LabGuard, base: &Path, namespace: &str, containerd: &str) -> 
         Path::new("/etc/hosts"),
     );
     let containerd_dir = state.join("containerd").join(containerd);
+    // At the path the lab's containerd was started with (`--config`), where the probe reads it.
     place(
         &containerd_dir.join("config.toml"),
-        Path::new("/etc/containerd/config.toml"),
+        &containerd_dir.join("config.toml"),
     );
     tree(&containerd_dir.join("certs.d"));
     tree(&state.join("pki"));

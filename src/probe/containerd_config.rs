@@ -16,6 +16,28 @@ use std::path::{Path, PathBuf};
 
 use crate::runtime::version::RuntimeIdentity;
 
+/// Where containerd reads its configuration when started without `--config`.
+pub const DEFAULT_CONFIG: &str = "/etc/containerd/config.toml";
+
+/// The `--config`/`-c` of a containerd command line (k3s starts its containerd with
+/// `-c /var/lib/rancher/k3s/agent/etc/containerd/config.toml`), the last one winning.
+pub fn config_flag(args: &[String]) -> Option<PathBuf> {
+    let mut found = None;
+    let mut words = args.iter().skip(1);
+    while let Some(word) = words.next() {
+        let bare = word.trim_start_matches('-');
+        if word == bare {
+            continue;
+        }
+        match bare.split_once('=') {
+            Some(("config" | "c", value)) => found = Some(PathBuf::from(value)),
+            None if bare == "config" || bare == "c" => found = words.next().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    found
+}
+
 /// The default `config_path` of containerd 2.2 and later on Linux.
 pub const DEFAULT_CONFIG_PATH_2_2: &str = "/etc/containerd/certs.d:/etc/docker/certs.d";
 
@@ -239,6 +261,35 @@ mod tests {
         assert!(matches!(broken, Err(ConfigError::NotToml { .. })));
         let dirs = hosts_dirs(&broken.map(Some), Path::new(CONFIG), &runtime("1.7.1"));
         assert!(dirs.roots.is_empty() && dirs.origin.contains("not TOML"));
+    }
+
+    #[test]
+    fn the_config_file_a_containerd_was_started_with() {
+        let line = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            config_flag(&line(&[
+                "containerd",
+                "-c",
+                "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+                "-a",
+                "/run/k3s/containerd/containerd.sock"
+            ])),
+            Some(PathBuf::from(
+                "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+            ))
+        );
+        assert_eq!(
+            config_flag(&line(&[
+                "/usr/bin/containerd",
+                "--config=/etc/containerd/other.toml"
+            ])),
+            Some(PathBuf::from("/etc/containerd/other.toml"))
+        );
+        assert_eq!(config_flag(&line(&["/usr/bin/containerd"])), None);
+        assert_eq!(
+            config_flag(&line(&["/usr/bin/containerd", "--log-level", "info"])),
+            None
+        );
     }
 
     #[test]
