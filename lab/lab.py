@@ -655,7 +655,10 @@ def systemd_dir() -> str:
 
 
 def write_dropin(env: dict):
-    """A drop-in as the AKS HTTP proxy feature writes one; empty `env` removes it."""
+    """A drop-in as the AKS HTTP proxy feature writes one; empty `env` removes it. Beside it the
+    unit file itself, as a node has one: systemd applies drop-ins only to a unit that exists."""
+    write(os.path.join(systemd_dir(), "containerd.service"),
+          "[Unit]\nDescription=containerd container runtime\n\n[Service]\nExecStart=/usr/bin/containerd\n")
     path = os.path.join(systemd_dir(), "containerd.service.d", "http-proxy.conf")
     if not env:
         shutil.rmtree(os.path.join(systemd_dir(), "containerd.service.d"), ignore_errors=True)
