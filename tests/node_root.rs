@@ -154,24 +154,36 @@ printf '{{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"Credential
 /// A process whose command line carries the kubelet's real credential provider flags (node
 /// paths), as the node's kubelet does; the probe reads them from /proc.
 fn kubelet() -> Child {
+    stand_in(&[
+        "--image-credential-provider-config=/var/lib/kubelet/credential-provider-config.yaml",
+        "--image-credential-provider-bin-dir",
+        "/var/lib/kubelet/credential-provider",
+    ])
+}
+
+/// The node's containerd as /proc shows it: started with its config file, no proxy or trust
+/// variable in its environment. (This machine's own containerd, if one runs, is not the node's.)
+fn runtime() -> Child {
+    stand_in(&["--config", "/etc/containerd/config.toml"])
+}
+
+/// A process that waits, with `flags` on its command line and the environment systemd gives a
+/// unit, in `/` as systemd starts it.
+fn stand_in(flags: &[&str]) -> Child {
     Command::new("python3")
-        .args([
-            "-c",
-            "import sys; sys.stdin.read()",
-            "--image-credential-provider-config=/var/lib/kubelet/credential-provider-config.yaml",
-            "--image-credential-provider-bin-dir",
-            "/var/lib/kubelet/credential-provider",
-        ])
+        .args(["-c", "import sys; sys.stdin.read()"])
+        .args(flags)
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        // systemd starts the kubelet in `/`.
         .current_dir("/")
         .stdin(Stdio::piped())
         .spawn()
-        .expect("the kubelet stand-in runs")
+        .expect("the stand-in runs")
 }
 
-fn probe(root: Option<&Path>, image: &str, kubelet: u32, extra: &[&str]) -> (Value, String) {
+/// `pullpath probe IMAGE` with the node's kubelet and containerd processes as given (`runtime`
+/// `None`: none visible, as in a pod without hostPID).
+fn probe(root: Option<&Path>, image: &str, kubelet: u32, runtime: Option<u32>) -> (Value, String) {
     let dir = Scratch::new("node-root-probe");
     let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
     command.args([
@@ -190,9 +202,10 @@ fn probe(root: Option<&Path>, image: &str, kubelet: u32, extra: &[&str]) -> (Val
     command
         .args(["--containerd-version", "1.7.27"])
         .args(["--kubelet-pid", &kubelet.to_string()])
+        // pid 0 is no process.
+        .args(["--runtime-pid", &runtime.unwrap_or(0).to_string()])
         .arg("--runtime-endpoint")
         .arg(dir.path().join("no-containerd.sock"))
-        .args(extra)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .current_dir(dir.path());
@@ -220,8 +233,9 @@ fn require_root() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_azure_linux_node_pulls_with_its_own_trust_resolver_and_plugin() {
+/// A TLS registry with Basic authentication, and an Azure Linux node that trusts it, names it in
+/// its hosts file and holds its credential behind a plugin; the image to pull.
+async fn azure_linux_node(name: &str) -> (NodeFs, String) {
     require_root();
     let (tls, ca_pem) = registry::tls_for(NAME);
     let served = registry::serve_with(registry::Options {
@@ -229,15 +243,21 @@ async fn an_azure_linux_node_pulls_with_its_own_trust_resolver_and_plugin() {
         basic: Some((USER.to_string(), SECRET.to_string())),
     })
     .await;
-    let node = NodeFs::new("node-root-azl");
+    let node = NodeFs::new(name);
     resolver(&node);
     azure_linux_trust(&node, &ca_pem);
     containerd(&node);
     credential_provider(&node, served.port);
-    let mut kubelet = kubelet();
-    let image = format!("{NAME}:{}/team/app:v1", served.port);
+    (node, format!("{NAME}:{}/team/app:v1", served.port))
+}
 
-    let (report, output) = probe(Some(node.root()), &image, kubelet.id(), &[]);
+#[tokio::test(flavor = "multi_thread")]
+async fn an_azure_linux_node_pulls_with_its_own_trust_resolver_and_plugin() {
+    let (node, image) = azure_linux_node("node-root-azl").await;
+    let mut kubelet = kubelet();
+    let mut runtime = runtime();
+
+    let (report, output) = probe(Some(node.root()), &image, kubelet.id(), Some(runtime.id()));
     assert_eq!(report["verdict"]["passed"], true, "{report:#}");
     // Which credential: the plugin's, run inside the node's root.
     let attempts = &report["credentials"]["attempts"];
@@ -261,32 +281,23 @@ async fn an_azure_linux_node_pulls_with_its_own_trust_resolver_and_plugin() {
     assert!(!output.contains(SECRET), "the plugin's password is printed");
 
     // The same node read through the probe's own filesystem: the name does not resolve.
-    let (host_view, _) = probe(None, &image, kubelet.id(), &[]);
+    let (host_view, _) = probe(None, &image, kubelet.id(), Some(runtime.id()));
     assert_ne!(host_view["verdict"]["passed"], true, "{host_view:#}");
-    let _ = kubelet.kill();
-    let _ = kubelet.wait();
+    for mut process in [kubelet, runtime] {
+        let _ = process.kill();
+        let _ = process.wait();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_plugin_outside_the_node_root_would_not_find_its_file() {
-    require_root();
     // The kubelet's flags name the plugin; its file argument is a node path. Its answer decides
     // auth: with the file the pull passes, and the probe reads the file in the node only.
-    let (tls, ca_pem) = registry::tls_for(NAME);
-    let served = registry::serve_with(registry::Options {
-        tls: Some(tls),
-        basic: Some((USER.to_string(), SECRET.to_string())),
-    })
-    .await;
-    let node = NodeFs::new("node-root-no-azure-json");
-    resolver(&node);
-    azure_linux_trust(&node, &ca_pem);
-    containerd(&node);
-    credential_provider(&node, served.port);
+    let (node, image) = azure_linux_node("node-root-no-azure-json").await;
     std::fs::remove_file(node.root().join("etc/kubernetes/azure.json")).expect("remove");
     let mut kubelet = kubelet();
-    let image = format!("{NAME}:{}/team/app:v1", served.port);
-    let (report, output) = probe(Some(node.root()), &image, kubelet.id(), &[]);
+    let mut runtime = runtime();
+    let (report, output) = probe(Some(node.root()), &image, kubelet.id(), Some(runtime.id()));
     assert_eq!(report["verdict"]["layer"], "auth", "{report:#}");
     let sources = report["credentials"]["sources"].to_string();
     assert!(
@@ -294,8 +305,10 @@ async fn a_plugin_outside_the_node_root_would_not_find_its_file() {
         "the plugin's own error, from inside the node: {sources}"
     );
     assert!(!output.contains(SECRET));
-    let _ = kubelet.kill();
-    let _ = kubelet.wait();
+    for mut process in [kubelet, runtime] {
+        let _ = process.kill();
+        let _ = process.wait();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -323,13 +336,8 @@ async fn the_managers_default_environment_is_the_runtimes_proxy() {
     node.link("/lib", "usr/lib");
     let mut kubelet = kubelet();
     let image = format!("{NAME}:{}/team/app:v1", served.port);
-    // `--runtime-pid 0`: no process of that pid, as in a pod without hostPID.
-    let (report, _) = probe(
-        Some(node.root()),
-        &image,
-        kubelet.id(),
-        &["--runtime-pid", "0"],
-    );
+    // No running containerd in sight, as in a pod without hostPID: its unit is read.
+    let (report, _) = probe(Some(node.root()), &image, kubelet.id(), None);
     let proxy = report["proxy"].as_array().expect("proxy vars");
     assert!(
         proxy.iter().any(|v| v["name"] == "HTTPS_PROXY"
