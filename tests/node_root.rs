@@ -254,8 +254,8 @@ async fn azure_linux_node(name: &str) -> (NodeFs, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_azure_linux_node_pulls_with_its_own_trust_resolver_and_plugin() {
     let (node, image) = azure_linux_node("node-root-azl").await;
-    let mut kubelet = kubelet();
-    let mut runtime = runtime();
+    let kubelet = kubelet();
+    let runtime = runtime();
 
     let (report, output) = probe(Some(node.root()), &image, kubelet.id(), Some(runtime.id()));
     assert_eq!(report["verdict"]["passed"], true, "{report:#}");
@@ -295,8 +295,8 @@ async fn a_plugin_outside_the_node_root_would_not_find_its_file() {
     // auth: with the file the pull passes, and the probe reads the file in the node only.
     let (node, image) = azure_linux_node("node-root-no-azure-json").await;
     std::fs::remove_file(node.root().join("etc/kubernetes/azure.json")).expect("remove");
-    let mut kubelet = kubelet();
-    let mut runtime = runtime();
+    let kubelet = kubelet();
+    let runtime = runtime();
     let (report, output) = probe(Some(node.root()), &image, kubelet.id(), Some(runtime.id()));
     assert_eq!(report["verdict"]["layer"], "auth", "{report:#}");
     let sources = report["credentials"]["sources"].to_string();
