@@ -163,10 +163,7 @@ impl Network for LiveNetwork {
             .lock()
             .ok()
             .and_then(|clients| clients.get(target).cloned())
-            .ok_or_else(|| Transport {
-                timed_out: false,
-                detail: format!("{} was not checked before this request", target.authority),
-            })?;
+            .ok_or_else(|| Transport::Unchecked(target.authority.to_string()))?;
         let mut builder = match request.form {
             Some(form) => client
                 .post(request.url.clone())
@@ -186,10 +183,7 @@ impl Network for LiveNetwork {
                 headers: response.headers().clone(),
                 body: LiveBody(response),
             }),
-            Err(e) => Err(Transport {
-                timed_out: e.is_timeout(),
-                detail: format!("request failed: {}", error_chain(&e)),
-            }),
+            Err(e) => Err(transport_failure(&e)),
         }
     }
 }
@@ -200,6 +194,48 @@ impl Body for LiveBody {
     async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
         self.0.chunk().await.map_err(|e| error_chain(&e))
     }
+}
+
+/// What broke, from a request's error and its sources: hyper's parse and connection errors,
+/// the socket's error kind, rustls's alerts. The transport's words are kept beside the kind.
+fn transport_failure(error: &reqwest::Error) -> Transport {
+    let words = error_chain(error);
+    if error.is_timeout() {
+        return Transport::TimedOut(words);
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
+            if hyper.is_parse_too_large() {
+                return Transport::HeadersTooLarge(words);
+            }
+            if hyper.is_parse() || hyper.is_parse_status() {
+                return Transport::Malformed(words);
+            }
+            if hyper.is_incomplete_message() {
+                return Transport::Closed(words);
+            }
+            if hyper.is_timeout() {
+                return Transport::TimedOut(words);
+            }
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            match io.kind() {
+                ConnectionReset | ConnectionAborted | ConnectionRefused | BrokenPipe => {
+                    return Transport::Reset(words);
+                }
+                TimedOut => return Transport::TimedOut(words),
+                UnexpectedEof => return Transport::Closed(words),
+                _ => {}
+            }
+        }
+        if e.downcast_ref::<rustls::Error>().is_some() {
+            return Transport::Tls(words);
+        }
+        source = e.source();
+    }
+    Transport::Other(words)
 }
 
 /// An error with its sources, as one line.
@@ -215,4 +251,93 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// How a server on 127.0.0.1 ends one request.
+    enum Ending {
+        /// A status line and this many bytes of headers.
+        HugeHeaders(usize),
+        /// Bytes that are not HTTP.
+        Garbage,
+        /// The request read, then the connection closed without a word.
+        Close,
+        /// The request read, then a TCP reset.
+        Reset,
+    }
+
+    async fn failure_of(ending: Ending) -> Transport {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let Ok((mut tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let mut request = [0u8; 4096];
+            let _ = tcp.read(&mut request).await;
+            match ending {
+                Ending::HugeHeaders(bytes) => {
+                    let mut reply = b"HTTP/1.1 200 OK\r\n".to_vec();
+                    while reply.len() < bytes {
+                        reply.extend_from_slice(b"X-Filler: ");
+                        reply.extend(std::iter::repeat_n(b'a', 1000));
+                        reply.extend_from_slice(b"\r\n");
+                    }
+                    let _ = tcp.write_all(&reply).await;
+                }
+                Ending::Garbage => {
+                    let _ = tcp.write_all(b"SSH-2.0-OpenSSH_9.2\r\n\r\n").await;
+                }
+                Ending::Close => {}
+                Ending::Reset => {
+                    let _ = tcp.set_zero_linger();
+                }
+            }
+        });
+        // The probe's own TLS configuration (ring), as every client here is built.
+        let trust = super::super::tls::Trust {
+            roots: std::sync::Arc::new(rustls::RootCertStore::empty()),
+            sources: Vec::new(),
+            skip_verify: false,
+        };
+        let tls = super::super::tls::client_config(&trust).expect("TLS configuration");
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .no_proxy()
+            .build()
+            .expect("client");
+        let error = client
+            .get(format!("http://{address}/v2/"))
+            .send()
+            .await
+            .expect_err("the server does not answer with HTTP");
+        transport_failure(&error)
+    }
+
+    #[tokio::test]
+    async fn what_broke_after_the_connection_is_named() {
+        assert!(
+            matches!(
+                failure_of(Ending::HugeHeaders(2 << 20)).await,
+                Transport::HeadersTooLarge(_)
+            ),
+            "2 MiB of response headers"
+        );
+        let garbage = failure_of(Ending::Garbage).await;
+        assert!(matches!(garbage, Transport::Malformed(_)), "{garbage:?}");
+        let closed = failure_of(Ending::Close).await;
+        assert!(matches!(closed, Transport::Closed(_)), "{closed:?}");
+        let reset = failure_of(Ending::Reset).await;
+        assert!(
+            matches!(reset, Transport::Reset(_) | Transport::Closed(_)),
+            "{reset:?}"
+        );
+    }
 }

@@ -26,7 +26,7 @@ use super::authority::{Authority, Scheme};
 use super::creds::Credentials;
 use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
-use super::net::{Body, Network, Request, Response, Target, TrustId};
+use super::net::{Body, Network, Request, Response, Target, Transport, TrustId};
 use super::oci::{self, BlobCheck, Descriptor, MANIFEST_TYPES, Manifest, Platform, ReadManifest};
 use super::path::{Path, PathHop};
 use super::proxy::ProxyConfig;
@@ -817,14 +817,16 @@ impl<N: Network> Walk<N> {
             {
                 Ok(Ok(response)) => response,
                 Ok(Err(transport)) => {
-                    let layer = if transport.timed_out {
-                        Layer::Route
-                    } else {
-                        Layer::Refused
-                    };
+                    let detail = transport.to_string();
                     self.path
-                        .record(hop, &at, step, false, transport.detail.clone(), None);
-                    return Err(Stop::new(hop, &at, layer, step, transport.detail));
+                        .record(hop, &at, step, false, detail.clone(), None);
+                    return Err(Stop::new(
+                        hop,
+                        &at,
+                        transport_layer(&transport),
+                        step,
+                        detail,
+                    ));
                 }
                 Err(_) => {
                     let detail = format!("no response headers within {} ms", timeout.as_millis());
@@ -1240,3 +1242,19 @@ fn short(digest: &Digest) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The layer of a request that got no answer from a host it had connected to: silence is a
+/// path that drops (`route`, as a dial timeout is), a reset is the peer refusing; a broken,
+/// oversized or unreadable answer is the host's own fault (`other`, with what broke).
+fn transport_layer(transport: &Transport) -> Layer {
+    match transport {
+        Transport::TimedOut(_) => Layer::Route,
+        Transport::Reset(_) => Layer::Refused,
+        Transport::Closed(_)
+        | Transport::HeadersTooLarge(_)
+        | Transport::Malformed(_)
+        | Transport::Tls(_)
+        | Transport::Unchecked(_)
+        | Transport::Other(_) => Layer::Other,
+    }
+}

@@ -30,6 +30,8 @@ enum Reply {
     StalledBody { status: u16, first: Vec<u8> },
     /// Never answers.
     Silent,
+    /// The connection breaks: no response.
+    Broken(Transport),
 }
 
 fn ok(body: impl Into<Vec<u8>>) -> Reply {
@@ -295,6 +297,7 @@ impl Network for Scripted {
                 },
             }),
             Reply::Silent => std::future::pending().await,
+            Reply::Broken(transport) => Err(transport),
         }
     }
 }
@@ -1123,4 +1126,46 @@ async fn the_credential_post_never_follows_a_redirect_to_another_host() {
             .all(|(at, _)| !at.starts_with("elsewhere.test"))
     );
     assert!(net.requests_to("elsewhere.test").is_empty());
+}
+
+#[tokio::test]
+async fn what_broke_after_connecting_decides_the_layer() {
+    // A registry whose manifest answer is over the client's header limit, or not HTTP, is at
+    // fault itself (`other`, saying what broke); a reset is the peer refusing; silence is a
+    // path that drops, as a dial timeout is.
+    let cases = [
+        (
+            Transport::HeadersTooLarge("message head is too large".into()),
+            Layer::Other,
+        ),
+        (
+            Transport::Malformed("invalid HTTP version".into()),
+            Layer::Other,
+        ),
+        (
+            Transport::Reset("connection reset by peer".into()),
+            Layer::Refused,
+        ),
+        (
+            Transport::TimedOut("operation timed out".into()),
+            Layer::Route,
+        ),
+    ];
+    for (transport, layer) in cases {
+        let image = Image::new();
+        let net = registry(Scripted::default(), "r.test", "store.test", &image).reply(
+            "r.test/v2/team/app/manifests/v1",
+            Reply::Broken(transport.clone()),
+        );
+        let outcome = Walk::new(
+            settings(false),
+            vec![endpoint("r.test", true)],
+            Arc::new(net),
+        )
+        .run()
+        .await;
+        let s = stop(&outcome);
+        assert_eq!((s.hop, s.layer), (Hop::Registry, layer), "{transport:?}");
+        assert!(s.detail.contains(&transport.to_string()), "{}", s.detail);
+    }
 }
