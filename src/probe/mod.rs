@@ -9,6 +9,7 @@
 //! carrying its evidence; [`run`] turns the walk's outcome into a report.
 
 pub mod authority;
+pub mod body;
 pub mod connect;
 pub mod containerd_config;
 pub mod creds;

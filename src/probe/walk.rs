@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use super::authority::{Authority, Scheme};
+use super::body::{Meter, next_chunk};
 use super::creds::Credentials;
 use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
@@ -207,6 +208,8 @@ pub struct Walk<N: Network> {
     blobs: Vec<Blob>,
     fallbacks: Vec<Fallback>,
     warnings: Vec<String>,
+    /// Every body read so far, so the total deadline can say which one was still trickling.
+    meters: Vec<Arc<Meter>>,
 }
 
 impl<N: Network> Walk<N> {
@@ -226,6 +229,7 @@ impl<N: Network> Walk<N> {
             blobs: Vec::new(),
             fallbacks: Vec::new(),
             warnings: Vec::new(),
+            meters: Vec::new(),
         }
     }
 
@@ -245,13 +249,20 @@ impl<N: Network> Walk<N> {
         }
     }
 
-    /// The deadline stops the walk wherever the path is.
+    /// The deadline stops the walk wherever the path is: at a body still being read (a
+    /// trickle, named with what it showed), else at the last step.
     fn deadline_passed(&mut self, deadline: Duration) -> Stop {
-        let (hop, authority) = match self.path.last() {
-            Some((hop, authority)) => (hop, authority.clone()),
-            None => (Hop::Registry, self.registry()),
+        let ran_out = format!("the total deadline of {} s ran out", deadline.as_secs_f64());
+        let reading = self.meters.iter().rev().find(|m| m.active());
+        let (hop, authority, detail) = match (reading, self.path.last()) {
+            (Some(meter), _) => (
+                meter.hop,
+                meter.authority.clone(),
+                format!("{ran_out}: {}", meter.trickle()),
+            ),
+            (None, Some((hop, authority))) => (hop, authority.clone(), ran_out),
+            (None, None) => (Hop::Registry, self.registry(), ran_out),
         };
-        let detail = format!("the total deadline of {} s ran out", deadline.as_secs_f64());
         self.path
             .record(hop, &authority, "deadline", false, detail.clone(), None);
         Stop::new(hop, &authority, Layer::Other, "deadline", detail)
@@ -414,7 +425,7 @@ impl<N: Network> Walk<N> {
         let challenge = response.header("www-authenticate").map(String::from);
         let retry = registry::retry_note(status, response.header("retry-after"));
         let body = self
-            .read_limited(response.body, MAX_ERROR_BODY)
+            .read_limited(hop, at, response.body, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
         let had_auth = self.authorizations.contains_key(at);
@@ -437,7 +448,7 @@ impl<N: Network> Walk<N> {
     ) -> Result<ReadManifest, Stop> {
         let content_type = response.header("content-type").unwrap_or("?").to_string();
         let read = self
-            .read_limited(response.body, MAX_MANIFEST)
+            .read_limited(hop, at, response.body, MAX_MANIFEST)
             .await
             .and_then(|body| oci::interpret_manifest(&body, asked, &content_type));
         match read {
@@ -520,7 +531,7 @@ impl<N: Network> Walk<N> {
         }
         let status = response.status;
         let body = self
-            .read_limited(response.body, MAX_ERROR_BODY)
+            .read_limited(hop, &at, response.body, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
         let detail = format!("{status}: {}", registry::error_summary(&body));
@@ -563,7 +574,7 @@ impl<N: Network> Walk<N> {
         let status = response.status;
         let challenge = response.header("www-authenticate").map(String::from);
         let body = self
-            .read_limited(response.body, MAX_ERROR_BODY)
+            .read_limited(hop, &at, response.body, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
         let elapsed = Some(started.elapsed());
@@ -657,7 +668,9 @@ impl<N: Network> Walk<N> {
             .fetch_token(i, realm_url, url, &step, service, &scope)
             .await?;
         let status = response.status;
-        let body = self.read_limited(response.body, MAX_TOKEN).await;
+        let body = self
+            .read_limited(Hop::Auth, &at, response.body, MAX_TOKEN)
+            .await;
         let elapsed = Some(started.elapsed());
         let answer = body
             .map_err(|e| (Layer::Other, e))
@@ -990,10 +1003,12 @@ impl<N: Network> Walk<N> {
         let via = self.chain.clone();
         let idle = self.settings.timeouts.http;
         let result = if full {
-            verify(response.body, desc, None, idle).await
+            let meter = self.meter(Hop::Blob, &at, Some(desc.size));
+            verify(response.body, desc, None, idle, &meter).await
         } else {
             let status = response.status;
-            read_prefix(response.body, RANGE_BYTES, idle)
+            let meter = self.meter(Hop::Blob, &at, None);
+            read_prefix(response.body, RANGE_BYTES, idle, &meter)
                 .await
                 .map(|bytes| format!("{status}: read the first {bytes} bytes"))
         };
@@ -1068,9 +1083,10 @@ impl<N: Network> Walk<N> {
                 };
             let via = self.chain.clone();
             let bar = progress.bar(desc);
+            let meter = self.meter(Hop::Blob, &served_by, Some(desc.size));
             let desc = desc.clone();
             set.spawn(async move {
-                let result = verify(response.body, &desc, Some(&bar), idle).await;
+                let result = verify(response.body, &desc, Some(&bar), idle, &meter).await;
                 bar.finish_and_clear();
                 drop(permit);
                 let elapsed = started.elapsed();
@@ -1135,8 +1151,22 @@ impl<N: Network> Walk<N> {
         Ok(url)
     }
 
-    async fn read_limited(&self, body: N::Body, limit: usize) -> Result<Vec<u8>, String> {
-        read_limited(body, limit, self.settings.timeouts.http).await
+    /// A new body to read from `at`, counted from now.
+    fn meter(&mut self, hop: Hop, at: &Authority, total: Option<u64>) -> Arc<Meter> {
+        let meter = Meter::start(hop, at, total);
+        self.meters.push(meter.clone());
+        meter
+    }
+
+    async fn read_limited(
+        &mut self,
+        hop: Hop,
+        at: &Authority,
+        body: N::Body,
+        limit: usize,
+    ) -> Result<Vec<u8>, String> {
+        let meter = self.meter(hop, at, None);
+        read_limited(body, limit, self.settings.timeouts.http, &meter).await
     }
 }
 
@@ -1145,46 +1175,45 @@ pub async fn read_limited<B: Body>(
     mut body: B,
     limit: usize,
     idle: Duration,
+    meter: &Meter,
 ) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    loop {
-        match tokio::time::timeout(idle, body.chunk()).await {
-            Err(_) => {
-                return Err(format!(
-                    "the body stalled: no data for {} ms after {} bytes",
-                    idle.as_millis(),
-                    out.len()
-                ));
-            }
-            Ok(Err(e)) => return Err(format!("the body broke after {} bytes: {e}", out.len())),
-            Ok(Ok(None)) => return Ok(out),
-            Ok(Ok(Some(chunk))) => {
+    let result = loop {
+        match next_chunk(&mut body, idle, meter).await {
+            Err(e) => break Err(e),
+            Ok(None) => break Ok(out),
+            Ok(Some(chunk)) => {
                 if out.len() + chunk.len() > limit {
-                    return Err(format!("the body is larger than the {limit}-byte limit"));
+                    break Err(format!("the body is larger than the {limit}-byte limit"));
                 }
                 out.extend_from_slice(&chunk);
             }
         }
-    }
+    };
+    meter.finish();
+    result
 }
 
 /// Read the first `limit` bytes of a body (or all of a shorter one), each chunk within `idle`.
-async fn read_prefix<B: Body>(mut body: B, limit: usize, idle: Duration) -> Result<usize, String> {
+async fn read_prefix<B: Body>(
+    mut body: B,
+    limit: usize,
+    idle: Duration,
+    meter: &Meter,
+) -> Result<usize, String> {
     let mut seen = 0;
-    while seen < limit {
-        match tokio::time::timeout(idle, body.chunk()).await {
-            Err(_) => {
-                return Err(format!(
-                    "stalled: no data for {} ms after {seen} bytes",
-                    idle.as_millis()
-                ));
-            }
-            Ok(Err(e)) => return Err(format!("the download broke after {seen} bytes: {e}")),
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(chunk))) => seen += chunk.len(),
+    let result = loop {
+        if seen >= limit {
+            break Ok(limit);
         }
-    }
-    Ok(seen.min(limit))
+        match next_chunk(&mut body, idle, meter).await {
+            Err(e) => break Err(e),
+            Ok(None) => break Ok(seen),
+            Ok(Some(chunk)) => seen += chunk.len(),
+        }
+    };
+    meter.finish();
+    result
 }
 
 /// Download a blob, checking size and digest as it streams, each chunk within `idle`.
@@ -1193,32 +1222,25 @@ async fn verify<B: Body>(
     desc: &Descriptor,
     bar: Option<&indicatif::ProgressBar>,
     idle: Duration,
+    meter: &Meter,
 ) -> Result<String, String> {
     let started = Instant::now();
     let mut check = BlobCheck::new(desc);
-    loop {
-        let chunk = match tokio::time::timeout(idle, body.chunk()).await {
-            Err(_) => {
-                return Err(format!(
-                    "stalled: no data for {} ms after {} bytes",
-                    idle.as_millis(),
-                    check.seen()
-                ));
-            }
-            Ok(Err(e)) => {
-                return Err(format!(
-                    "the download broke after {} bytes: {e}",
-                    check.seen()
-                ));
-            }
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(chunk))) => chunk,
+    let fed = loop {
+        let chunk = match next_chunk(&mut body, idle, meter).await {
+            Err(e) => break Err(e),
+            Ok(None) => break Ok(()),
+            Ok(Some(chunk)) => chunk,
         };
-        check.feed(&chunk)?;
+        if let Err(e) = check.feed(&chunk) {
+            break Err(e);
+        }
         if let Some(bar) = bar {
             bar.inc(chunk.len() as u64);
         }
-    }
+    };
+    meter.finish();
+    fed?;
     let total = check.finish()?;
     let secs = started.elapsed().as_secs_f64().max(1e-6);
     Ok(format!(

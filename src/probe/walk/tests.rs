@@ -32,6 +32,8 @@ enum Reply {
     Silent,
     /// The connection breaks: no response.
     Broken(Transport),
+    /// Headers, then the body one byte a second, never ending before the walk's deadline.
+    Trickle { status: u16, bytes: usize },
 }
 
 fn ok(body: impl Into<Vec<u8>>) -> Reply {
@@ -145,10 +147,15 @@ impl Scripted {
 struct ScriptedBody {
     chunks: VecDeque<Bytes>,
     stall: bool,
+    /// Each chunk comes this long after the one before.
+    every: Option<Duration>,
 }
 
 impl Body for ScriptedBody {
     async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+        if let Some(every) = self.every {
+            tokio::time::sleep(every).await;
+        }
         match self.chunks.pop_front() {
             Some(c) => Ok(Some(c)),
             None if self.stall => std::future::pending().await,
@@ -286,6 +293,7 @@ impl Network for Scripted {
                 body: ScriptedBody {
                     chunks: body.chunks(7).map(Bytes::copy_from_slice).collect(),
                     stall: false,
+                    every: None,
                 },
             }),
             Reply::StalledBody { status, first } => Ok(Response {
@@ -294,10 +302,20 @@ impl Network for Scripted {
                 body: ScriptedBody {
                     chunks: VecDeque::from([Bytes::from(first)]),
                     stall: true,
+                    every: None,
                 },
             }),
             Reply::Silent => std::future::pending().await,
             Reply::Broken(transport) => Err(transport),
+            Reply::Trickle { status, bytes } => Ok(Response {
+                status,
+                headers: HeaderMap::new(),
+                body: ScriptedBody {
+                    chunks: std::iter::repeat_n(Bytes::from_static(b"x"), bytes).collect(),
+                    stall: false,
+                    every: Some(Duration::from_secs(1)),
+                },
+            }),
         }
     }
 }
@@ -1168,4 +1186,38 @@ async fn what_broke_after_connecting_decides_the_layer() {
         assert_eq!((s.hop, s.layer), (Hop::Registry, layer), "{transport:?}");
         assert!(s.detail.contains(&transport.to_string()), "{}", s.detail);
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trickling_layer_is_named_with_its_rate_when_the_deadline_ends_it() {
+    // One byte a second never trips the idle timeout (5 s): the total deadline ends the walk,
+    // and the stop names the trickling host, what it sent and what containerd would do.
+    let image = Image::new();
+    let layer = sha256_digest(&image.layers[1]);
+    let net = registry(Scripted::default(), "r.test", "store.test", &image).reply(
+        &format!("store.test/r.test/{layer}"),
+        Reply::Trickle {
+            status: 200,
+            bytes: 3000,
+        },
+    );
+    let mut s = settings(true);
+    s.deadline = Duration::from_secs(30);
+    let outcome = Walk::new(s, vec![endpoint("r.test", true)], Arc::new(net))
+        .run()
+        .await;
+    let s = stop(&outcome);
+    assert_eq!(
+        (s.hop, s.layer, s.authority.host.as_str()),
+        (Hop::Blob, Layer::Blob, "store.test"),
+        "{}",
+        s.detail
+    );
+    assert!(s.detail.contains("trickled"), "{}", s.detail);
+    assert!(s.detail.contains("of 3000 bytes"), "{}", s.detail);
+    assert!(
+        s.detail.contains("image_pull_progress_timeout"),
+        "{}",
+        s.detail
+    );
 }

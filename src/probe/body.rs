@@ -1,0 +1,144 @@
+//! Reading a response body as the runtime reads it: chunk by chunk, each chunk within the idle
+//! timeout, every byte counted on a [`Meter`] that the walk's total deadline can read. The one
+//! body reader of the walk: a manifest, a token answer, an error body, a layer's first bytes
+//! and a whole layer all go through [`next_chunk`].
+//!
+//! A body that stalls (no byte within the idle timeout) fails here. A body that *trickles* —
+//! bytes keep coming, too slowly to finish — never stalls; the walk's total deadline ends it,
+//! and the meter then says what was seen: how many bytes in how long, on which hop and host.
+//! containerd does not end such a pull: its CRI `image_pull_progress_timeout` (5 minutes by
+//! default since 1.7.24 and in 2.x, 1 minute in earlier 1.7, none in 1.6) cancels a pull only
+//! when *no* byte arrived for that long (`pullProgressReporter`,
+//! `internal/cri/server/images/image_pull.go`), so on the node the pull hangs for as long as the
+//! trickle lasts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::authority::Authority;
+use super::net::Body;
+use crate::vocab::Hop;
+
+/// One body being read: where from, how much of it, since when.
+#[derive(Debug)]
+pub struct Meter {
+    pub hop: Hop,
+    pub authority: Authority,
+    /// The size the body should have, when known (a blob's descriptor).
+    pub total: Option<u64>,
+    started: Instant,
+    bytes: AtomicU64,
+    done: AtomicBool,
+}
+
+impl Meter {
+    pub fn start(hop: Hop, authority: &Authority, total: Option<u64>) -> Arc<Meter> {
+        Arc::new(Meter {
+            hop,
+            authority: authority.clone(),
+            total,
+            started: Instant::now(),
+            bytes: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+        })
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// The body was read to its end or given up on.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+
+    /// Still being read.
+    pub fn active(&self) -> bool {
+        !self.done.load(Ordering::Relaxed)
+    }
+
+    /// What a body still being read when the deadline ran out showed: bytes, time, rate, and
+    /// what the runtime would do with it.
+    pub fn trickle(&self) -> String {
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+        let bytes = self.bytes();
+        let rate = bytes as f64 / seconds;
+        let of = match self.total {
+            Some(total) => format!(" of {total}"),
+            None => String::new(),
+        };
+        let finish = match self.total {
+            Some(total) if rate > 0.0 && total > bytes => format!(
+                ", about {} more at that rate",
+                human_seconds((total - bytes) as f64 / rate)
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "the body from {} trickled: {bytes}{of} bytes in {seconds:.1} s ({rate:.1} B/s){finish}; containerd keeps reading a body while bytes arrive (its image_pull_progress_timeout cancels a pull only after minutes with no byte at all), so on the node this pull hangs rather than fails",
+            self.authority
+        )
+    }
+}
+
+/// The next chunk of `body` within `idle` (`None` at its end), counted on `meter`.
+pub async fn next_chunk<B: Body>(
+    body: &mut B,
+    idle: Duration,
+    meter: &Meter,
+) -> Result<Option<Bytes>, String> {
+    match tokio::time::timeout(idle, body.chunk()).await {
+        Err(_) => Err(format!(
+            "the body stalled: no data for {} ms after {} bytes",
+            idle.as_millis(),
+            meter.bytes()
+        )),
+        Ok(Err(e)) => Err(format!("the body broke after {} bytes: {e}", meter.bytes())),
+        Ok(Ok(chunk)) => {
+            if let Some(chunk) = &chunk {
+                meter.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            }
+            Ok(chunk)
+        }
+    }
+}
+
+/// `90 s`, `25 min`, `3.2 h`, `4.1 days`.
+fn human_seconds(seconds: f64) -> String {
+    match seconds {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3600.0),
+        s => format!("{:.1} days", s / 86_400.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trickle_is_named_with_its_rate_and_what_containerd_does() {
+        let at = Authority::parse("store.test", 443).expect("authority");
+        let meter = Meter::start(Hop::Blob, &at, Some(1_000_000));
+        meter.bytes.store(50, Ordering::Relaxed);
+        let said = meter.trickle();
+        assert!(said.contains("store.test"), "{said}");
+        assert!(said.contains("50 of 1000000 bytes"), "{said}");
+        assert!(said.contains("image_pull_progress_timeout"), "{said}");
+        assert!(meter.active());
+        meter.finish();
+        assert!(!meter.active());
+    }
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        assert_eq!(human_seconds(30.0), "30 s");
+        assert_eq!(human_seconds(600.0), "10 min");
+        assert_eq!(human_seconds(36_000.0), "10.0 h");
+        assert_eq!(human_seconds(864_000.0), "10.0 days");
+    }
+}
