@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use super::authority::Authority;
 use crate::vocab::Layer;
 
 /// Limits on what a registry may send.
@@ -234,6 +235,55 @@ pub fn error_summary(body: &[u8]) -> String {
     }
 }
 
+/// What a failed answer's body may show in a cause, by who sent it: a registry error envelope's
+/// codes and messages from anyone; otherwise a short excerpt from a registry host, a shorter
+/// one from any other host a redirect led to (a blob store, a CDN), and nothing at all from a
+/// link-local or cloud metadata address, whose answer (instance credentials) must never be
+/// printed (a registry can redirect a pull there).
+pub fn body_evidence(body: &[u8], from: &Authority, registry_host: bool) -> String {
+    if is_metadata_address(&from.host) {
+        return format!(
+            "(body not shown: {} is a link-local or metadata address)",
+            from.host
+        );
+    }
+    let summary = error_summary(body);
+    let looks_like_envelope = serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("errors").is_some_and(serde_json::Value::is_array));
+    if looks_like_envelope || registry_host {
+        return summary;
+    }
+    const OTHER_HOST_EXCERPT: usize = 80;
+    match summary.chars().count() > OTHER_HOST_EXCERPT {
+        true => format!(
+            "{}… ({} bytes from {})",
+            summary.chars().take(OTHER_HOST_EXCERPT).collect::<String>(),
+            body.len(),
+            from.host
+        ),
+        false => summary,
+    }
+}
+
+/// 169.254.0.0/16, fe80::/10, the cloud metadata names and AWS's IPv6 metadata address.
+pub fn is_metadata_address(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+        return match ip {
+            std::net::IpAddr::V4(v4) => v4.is_link_local(),
+            std::net::IpAddr::V6(v6) => {
+                (v6.segments()[0] & 0xffc0) == 0xfe80
+                    || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+            }
+        };
+    }
+    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "metadata.google.internal" | "metadata" | "instance-data" | "instance-data.ec2.internal"
+    )
+}
+
 /// The `access` claim of a JWT, read without verifying (the registry verifies; we only report).
 pub fn granted_actions(token: &str, repository: &str) -> Option<Vec<String>> {
     let payload = token.split('.').nth(1)?;
@@ -436,5 +486,38 @@ mod tests {
         );
         assert_eq!(retry_note(404, Some("1")), None);
         assert_eq!(retry_note(503, Some("30")), None);
+    }
+
+    #[test]
+    fn bodies_shown_by_who_sent_them() {
+        let at = |host: &str| Authority::parse(host, 443).expect("authority");
+        let envelope = br#"{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown"}]}"#;
+        assert_eq!(
+            body_evidence(envelope, &at("store.example"), false),
+            "BLOB_UNKNOWN blob unknown"
+        );
+        let page = "<html>".to_string() + &"x".repeat(500);
+        let from_store = body_evidence(page.as_bytes(), &at("store.example"), false);
+        assert!(
+            from_store.ends_with("… (506 bytes from store.example)"),
+            "{from_store}"
+        );
+        assert_eq!(
+            body_evidence(page.as_bytes(), &at("registry.example"), true)
+                .chars()
+                .count(),
+            200
+        );
+        for metadata in [
+            "169.254.169.254",
+            "[fe80::1]",
+            "[fd00:ec2::254]",
+            "metadata.google.internal",
+        ] {
+            let shown = body_evidence(b"{\"AccessKeyId\":\"AKIA\"}", &at(metadata), false);
+            assert!(!shown.contains("AKIA"), "{metadata}: {shown}");
+            assert!(shown.contains("not shown"), "{shown}");
+        }
+        assert!(!is_metadata_address("10.0.0.1"));
     }
 }

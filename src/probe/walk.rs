@@ -534,7 +534,11 @@ impl<N: Network> Walk<N> {
             .read_limited(hop, &at, response.body, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
-        let detail = format!("{status}: {}", registry::error_summary(&body));
+        let registry_host = self.endpoints.iter().any(|e| e.config.authority == at);
+        let detail = format!(
+            "{status}: {}",
+            registry::body_evidence(&body, &at, registry_host)
+        );
         self.path
             .record(hop, &at, &step, false, detail.clone(), None);
         Err(Stop::new(
