@@ -356,6 +356,117 @@ mod tests {
         assert_eq!(c[0].why, "the node the pod landed on");
     }
 
+    fn with(mut n: Node, labels: serde_json::Value, spec: serde_json::Value) -> Node {
+        let extra: BTreeMap<String, String> = serde_json::from_value(labels).expect("labels");
+        n.metadata.labels.get_or_insert_default().extend(extra);
+        n.spec = serde_json::from_value(spec).expect("spec");
+        n
+    }
+
+    #[test]
+    fn nodes_that_cannot_run_a_linux_probe_are_skipped_with_their_label() {
+        let newest = "2026-12-24T00:00:00Z";
+        let mut nodes = world();
+        nodes.push(with(
+            node("win-1", "user", newest, true),
+            json!({"kubernetes.io/os": "windows"}),
+            json!({}),
+        ));
+        nodes.push(with(
+            node("virtual-node-aci-linux", "user", newest, true),
+            json!({"type": "virtual-kubelet"}),
+            json!({}),
+        ));
+        nodes.push(with(
+            node("fargate-ip-10-0-1-5", "user", newest, true),
+            json!({"eks.amazonaws.com/compute-type": "fargate"}),
+            json!({}),
+        ));
+        let all = Choice {
+            all_nodes: true,
+            also: Some("win-1".into()),
+            ..default_choice()
+        };
+        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &all);
+        let evidence = |name: &str| {
+            let n = c.iter().find(|c| c.facts.name == name).expect("listed");
+            assert!(!n.chosen, "{name} chosen");
+            n.evidence.clone()
+        };
+        // Not even --all-nodes or being the pod's node makes a Windows node probeable.
+        assert_eq!(
+            evidence("win-1").as_deref(),
+            Some("kubernetes.io/os=windows")
+        );
+        assert_eq!(
+            evidence("virtual-node-aci-linux").as_deref(),
+            Some("type=virtual-kubelet")
+        );
+        assert_eq!(
+            evidence("fargate-ip-10-0-1-5").as_deref(),
+            Some("eks.amazonaws.com/compute-type=fargate")
+        );
+        assert_eq!(chosen(&c), vec!["system-1", "user-new", "user-old"]);
+    }
+
+    #[test]
+    fn a_node_on_its_way_out_is_never_the_newest_but_is_listed_with_all_nodes() {
+        let mut nodes = world();
+        nodes.push(with(
+            node("user-cordoned", "user", "2026-12-20T00:00:00Z", true),
+            json!({}),
+            json!({"unschedulable": true}),
+        ));
+        nodes.push(with(
+            node("user-scaling-down", "user", "2026-12-19T00:00:00Z", true),
+            json!({}),
+            json!({"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1734567890", "effect": "NoSchedule"}]}),
+        ));
+        nodes.push(with(
+            node("user-disrupted", "user", "2026-12-18T00:00:00Z", true),
+            json!({}),
+            json!({"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}),
+        ));
+        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &default_choice());
+        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
+        let cordoned = c
+            .iter()
+            .find(|c| c.facts.name == "user-cordoned")
+            .expect("listed");
+        assert_eq!(
+            cordoned.evidence.as_deref(),
+            Some("spec.unschedulable=true (cordoned)")
+        );
+        assert!(cordoned.why.contains("never a pool's newest"));
+        let taint = |name: &str| {
+            c.iter()
+                .find(|c| c.facts.name == name)
+                .and_then(|c| c.evidence.clone())
+        };
+        assert_eq!(
+            taint("user-scaling-down").as_deref(),
+            Some("taint ToBeDeletedByClusterAutoscaler:NoSchedule")
+        );
+        assert_eq!(
+            taint("user-disrupted").as_deref(),
+            Some("taint karpenter.sh/disrupted:NoSchedule")
+        );
+        let all = Choice {
+            all_nodes: true,
+            ..default_choice()
+        };
+        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &all);
+        let marked = c
+            .iter()
+            .find(|c| c.facts.name == "user-cordoned")
+            .expect("listed");
+        assert!(
+            marked.chosen && marked.why.contains("on its way out"),
+            "{}",
+            marked.why
+        );
+    }
+
     #[test]
     fn eligibility_is_marked_not_used_to_skip() {
         let constraints = Constraints {
