@@ -340,9 +340,9 @@ pub struct ExplainArgs {
     /// node of every pool; see `fleet --help` for its RBAC).
     #[arg(long)]
     pub probe: bool,
-    /// With --probe: the probe image (as `fleet --probe-image`).
-    #[arg(long, value_name = "IMAGE", requires = "probe", default_value = crate::fleet::PUBLISHED_PROBE_IMAGE)]
-    pub probe_image: String,
+    /// With --probe: the probe image (as `fleet --probe-image`; required).
+    #[arg(long, value_name = "IMAGE", requires = "probe")]
+    pub probe_image: Option<String>,
     /// With --probe: the namespace the probe pods run in (as `fleet --probe-namespace`).
     #[arg(
         long,
@@ -363,9 +363,15 @@ pub struct FleetArgs {
     /// The namespace the probe pods run in (Pod Security level `privileged`).
     #[arg(long, value_name = "NS", default_value = "pullpath")]
     pub probe_namespace: String,
-    /// The probe image; the nodes must be able to pull it (mirror it into their registry).
-    #[arg(long, value_name = "IMAGE", default_value = crate::fleet::PUBLISHED_PROBE_IMAGE)]
-    pub probe_image: String,
+    /// The probe image (required): scripts/image.sh builds it; push it where every node pulls
+    /// from, best the image's own registry (a probe image from another registry that does not
+    /// pull is a run problem naming that registry, not a finding).
+    #[arg(long, value_name = "IMAGE")]
+    pub probe_image: Option<String>,
+    /// The architectures the probe image has (`amd64,arm64`): a chosen node of another
+    /// (`kubernetes.io/arch`) gets no probe pod and is a run problem. Unknown without it.
+    #[arg(long, value_name = "ARCH,…", value_delimiter = ',')]
+    pub probe_image_arch: Vec<String>,
     /// The workload whose nodeSelector, required node affinity and tolerations decide which
     /// pools are eligible (`pod/NAME`, `deploy/NAME`, `sts/`, `ds/`, `job/`, in -n's namespace).
     /// With `pod/NAME`, the node it landed on is probed too.
@@ -394,9 +400,18 @@ pub struct FleetArgs {
     /// Probe pods running at once.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=500))]
     pub parallel: u16,
-    /// The whole run's deadline (pod starts and probes); each pod's activeDeadlineSeconds too.
+    /// The whole run's deadline (every wave of pod starts and probes).
     #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_duration)]
     pub deadline: Duration,
+    /// Each probe's own deadline, counted from its pod's start (its activeDeadlineSeconds); no
+    /// more than --deadline. A wave that would start with less of --deadline left is not
+    /// started (a run problem).
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub probe_deadline: Duration,
+    /// How long a probe pod may take to start (admission, mounts, the probe image's pull) before
+    /// it is named as never started.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub start_budget: Duration,
     /// How often a running probe pod's phase is read.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, hide = true)]
     pub poll_interval: Duration,

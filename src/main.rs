@@ -465,7 +465,9 @@ fn probe_from_nodes(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Re
         .into_iter()
         .map(Into::into)
         .collect();
-    line.extend(["--probe-image".into(), args.probe_image.clone().into()]);
+    if let Some(probe_image) = &args.probe_image {
+        line.extend(["--probe-image".into(), probe_image.into()]);
+    }
     line.extend([
         "--probe-namespace".into(),
         args.probe_namespace.clone().into(),
@@ -615,11 +617,28 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
     }
     // clap requires IMAGE unless --cleanup.
     let image = args.image.clone().unwrap_or_default();
-    ImageRef::parse(&image).with_context(|| format!("{image:?} is not an image reference"))?;
+    let image_ref =
+        ImageRef::parse(&image).with_context(|| format!("{image:?} is not an image reference"))?;
+    let probe_image = fleet::probe_image(args.probe_image.as_deref())?;
+    ImageRef::parse(&probe_image)
+        .with_context(|| format!("--probe-image {probe_image:?} is not an image reference"))?;
+    let probe_deadline = args.probe_deadline.min(args.deadline);
     let config = fleet::FleetConfig {
         target,
         image,
-        probe_image: args.probe_image.clone(),
+        probe_arches: (!args.probe_image_arch.is_empty()).then(|| args.probe_image_arch.clone()),
+        settings: fleet::run::RunSettings {
+            namespace: args.probe_namespace.clone(),
+            parallel: usize::from(args.parallel),
+            deadline: args.deadline,
+            poll: args.poll_interval,
+            budgets: fleet::life::Budgets {
+                start: args.start_budget,
+                probe: probe_deadline,
+            },
+            origin: fleet::probe_origin(&image_ref, &probe_image),
+        },
+        probe_image,
         probe_namespace: args.probe_namespace.clone(),
         workload,
         selector: args.selector.clone(),
@@ -631,12 +650,6 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         },
         full: args.full,
         runtime_pull: args.runtime_pull,
-        settings: fleet::run::RunSettings {
-            namespace: args.probe_namespace.clone(),
-            parallel: usize::from(args.parallel),
-            deadline: args.deadline,
-            poll: args.poll_interval,
-        },
     };
     if args.dry_run {
         return match runtime.block_on(fleet::plan(&config)) {

@@ -27,6 +27,8 @@ use serde_json::{Value, json};
 use support::scratch::Scratch;
 
 const IMAGE: &str = "registry.fleet.test/team/app:v1";
+/// From the image's own registry host, so its failed pull is a finding about the image.
+const PROBE_IMAGE: &str = "registry.fleet.test/tools/pullpath:0.1.0";
 const SYSTEM: &str = "aks-system-38273115-vmss000000";
 const USER_OLD: &str = "aks-user-24791652-vmss000000";
 const USER_NEW: &str = "aks-user-24791652-vmss000003";
@@ -121,6 +123,8 @@ struct Setup<'a> {
     hand_fixed: bool,
     fault: Option<Fault>,
     objects: Vec<Value>,
+    /// A validating webhook refusing every pod: (name, message).
+    webhook: Option<(&'a str, &'a str)>,
 }
 
 async fn fleet(name: &str, behaviour: &[(&str, Behaviour)]) -> Fleet {
@@ -140,6 +144,7 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
         hand_fixed,
         fault,
         objects: extra,
+        webhook,
     } = setup;
     let registry = registry::serve().await;
     // A port nothing listens on: bound, then released.
@@ -196,6 +201,9 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
     if let Some(fault) = fault {
         world = world.with_fault(fault);
     }
+    if let Some((name, message)) = webhook {
+        world = world.with_webhook(name, message);
+    }
     let server = ApiServer::start(world);
     let config = server.kubeconfig(scratch.path(), "shop");
     Fleet {
@@ -214,10 +222,12 @@ impl Fleet {
             .args(args)
             .arg("--kubeconfig")
             .arg(&self.config)
-            .args(["--probe-image", "registry.fleet.test/tools/pullpath:0.1.0"])
             .args(["--poll-interval", "100ms"])
             .env("NO_COLOR", "1")
             .env_remove("KUBECONFIG");
+        if !args.contains(&"--probe-image") {
+            command.args(["--probe-image", PROBE_IMAGE]);
+        }
         command
     }
 
@@ -554,13 +564,23 @@ async fn cleanup_removes_the_leftovers_of_a_killed_run() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runtime_pull_asks_each_nodes_runtime_and_says_when_it_cannot() {
-    // These simulated nodes have no containerd at the mounted socket: each row says the
-    // runtime was not asked, and why, instead of inventing an answer (the lab's fleet test has
-    // real ones).
+    // These simulated nodes have a socket where containerd's would be, and nothing listening
+    // on it: each row says the runtime was not asked, and why, instead of inventing an answer
+    // (the lab's fleet test has real ones). The socket must exist: a kubelet does not mount a
+    // `type: Socket` hostPath that is missing (the fake kubelet used to forgive that).
     let f = fleet("fleet-runtime-pull", &[]).await;
+    for node in [SYSTEM, USER_NEW, USER_OLD] {
+        let socket = f
+            .scratch
+            .path()
+            .join(node)
+            .join("run/containerd/containerd.sock");
+        std::fs::create_dir_all(socket.parent().expect("parent")).expect("run dir");
+        drop(std::os::unix::net::UnixListener::bind(&socket).expect("a socket file"));
+    }
     let (_, report) = f.json(&["--runtime-pull"]).await;
     let rows = report["nodes"].as_array().expect("nodes");
-    assert!(!rows.is_empty());
+    assert!(rows.iter().any(|r| r["source"] == "probe"), "{report:#}");
     for row in rows.iter().filter(|r| r["source"] == "probe") {
         let pull = &row["runtime_pull"];
         assert_eq!(pull["outcome"], "unasked", "{row:#}");
@@ -825,4 +845,409 @@ async fn explain_pod_probe_explains_then_asks_the_nodes() {
     let json = explain(&["-o", "json"]);
     assert_eq!(json.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&json.stderr).contains("pullpath fleet IMAGE --for pod/"));
+}
+
+/// The entry of the report's list `list` whose `key` is `value`.
+fn named<'a>(r: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
+    r[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {list}: {r:#}"))
+        .iter()
+        .find(|e| e[key] == value)
+        .unwrap_or_else(|| panic!("no {value} in {list}: {r:#}"))
+}
+
+/// The report's row of pool `name`.
+fn pool<'a>(r: &'a Value, name: &str) -> &'a Value {
+    named(r, "pools", "pool", name)
+}
+
+/// A run problem of `node`'s row.
+fn problem<'a>(r: &'a Value, node: &str) -> &'a Value {
+    let row = support::fleet_row(r, node);
+    assert_eq!(row["status"], "no-answer", "{r:#}");
+    assert_eq!(row["source"], "run", "{r:#}");
+    &row["problem"]
+}
+
+/// The run with a generous `--deadline`: `(exit, report, seconds taken)`. Every case below must
+/// be named within a few poll intervals (100 ms), far below the deadline.
+async fn timed(f: &Fleet, args: &[&str]) -> (i32, Value, Duration) {
+    let mut all = vec!["--deadline", "120s"];
+    all.extend(args);
+    let start = Instant::now();
+    let (code, r) = f.json(&all).await;
+    (code, r, start.elapsed())
+}
+
+/// Named long before the deadline, every pod gone, and the problem in the report's list too.
+fn named_early(f: &Fleet, r: &Value, took: Duration, node: &str, kind: &str) {
+    assert!(
+        took < Duration::from_secs(20),
+        "took {took:?} of 120 s: {r:#}"
+    );
+    assert_eq!(r["ending"], "finished", "{r:#}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    assert_eq!(r["cleanup"]["remaining"], 0);
+    assert!(
+        r["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .any(|p| p["node"] == node && p["kind"] == kind),
+        "{r:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_host_path_is_named_for_its_node_within_a_few_polls() {
+    let f = fleet("fleet-missing-hostpath", &[]).await;
+    // A k3s-like node has no /etc/containerd: the probe pod mounts the node's `/`, not its
+    // parts, so that node is probed, not refused (containerd's own config is elsewhere there).
+    let k3s = f.scratch.path().join(SYSTEM).join("etc/containerd");
+    std::fs::remove_dir_all(&k3s).expect("remove");
+    // A node whose root the kubelet cannot mount at all (the stand-in's node directory gone):
+    // the kubelet's FailedMount, named for that node.
+    let root = f.scratch.path().join(USER_NEW);
+    std::fs::remove_dir_all(&root).expect("remove");
+    let (code, r, took) = timed(&f, &[]).await;
+    let p = problem(&r, USER_NEW);
+    assert_eq!(p["kind"], "mount-failed", "{r:#}");
+    let message = p["message"].as_str().expect("message");
+    assert!(
+        message.contains(
+            "MountVolume.SetUp failed for volume \"node-root\" : hostPath / doesn't exist"
+        ),
+        "{message}"
+    );
+    named_early(&f, &r, took, USER_NEW, "mount-failed");
+    // A run problem, not the pool's pull failure: undecided, never a layer.
+    assert!(support::fleet_row(&r, USER_NEW)["verdict"]["layer"].is_null());
+    // The node without /etc/containerd was probed: with no hosts.toml its containerd would
+    // look the registry's own name up, which this world's resolver does not know.
+    let k3s_row = support::fleet_row(&r, SYSTEM);
+    assert!(k3s_row["problem"].is_null(), "{k3s_row:#}");
+    assert_eq!(k3s_row["verdict"]["layer"], "dns", "{k3s_row:#}");
+    assert_eq!(code, 10, "the worst eligible pool's layer");
+    // The kubelet stand-in created nothing the hostPath names.
+    assert!(!root.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_out_of_cpu_is_named_as_not_admitted() {
+    let f = fleet(
+        "fleet-out-of-cpu",
+        &[(
+            USER_NEW,
+            Behaviour::Reject {
+                reason: "OutOfcpu".into(),
+                message: "Node didn't have enough resource: cpu, requested: 50, used: 3990, capacity: 4000".into(),
+            },
+        )],
+    )
+    .await;
+    let (code, r, took) = timed(&f, &[]).await;
+    let p = problem(&r, USER_NEW);
+    assert_eq!(p["kind"], "not-admitted");
+    assert!(
+        p["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("OutOfcpu") && m.contains("enough resource: cpu")),
+        "{r:#}"
+    );
+    named_early(&f, &r, took, USER_NEW, "not-admitted");
+    assert_eq!(code, 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_refusal_names_the_webhook_and_is_no_pool_verdict() {
+    let f = fleet_with(
+        "fleet-webhook",
+        Setup {
+            webhook: Some((
+                "validation.gatekeeper.sh",
+                "[denied by autogke-no-write-mode-hostpath] hostPath volume node-hosts is not allowed",
+            )),
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (code, r, took) = timed(&f, &[]).await;
+    for node in [SYSTEM, USER_NEW] {
+        let p = problem(&r, node);
+        assert_eq!(p["kind"], "admission-webhook", "{r:#}");
+        assert!(
+            p["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(
+                    "the admission webhook \"validation.gatekeeper.sh\" refused the probe pod (403)"
+                ) && m.contains("autogke-no-write-mode-hostpath")),
+            "{r:#}"
+        );
+        named_early(&f, &r, took, node, "admission-webhook");
+    }
+    // The report, not pullpath's own error: the run worked, the cluster refused its pods.
+    assert_eq!(code, 3);
+    assert_eq!(f.server.store.created(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pod_security_refusal_quotes_the_level_and_the_checks() {
+    let namespace = json!({"kind": "Namespace", "apiVersion": "v1",
+        "metadata": {"name": "pullpath", "uid": "uid-ns-pullpath",
+            "labels": {"pod-security.kubernetes.io/enforce": "baseline"}}});
+    let f = fleet_with(
+        "fleet-pod-security",
+        Setup {
+            objects: vec![namespace],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (code, r, took) = timed(&f, &[]).await;
+    let p = problem(&r, USER_NEW);
+    assert_eq!(p["kind"], "pod-security", "{r:#}");
+    let message = p["message"].as_str().expect("message");
+    assert!(
+        message.contains("violates PodSecurity \"baseline:latest\": forbidden AppArmor profile (container \"probe\" must not set securityContext.appArmorProfile.type to \"Unconfined\"), non-default capabilities (container \"probe\" must not include \"DAC_READ_SEARCH\", \"SYS_PTRACE\" in securityContext.capabilities.add), host namespaces (hostNetwork=true, hostPID=true), hostPath volumes (volume \"node-root\")")
+            && message.contains("deploy/namespace.yaml"),
+        "{message}"
+    );
+    named_early(&f, &r, took, USER_NEW, "pod-security");
+    assert_eq!(code, 3);
+    assert_eq!(f.server.store.created(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn err_image_never_pull_is_a_run_problem() {
+    let message =
+        format!("Container image \"{PROBE_IMAGE}\" is not present with pull policy of Never");
+    let f = fleet(
+        "fleet-never-pull",
+        &[(
+            USER_NEW,
+            Behaviour::Waiting {
+                reason: "ErrImageNeverPull".into(),
+                message: message.clone(),
+                event: "ErrImageNeverPull".into(),
+            },
+        )],
+    )
+    .await;
+    let (_, r, took) = timed(&f, &[]).await;
+    let p = problem(&r, USER_NEW);
+    assert_eq!(p["kind"], "probe-image-never-pulled");
+    assert!(p["message"].as_str().is_some_and(|m| m.contains(&message)));
+    named_early(&f, &r, took, USER_NEW, "probe-image-never-pulled");
+}
+
+/// A node in the API only (no kubelet plays it: a pod made for it would never start).
+fn api_node(name: &str, pool: &str, created: &str, labels: Value, spec: Value) -> Value {
+    let mut n = node(name, pool, created, &[]);
+    for (k, v) in labels.as_object().expect("labels") {
+        n["metadata"]["labels"][k] = v.clone();
+    }
+    n["spec"] = spec;
+    n
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn windows_virtual_and_fargate_nodes_are_skipped_with_the_label_that_said_so() {
+    let newest = "2026-12-24T00:00:00Z";
+    let f = fleet_with(
+        "fleet-not-linux",
+        Setup {
+            objects: vec![
+                api_node(
+                    "akswin000000",
+                    "win",
+                    newest,
+                    json!({"kubernetes.io/os": "windows"}),
+                    json!({}),
+                ),
+                api_node(
+                    "virtual-node-aci-linux",
+                    "virtual",
+                    newest,
+                    json!({"type": "virtual-kubelet", "kubernetes.azure.com/managed": "false"}),
+                    json!({}),
+                ),
+                api_node(
+                    "fargate-ip-10-0-1-5.ec2.internal",
+                    "fargate",
+                    newest,
+                    json!({"eks.amazonaws.com/compute-type": "fargate"}),
+                    json!({}),
+                ),
+            ],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r, took) = timed(&f, &[]).await;
+    let skipped = |node: &str| named(&r, "skipped", "node", node).clone();
+    assert_eq!(
+        skipped("akswin000000")["evidence"],
+        "kubernetes.io/os=windows"
+    );
+    assert_eq!(
+        skipped("virtual-node-aci-linux")["evidence"],
+        "type=virtual-kubelet"
+    );
+    assert_eq!(
+        skipped("fargate-ip-10-0-1-5.ec2.internal")["evidence"],
+        "eks.amazonaws.com/compute-type=fargate"
+    );
+    assert!(
+        skipped("akswin000000")["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("Windows"))
+    );
+    // No probe pod was made for them, and no pool of theirs has a verdict.
+    assert_eq!(f.server.store.created(), 2);
+    assert_eq!(r["pools"].as_array().expect("pools").len(), 2, "{r:#}");
+    assert!(took < Duration::from_secs(20));
+    assert!(f.pods_left().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_arm64_node_without_an_arm64_probe_image_is_a_run_problem() {
+    let f = fleet_with(
+        "fleet-arm64",
+        Setup {
+            objects: vec![api_node(
+                "aks-arm-11111111-vmss000000",
+                "arm",
+                "2026-12-10T00:00:00Z",
+                json!({"kubernetes.io/arch": "arm64"}),
+                json!({}),
+            )],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r, took) = timed(&f, &["--probe-image-arch", "amd64"]).await;
+    let p = problem(&r, "aks-arm-11111111-vmss000000");
+    assert_eq!(p["kind"], "probe-image-arch", "{r:#}");
+    assert!(
+        p["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no arm64 variant (it has amd64)")),
+        "{r:#}"
+    );
+    named_early(
+        &f,
+        &r,
+        took,
+        "aks-arm-11111111-vmss000000",
+        "probe-image-arch",
+    );
+    // No pod for it; the arm pool is undecided, not failed.
+    assert_eq!(f.server.store.created(), 2);
+    let arm = pool(&r, "arm");
+    assert_eq!(arm["verdict"]["decided"], false, "{r:#}");
+    // Given, the architectures are known: no "unknown" note.
+    assert!(
+        !r["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .any(|p| p["kind"] == "probe-image-arch-unknown")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cordoned_newest_node_is_not_the_pools_newest_and_never_starting_is_named() {
+    const CORDONED: &str = "aks-user-24791652-vmss000009";
+    let f = fleet_with(
+        "fleet-cordoned",
+        Setup {
+            objects: vec![api_node(
+                CORDONED,
+                "user",
+                "2026-12-20T00:00:00Z",
+                json!({}),
+                json!({"unschedulable": true, "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}),
+            )],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r, took) = timed(&f, &[]).await;
+    assert_eq!(
+        support::fleet_row(&r, USER_NEW)["chosen_because"],
+        "the pool's newest Ready node",
+        "{r:#}"
+    );
+    let skipped = named(&r, "skipped", "node", CORDONED);
+    assert_eq!(skipped["evidence"], "spec.unschedulable=true (cordoned)");
+    assert!(took < Duration::from_secs(20));
+    // Listed with --all-nodes, marked; no kubelet plays it, so its pod never starts: named
+    // when --start-budget runs out, not at the deadline.
+    let (_, r, took) = timed(&f, &["--all-nodes", "--start-budget", "1s"]).await;
+    let row = support::fleet_row(&r, CORDONED);
+    assert!(
+        row["chosen_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("on its way out (spec.unschedulable=true (cordoned))")),
+        "{r:#}"
+    );
+    assert_eq!(problem(&r, CORDONED)["kind"], "never-started");
+    named_early(&f, &r, took, CORDONED, "never-started");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_probe_image_from_another_registry_that_does_not_pull_names_that_registry() {
+    let message = corpus_message(25);
+    let f = fleet(
+        "fleet-probe-elsewhere",
+        &[(USER_NEW, Behaviour::ImagePull(message))],
+    )
+    .await;
+    let (code, r, took) = timed(
+        &f,
+        &[
+            "--probe-image",
+            "mirror.elsewhere.test/tools/pullpath:0.1.0",
+        ],
+    )
+    .await;
+    let p = problem(&r, USER_NEW);
+    assert_eq!(p["kind"], "probe-image-registry", "{r:#}");
+    assert!(
+        p["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("from mirror.elsewhere.test")
+                && m.contains("says nothing about the image")),
+        "{r:#}"
+    );
+    named_early(&f, &r, took, USER_NEW, "probe-image-registry");
+    // Not the route failure the probe image's pull saw: the user pool is undecided.
+    let user = pool(&r, "user");
+    assert_eq!(user["verdict"]["decided"], false, "{r:#}");
+    assert_eq!(code, 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_probe_image_the_run_stops_saying_how_to_get_one() {
+    let f = fleet("fleet-no-probe-image", &[]).await;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+    command
+        .args(["fleet", IMAGE, "--kubeconfig"])
+        .arg(&f.config)
+        .env_remove("KUBECONFIG");
+    let out = tokio::task::spawn_blocking(move || command.output().expect("runs"))
+        .await
+        .expect("pullpath");
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--probe-image IMAGE is required") && stderr.contains("scripts/image.sh"),
+        "{stderr}"
+    );
+    assert_eq!(f.server.store.created(), 0);
+    assert!(
+        f.server.served().is_empty(),
+        "asked the API before the usage error"
+    );
 }

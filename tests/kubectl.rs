@@ -475,6 +475,8 @@ fn fleet_rbac_manages_pods_in_the_probe_namespace_and_reads_cluster_wide() {
         assert!(granted.contains(&grant("", "pods", verb)), "pods {verb}");
     }
     assert!(granted.contains(&grant("", "pods/log", "get")));
+    // The probe pods' events: a failed mount or an admission refusal named at once.
+    assert!(granted.contains(&grant("", "events", "list")));
     let [cluster_role] = by_kind(&objects, "ClusterRole")[..] else {
         panic!("one ClusterRole: {objects:#?}");
     };

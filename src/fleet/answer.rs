@@ -145,7 +145,10 @@ pub enum Answer {
     Missing {
         why: String,
     },
-    /// The API refused the probe pod (RBAC, Pod Security admission, a missing namespace).
+    /// The run could not ask this node (its pod refused, unmountable, never started, …): a
+    /// problem of the run, named with its evidence, not a verdict on the pool.
+    Problem(super::life::RunProblem),
+    /// The API refused the probe pod for pullpath's own reasons (RBAC, a missing namespace).
     NotCreated {
         code: Option<u16>,
         why: String,
@@ -234,13 +237,9 @@ fn tail(log: &str) -> String {
     format!("last line: {short:?}")
 }
 
-/// Waiting reasons that mean the probe image itself is not pulling.
-const PULL_REASONS: [&str; 4] = [
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-];
+/// Waiting reasons that mean the probe image itself is not pulling (`ErrImageNeverPull` is no
+/// pull at all: `life` names it as a problem of the run).
+const PULL_REASONS: [&str; 3] = ["ErrImagePull", "ImagePullBackOff", "InvalidImageName"];
 
 /// The probe pod's own pull failure, explained; `None` while it is not stuck on its image. A
 /// bare back-off (`Back-off pulling image "…"`, which older kubelets say without the cause) is

@@ -4,12 +4,15 @@
 //!
 //! Data flows one way: the Nodes read → `select` (pools, the newest Ready node of each,
 //! `eligibility` from the workload's scheduling rules) → `pod_spec` (one probe pod per node) →
-//! `run` (create, wait, read the log, delete; the only networked part) → `answer` (the probe's
-//! report parsed back, or the probe pod's own pull failure explained) → `report` (rows, pools,
-//! the worst eligible pool's verdict) → `text` or JSON.
+//! `run` (create, wait, read the log, delete; the only networked part), reading each pod's
+//! life through `life` (pure: a refused, unmountable, unadmitted or stuck pod is a run problem
+//! for that node) → `answer` (the probe's report parsed back, or the probe pod's own pull
+//! failure explained) → `report` (rows, pools, run problems, the worst eligible pool's verdict)
+//! → `text` or JSON.
 
 pub mod answer;
 pub mod eligibility;
+pub mod life;
 pub mod pod_spec;
 pub mod report;
 pub mod run;
@@ -32,14 +35,40 @@ use report::FleetReport;
 use run::RunSettings;
 use select::Choice;
 
-/// The probe image of this version, where the release publishes it: the same name as
-/// deploy/probe-pod.yaml and scripts/image.sh's example (`registry.example.com` is the
-/// release's placeholder, like scripts/release.sh's `releases.example.com`, until a public
-/// location exists). Nodes behind a private registry need it mirrored there (`--probe-image`).
-pub const PUBLISHED_PROBE_IMAGE: &str = concat!(
-    "registry.example.com/tools/pullpath:",
-    env!("CARGO_PKG_VERSION")
-);
+/// No probe image was given, and there is no default to fall back on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoProbeImage;
+
+impl std::fmt::Display for NoProbeImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "--probe-image IMAGE is required: build the probe image with scripts/image.sh, push it to a registry every node can pull from (best: the image's own registry, so a failure to pull it says something about the image), and pass it, by digest where possible",
+        )
+    }
+}
+
+impl std::error::Error for NoProbeImage {}
+
+/// The probe image a run uses: the one place that decides it (a registry-free default will
+/// come here). Until then there is none: a placeholder name would only fail on every node.
+pub fn probe_image(given: Option<&str>) -> Result<String, NoProbeImage> {
+    given
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_string)
+        .ok_or(NoProbeImage)
+}
+
+/// Whether the probe image comes from `image`'s registry host.
+pub fn probe_origin(image: &ImageRef, probe_image: &str) -> life::ProbeOrigin {
+    let registry = ImageRef::parse(probe_image)
+        .map(|p| p.registry)
+        .unwrap_or_else(|_| probe_image.to_string());
+    life::ProbeOrigin {
+        same_registry: registry == image.registry,
+        registry,
+    }
+}
 
 /// The validated settings of one run.
 #[derive(Debug, Clone)]
@@ -47,6 +76,8 @@ pub struct FleetConfig {
     pub target: Target,
     pub image: String,
     pub probe_image: String,
+    /// `--probe-image-arch`: the architectures the probe image has; `None`: unknown.
+    pub probe_arches: Option<Vec<String>>,
     pub probe_namespace: String,
     /// `--for`: the workload whose nodeSelector, affinity and tolerations decide eligibility.
     pub workload: Option<ObjectRef>,
@@ -73,8 +104,22 @@ pub struct Plan {
     pub run_id: String,
     pub candidates: Vec<select::Candidate>,
     pub pods: Vec<PodPlan>,
+    /// Chosen nodes no probe pod is made for, and why (the probe image lacks their
+    /// architecture).
+    pub unprobed: Vec<(String, life::RunProblem)>,
     pub workload: Option<String>,
     client: kube::Client,
+}
+
+/// The chosen node's architecture when the probe image is known to lack it.
+fn lacks_arch(candidate: &select::Candidate, has: Option<&[String]>) -> Option<life::RunProblem> {
+    let (arch, has) = (candidate.arch.as_ref()?, has?);
+    (!has.iter().any(|h| h.eq_ignore_ascii_case(arch))).then(|| {
+        life::RunProblem::ProbeImageLacksArch {
+            arch: arch.clone(),
+            has: has.to_vec(),
+        }
+    })
 }
 
 /// Read the cluster (nodes, where the image runs, the `--for` workload) and choose the nodes;
@@ -125,9 +170,15 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     };
     let candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
     let id = run_id();
-    let pods = candidates
+    let has = config.probe_arches.as_deref();
+    let unprobed = candidates
         .iter()
         .filter(|c| c.chosen)
+        .filter_map(|c| Some((c.facts.name.clone(), lacks_arch(c, has)?)))
+        .collect();
+    let pods = candidates
+        .iter()
+        .filter(|c| c.chosen && lacks_arch(c, has).is_none())
         .enumerate()
         .map(|(i, c)| PodPlan {
             name: format!("pullpath-fleet-{id}-{i}"),
@@ -138,7 +189,8 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
             image: config.image.clone(),
             full: config.full,
             runtime_pull: config.runtime_pull,
-            deadline_seconds: config.settings.deadline.as_secs().max(10),
+            // activeDeadlineSeconds: the probe's own budget, not the run's.
+            deadline_seconds: config.settings.budgets.probe.as_secs().max(10),
             runtime_version: c.facts.runtime.clone(),
         })
         .collect();
@@ -146,6 +198,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         run_id: id,
         candidates,
         pods,
+        unprobed,
         workload,
         client,
     })
@@ -169,7 +222,7 @@ pub async fn fleet(
 ) -> Result<FleetReport, ClusterError> {
     let started = Instant::now();
     let plan = plan(config).await?;
-    let outcome = run::run(
+    let mut outcome = run::run(
         plan.client.clone(),
         &config.settings,
         &plan.run_id,
@@ -177,6 +230,14 @@ pub async fn fleet(
         interrupt,
     )
     .await;
+    outcome
+        .runs
+        .extend(plan.unprobed.iter().map(|(node, problem)| run::NodeRun {
+            node: node.clone(),
+            pod: String::new(),
+            answer: answer::Answer::Problem(problem.clone()),
+            elapsed: std::time::Duration::ZERO,
+        }));
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
         return Err(refused);
     }
@@ -185,6 +246,7 @@ pub async fn fleet(
         run_id: plan.run_id.clone(),
         probe_namespace: config.probe_namespace.clone(),
         probe_image: config.probe_image.clone(),
+        probe_arches: config.probe_arches.clone(),
         workload: plan.workload.clone(),
         now: now(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -221,7 +283,7 @@ fn none_created(outcome: &run::RunOutcome, namespace: &str) -> Option<ClusterErr
         code: code.unwrap_or(0),
         what: format!("create pods in {namespace}"),
         message: format!(
-            "{why} (every probe pod was refused: see deploy/rbac-fleet.yaml, and the namespace's Pod Security level must be privileged, deploy/namespace.yaml)"
+            "{why} (every probe pod was refused: see deploy/rbac-fleet.yaml and deploy/namespace.yaml)"
         ),
     })
 }

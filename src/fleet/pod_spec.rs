@@ -115,6 +115,9 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
         },
         "spec": {
             "nodeName": plan.node,
+            // The kubelet refuses a pod whose OS is not its own (PodOSNotSupported) instead of
+            // running a Linux binary on, say, Windows; fleet skips such nodes before this.
+            "os": {"name": "linux"},
             // The node's network (the pull's own path) and its processes (the running
             // containerd's environment and the kubelet's flags, read from /proc).
             "hostNetwork": true,
@@ -171,6 +174,7 @@ mod tests {
         let spec = pod.spec.as_ref().expect("spec");
         assert_eq!(spec.node_name.as_deref(), Some("aks-user-1"));
         assert_eq!(spec.host_network, Some(true));
+        assert_eq!(spec.os.as_ref().map(|o| o.name.as_str()), Some("linux"));
         assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
         assert_eq!(spec.active_deadline_seconds, Some(300));
         let t = &spec.tolerations.as_ref().expect("tolerations")[0];

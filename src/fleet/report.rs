@@ -40,6 +40,9 @@ pub struct FleetReport {
     pub summary: Vec<String>,
     /// Nodes not probed, and why.
     pub skipped: Vec<SkippedNode>,
+    /// What kept the run from asking a node (each with its node), and what it could not read:
+    /// problems of the run, never verdicts on a pool.
+    pub problems: Vec<ProblemReport>,
     pub cleanup: CleanupReport,
     pub elapsed_ms: u64,
 }
@@ -77,6 +80,20 @@ pub struct NodeRow {
     /// With `--runtime-pull`: the node's runtime's own pull over CRI.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime_pull: Option<RuntimeAnswer>,
+    /// Why the run could not ask this node (status `no-answer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<ProblemReport>,
+}
+
+/// A problem of the run: `kind` (docs/fleet.md) and its evidence in words.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProblemReport {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    pub kind: &'static str,
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -102,6 +119,9 @@ pub struct SkippedNode {
     pub node: String,
     pub pool: String,
     pub why: String,
+    /// The label, taint or field that decided it (`kubernetes.io/os=windows`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +141,8 @@ pub struct Header {
     pub run_id: String,
     pub probe_namespace: String,
     pub probe_image: String,
+    /// `--probe-image-arch`; `None`: the probe image's architectures are unknown.
+    pub probe_arches: Option<Vec<String>>,
     pub workload: Option<String>,
     /// Seconds since the epoch, for ages.
     pub now: i64,
@@ -213,6 +235,13 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
         Some(Answer::Missing { why } | Answer::NotCreated { why, .. }) => {
             ("no-answer", undecided(why), Vec::new(), "run", None)
         }
+        Some(Answer::Problem(problem)) => (
+            "no-answer",
+            undecided(&problem.describe()),
+            Vec::new(),
+            "run",
+            None,
+        ),
         None => (
             "no-answer",
             undecided("not probed"),
@@ -248,6 +277,15 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
         }),
         runtime_pull: match run.map(|r| &r.answer) {
             Some(Answer::Probe(p)) => p.runtime.clone(),
+            _ => None,
+        },
+        problem: match run.map(|r| &r.answer) {
+            Some(Answer::Problem(problem)) => Some(ProblemReport {
+                node: Some(candidate.facts.name.clone()),
+                pool: Some(candidate.pool.clone()),
+                kind: problem.kind(),
+                message: problem.describe(),
+            }),
             _ => None,
         },
     }
@@ -457,8 +495,26 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
             node: c.facts.name.clone(),
             pool: c.pool.clone(),
             why: c.why.clone(),
+            evidence: c.evidence.clone(),
         })
         .collect();
+    let mut problems: Vec<ProblemReport> = nodes.iter().filter_map(|n| n.problem.clone()).collect();
+    if header.probe_arches.is_none() {
+        problems.push(ProblemReport {
+            node: None,
+            pool: None,
+            kind: "probe-image-arch-unknown",
+            message: "the probe image's architectures are unknown (--probe-image-arch): a node it has no variant for ends in `exec format error`, named for that node".into(),
+        });
+    }
+    if let Some(why) = &outcome.events_unread {
+        problems.push(ProblemReport {
+            node: None,
+            pool: None,
+            kind: "events-unread",
+            message: format!("{why}: a probe pod that cannot mount its volumes is named only when --start-budget runs out"),
+        });
+    }
     let cleanup = match &outcome.cleanup {
         Ok(c) => CleanupReport {
             deleted: c.deleted,
@@ -491,6 +547,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         pools,
         summary,
         skipped,
+        problems,
         cleanup,
         elapsed_ms: header.elapsed_ms,
     }
@@ -546,6 +603,8 @@ mod tests {
             running: false,
             chosen: true,
             why: "the pool's newest Ready node".into(),
+            evidence: None,
+            arch: None,
         }
     }
 
@@ -583,12 +642,14 @@ mod tests {
                 remaining: 0,
                 unverified: None,
             }),
+            events_unread: None,
         };
         let header = Header {
             image: "r.example/app:1".into(),
             run_id: "0123456789".into(),
             probe_namespace: "pullpath".into(),
             probe_image: "r.example/pullpath:0.1.0".into(),
+            probe_arches: Some(vec!["amd64".into()]),
             workload: None,
             now: 0,
             elapsed_ms: 30,

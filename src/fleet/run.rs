@@ -1,25 +1,28 @@
 //! The run: the only networked part of fleet. Probe pods are created with bounded parallelism
-//! under one overall deadline; one lister reads every pod of the run (by its run label) each
-//! poll interval, and each node's task waits on that until its pod finishes (or is stuck
-//! pulling its own image), reads its log and deletes the pod. Whatever ends the run — every
-//! node answered, the deadline, or an interrupt — every pod of the run is then deleted by its
-//! run label.
+//! under one overall deadline; one lister reads every pod of the run (by its run label) and the
+//! probe namespace's pod events each poll interval, and each node's task hands what it sees of
+//! its pod to `life::read` (pure) until that decides: a finished pod (its log is read), the
+//! probe image's own pull failure, or a run problem (a refused, unmountable, unadmitted pod, one
+//! that never starts or overruns the probe's deadline) named the poll it shows. The pod is then
+//! deleted. Whatever ends the run — every node answered, the deadline, or an interrupt — every
+//! pod of the run is then deleted by its run label.
 //!
-//! Requests: per node one create, one log read, one delete; per run one list per poll interval
-//! (not one get per pod: a 1,000-node run costs a few thousand requests, not tens of
-//! thousands). A polled list, not a watch, keeps each request bounded by the client's request
-//! timeout.
+//! Requests: per node one create, one log read, one delete; per run two lists per poll interval
+//! (the run's pods, the namespace's pod events; not one get per pod: a 1,000-node run costs a
+//! few thousand requests, not tens of thousands). A polled list, not a watch, keeps each request
+//! bounded by the client's request timeout.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 
 use super::answer::{self, Answer};
+use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
 
 /// A pod log beyond this is not a probe report (the report is a few KiB).
@@ -33,6 +36,10 @@ pub struct RunSettings {
     pub deadline: Duration,
     /// How often a running probe pod is asked for its phase.
     pub poll: Duration,
+    /// Each probe pod's own time to start and to answer, apart from the run's deadline.
+    pub budgets: Budgets,
+    /// Whether the probe image shares the image's registry host.
+    pub origin: ProbeOrigin,
 }
 
 /// What the lister last saw: the run's pods by name, or why it could not list them.
@@ -41,7 +48,12 @@ struct Seen {
     /// Counts lists; a pod absent from a list that began after its create is gone.
     generation: u64,
     pods: BTreeMap<String, Pod>,
+    /// The events of each of the run's pods (`involvedObject.name`).
+    events: BTreeMap<String, Vec<Event>>,
     error: Option<String>,
+    /// Why the events could not be listed (a pod that cannot mount is then only seen when its
+    /// start budget runs out).
+    events_error: Option<String>,
 }
 
 /// A pod missing from this many lists after it was created was deleted by someone else.
@@ -73,6 +85,8 @@ pub struct RunOutcome {
     pub ending: Ending,
     /// Probe pods deleted by the final cleanup, or why it failed.
     pub cleanup: Result<Cleanup, String>,
+    /// Why the probe pods' events could not be read, when they could not.
+    pub events_unread: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,13 +113,30 @@ pub async fn run(
     let permits = Arc::new(tokio::sync::Semaphore::new(settings.parallel.max(1)));
     let selector = format!("{}={run_id}", pod_spec::RUN_LABEL);
     let (seen_tx, seen_rx) = tokio::sync::watch::channel(Seen::default());
+    let events_api: Api<Event> = Api::namespaced(api.clone().into_client(), &settings.namespace);
+    let names: std::collections::BTreeSet<String> = plans.iter().map(|p| p.name.clone()).collect();
     let lister = async {
         let params = ListParams::default().labels(&selector);
+        // Events carry no labels: every pod event of the namespace, kept for the run's pods.
+        let event_params = ListParams::default().fields("involvedObject.kind=Pod");
         let mut generation = 0;
         loop {
             tokio::time::sleep(settings.poll).await;
             generation += 1;
-            let seen = match api.list(&params).await {
+            let (pods, events) = tokio::join!(api.list(&params), events_api.list(&event_params));
+            let previous = seen_tx.borrow().clone();
+            let (events, events_error) = match events {
+                Ok(list) => (events_by_pod(list.items, &names), None),
+                Err(e) => (
+                    previous.events.clone(),
+                    Some(format!(
+                        "cannot list the probe pods' events in {}: {}",
+                        settings.namespace,
+                        api_error(&e)
+                    )),
+                ),
+            };
+            let seen = match pods {
                 Ok(list) => Seen {
                     generation,
                     pods: list
@@ -113,7 +144,9 @@ pub async fn run(
                         .into_iter()
                         .filter_map(|p| Some((p.metadata.name.clone()?, p)))
                         .collect(),
+                    events,
                     error: None,
+                    events_error,
                 },
                 Err(e) => Seen {
                     generation,
@@ -121,7 +154,9 @@ pub async fn run(
                         "cannot list the probe pods ({selector}): {}",
                         api_error(&e)
                     )),
-                    ..seen_tx.borrow().clone()
+                    events,
+                    events_error,
+                    ..previous
                 },
             };
             seen_tx.send_replace(seen);
@@ -135,13 +170,23 @@ pub async fn run(
             permits.clone(),
             seen_rx.clone(),
         );
+        let settings = settings.clone();
         tasks.spawn(async move {
-            // A closed semaphore cannot happen: it is never closed.
-            let Ok(_permit) = permits.acquire_owned().await else {
-                return;
+            // A node that waits for a permit starts in a later wave, with less of the run left.
+            let (_permit, queued) = match permits.clone().try_acquire_owned() {
+                Ok(permit) => (permit, false),
+                // A closed semaphore cannot happen: it is never closed.
+                Err(_) => match permits.acquire_owned().await {
+                    Ok(permit) => (permit, true),
+                    Err(_) => return,
+                },
             };
             let started = Instant::now();
-            let answer = probe_node(&api, &plan, seen).await;
+            let left = deadline.saturating_duration_since(started);
+            let answer = match life::time_for_a_probe(left, settings.budgets.probe) {
+                Err(late) if queued => Answer::Problem(late),
+                _ => probe_node(&api, &plan, &settings, seen).await,
+            };
             let run = NodeRun {
                 node: plan.node.clone(),
                 pod: plan.name.clone(),
@@ -164,6 +209,7 @@ pub async fn run(
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
     let cleanup = delete_run(&api, &selector).await;
+    let events_unread = seen_rx.borrow().events_error.clone();
     let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
     let mut unanswered = match ending {
         Ending::Finished => "the probe task ended without an answer",
@@ -195,17 +241,43 @@ pub async fn run(
         runs,
         ending,
         cleanup,
+        events_unread,
     }
+}
+
+/// The run's pod events, by pod, only for the run's pods.
+fn events_by_pod(
+    events: Vec<Event>,
+    names: &std::collections::BTreeSet<String>,
+) -> BTreeMap<String, Vec<Event>> {
+    let mut by_pod: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    for event in events {
+        if let Some(name) = event
+            .involved_object
+            .name
+            .clone()
+            .filter(|n| names.contains(n))
+        {
+            by_pod.entry(name).or_default().push(event);
+        }
+    }
+    by_pod
 }
 
 /// One node: create its pod, wait for an answer, read it, delete the pod.
 async fn probe_node(
     api: &Api<Pod>,
     plan: &PodPlan,
+    settings: &RunSettings,
     seen: tokio::sync::watch::Receiver<Seen>,
 ) -> Answer {
     let pod = pod_spec::probe_pod(plan);
     if let Err(e) = api.create(&PostParams::default(), &pod).await {
+        if let kube::Error::Api(status) = &e
+            && let Some(refusal) = life::admission_refusal(status.code, &status.message)
+        {
+            return Answer::Problem(RunProblem::Refused(refusal));
+        }
         return Answer::NotCreated {
             code: match &e {
                 kube::Error::Api(status) => Some(status.code),
@@ -214,7 +286,7 @@ async fn probe_node(
             why: format!("cannot create probe pod {}: {}", plan.name, api_error(&e)),
         };
     }
-    let answer = wait_and_read(api, &plan.name, seen).await;
+    let answer = wait_and_read(api, &plan.name, settings, seen).await;
     // Best effort: the run's cleanup deletes by label whatever this leaves.
     let _ = api.delete(&plan.name, &now()).await;
     answer
@@ -223,10 +295,13 @@ async fn probe_node(
 async fn wait_and_read(
     api: &Api<Pod>,
     name: &str,
+    settings: &RunSettings,
     mut seen: tokio::sync::watch::Receiver<Seen>,
 ) -> Answer {
     // Lists that began before the create finished may not show the pod yet.
     let created_at = seen.borrow().generation + 1;
+    let created = Instant::now();
+    let mut running_since: Option<Instant> = None;
     loop {
         if seen.changed().await.is_err() {
             return Answer::Missing {
@@ -244,14 +319,30 @@ async fn wait_and_read(
             }
             continue;
         };
-        if let Some(pull) = answer::probe_image_pull(pod) {
-            return pull;
+        if running_since.is_none() && started(pod) {
+            running_since = Some(Instant::now());
         }
-        let status = pod.status.as_ref();
-        if let Some("Succeeded" | "Failed") = status.and_then(|s| s.phase.as_deref()) {
-            return read_log(api, name, pod).await;
+        let clocks = Clocks {
+            since_create: created.elapsed(),
+            since_running: running_since.map(|t| t.elapsed()),
+        };
+        let events = snapshot.events.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        match life::read(pod, events, clocks, settings.budgets, &settings.origin) {
+            Reading::Wait => {}
+            Reading::ReadLog => return read_log(api, name, pod).await,
+            Reading::Answer(answer) => return *answer,
         }
     }
+}
+
+/// The probe container has started (running, or already ended).
+fn started(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .and_then(|c| c.state.as_ref())
+        .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
 }
 
 async fn read_log(api: &Api<Pod>, name: &str, pod: &Pod) -> Answer {
@@ -268,6 +359,9 @@ async fn read_log(api: &Api<Pod>, name: &str, pod: &Pod) -> Answer {
             };
         }
     };
+    if let Some(arch) = life::exec_format_error(&log) {
+        return Answer::Problem(arch);
+    }
     match answer::from_log(&log) {
         Ok(probe) => Answer::Probe(probe),
         Err(why) => Answer::Missing {

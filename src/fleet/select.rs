@@ -1,6 +1,8 @@
 //! Which nodes to probe: the cluster's nodes grouped by pool (cluster mode's labels), and per
-//! pool the newest Ready nodes, the ones least likely to carry a hand fix. Pure functions of
-//! the Nodes read and the flags.
+//! pool the newest Ready nodes, the ones least likely to carry a hand fix. Nodes that cannot run
+//! a Linux probe pod (Windows, virtual nodes, Fargate) are skipped with the label that says so;
+//! nodes on their way out (cordoned, tainted for deletion) are never a pool's newest. Pure
+//! functions of the Nodes read and the flags.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,6 +43,114 @@ pub struct Candidate {
     pub chosen: bool,
     /// Why this node was (or was not) chosen, in words.
     pub why: String,
+    /// The label, taint or field behind `why` when one decided it (`kubernetes.io/os=windows`,
+    /// `spec.unschedulable=true`, `taint ToBeDeletedByClusterAutoscaler:NoSchedule`).
+    pub evidence: Option<String>,
+    /// `kubernetes.io/arch` (else `status.nodeInfo.architecture`).
+    pub arch: Option<String>,
+}
+
+/// A label of `node`, as `key=value`, when it has that key with one of `values`.
+fn label_is(node: &Node, key: &str, values: &[&str]) -> Option<String> {
+    let value = node.metadata.labels.as_ref()?.get(key)?;
+    values
+        .iter()
+        .any(|v| v.eq_ignore_ascii_case(value))
+        .then(|| format!("{key}={value}"))
+}
+
+/// Why a Linux probe pod cannot run on `node`, and the label that says so. A probe pod there
+/// would fail for reasons of the node's kind, and its pool would be blamed.
+///
+/// - `kubernetes.io/os` (the kubelet sets it from its GOOS: kubernetes.io/docs/reference/
+///   labels-annotations-taints/#kubernetes-io-os); `status.nodeInfo.operatingSystem` too.
+/// - `type=virtual-kubelet`: what virtual-kubelet nodes carry (AKS virtual nodes / ACI, the
+///   virtual-kubelet providers; tigera/operator PR #1166 skips AKS virtual nodes by it), with
+///   `virtual-kubelet.io/provider` as their taint and label.
+/// - `eks.amazonaws.com/compute-type=fargate`: every EKS Fargate node (one pod per node, no
+///   hostNetwork or hostPath: docs.aws.amazon.com/eks/latest/userguide/fargate.html).
+///
+/// GKE Autopilot nodes carry no label verified here; Autopilot refuses hostPath pods at create
+/// time with its policy webhook, which the run names as an admission-webhook refusal.
+pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
+    if let Some(label) = label_is(node, "kubernetes.io/os", &["windows"]) {
+        return Some(("a Windows node: the probe pod is Linux".into(), label));
+    }
+    let os = node
+        .status
+        .as_ref()
+        .and_then(|s| s.node_info.as_ref())
+        .map(|i| i.operating_system.as_str())
+        .filter(|os| !os.is_empty() && !os.eq_ignore_ascii_case("linux"));
+    if let Some(os) = os {
+        return Some((
+            format!("a {os} node: the probe pod is Linux"),
+            format!("status.nodeInfo.operatingSystem={os}"),
+        ));
+    }
+    let virtual_node = label_is(node, "type", &["virtual-kubelet"]).or_else(|| {
+        let labels = node.metadata.labels.as_ref()?;
+        labels
+            .get("virtual-kubelet.io/provider")
+            .map(|p| format!("virtual-kubelet.io/provider={p}"))
+    });
+    if let Some(label) = virtual_node {
+        return Some((
+            "a virtual node (virtual-kubelet): no node filesystem or runtime to probe".into(),
+            label,
+        ));
+    }
+    if let Some(label) = label_is(node, "eks.amazonaws.com/compute-type", &["fargate"]) {
+        return Some((
+            "an EKS Fargate node: no hostNetwork or hostPath pods".into(),
+            label,
+        ));
+    }
+    None
+}
+
+/// Taints that mark a node for removal, whatever their effect:
+/// cluster-autoscaler's `ToBeDeletedByClusterAutoscaler` (`utils/taints/taints.go`
+/// `ToBeDeletedTaint`), the node lifecycle controller's `node.kubernetes.io/unschedulable`
+/// (the taint of a cordon) and `node.kubernetes.io/out-of-service`, Karpenter's
+/// `karpenter.sh/disrupted` (v1, `pkg/apis/v1/taints.go`) and `karpenter.sh/disruption`
+/// (v1beta1).
+const LEAVING_TAINTS: [&str; 5] = [
+    "ToBeDeletedByClusterAutoscaler",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/out-of-service",
+    "karpenter.sh/disrupted",
+    "karpenter.sh/disruption",
+];
+
+/// The field or taint that says `node` is on its way out: cordoned or tainted for deletion. Such
+/// a node is not what a scale-up looks like, however new.
+pub fn on_its_way_out(node: &Node) -> Option<String> {
+    let spec = node.spec.as_ref()?;
+    if spec.unschedulable == Some(true) {
+        return Some("spec.unschedulable=true (cordoned)".into());
+    }
+    spec.taints
+        .iter()
+        .flatten()
+        .find(|t| LEAVING_TAINTS.contains(&t.key.as_str()))
+        .map(|t| format!("taint {}:{}", t.key, t.effect))
+}
+
+/// The node's architecture as the scheduler sees it.
+fn arch_of(node: &Node) -> Option<String> {
+    node.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("kubernetes.io/arch").cloned())
+        .or_else(|| {
+            node.status
+                .as_ref()?
+                .node_info
+                .as_ref()
+                .map(|i| i.architecture.clone())
+                .filter(|a| !a.is_empty())
+        })
 }
 
 pub fn pool_of(facts: &NodeFacts) -> String {
@@ -68,10 +178,20 @@ pub fn choose(
     choice: &Choice,
 ) -> Vec<Candidate> {
     let mut by_pool: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
+    let mut leaving: BTreeMap<String, String> = BTreeMap::new();
+    let mut not_linux: BTreeMap<String, (String, String)> = BTreeMap::new();
     for node in nodes {
         let facts = nodes::facts(node);
         let pool = pool_of(&facts);
+        if let Some(why) = on_its_way_out(node) {
+            leaving.insert(facts.name.clone(), why);
+        }
+        if let Some(why) = cannot_run_linux_probe(node) {
+            not_linux.insert(facts.name.clone(), why);
+        }
         by_pool.entry(pool.clone()).or_default().push(Candidate {
+            evidence: None,
+            arch: arch_of(node),
             pool,
             ready: is_ready(node),
             eligible: constraints.map(|c| eligibility::check(c, node)),
@@ -96,12 +216,30 @@ pub fn choose(
         let mut taken = 0;
         for c in &mut members {
             let named = choice.also.as_deref() == Some(c.facts.name.as_str());
+            let leaving = leaving.get(&c.facts.name);
+            if let Some((why, label)) = not_linux.get(&c.facts.name) {
+                (c.chosen, c.why, c.evidence) = (false, why.clone(), Some(label.clone()));
+                continue;
+            }
             (c.chosen, c.why) = if named {
                 (true, "the node the pod landed on".to_string())
             } else if !wanted {
                 (false, "pool not in --pools".to_string())
             } else if !c.ready {
                 (false, "not Ready".to_string())
+            } else if let Some(out) = leaving {
+                c.evidence = Some(out.clone());
+                if choice.all_nodes {
+                    (
+                        true,
+                        format!("--all-nodes; on its way out ({out}), not a fresh node"),
+                    )
+                } else {
+                    (
+                        false,
+                        format!("on its way out ({out}): never a pool's newest node"),
+                    )
+                }
             } else if choice.all_nodes {
                 (true, "--all-nodes".to_string())
             } else if taken < choice.nodes_per_pool {
@@ -216,6 +354,117 @@ mod tests {
         let c = choose(&world(), &image(), &BTreeSet::new(), None, &only_user);
         assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
         assert_eq!(c[0].why, "the node the pod landed on");
+    }
+
+    fn with(mut n: Node, labels: serde_json::Value, spec: serde_json::Value) -> Node {
+        let extra: BTreeMap<String, String> = serde_json::from_value(labels).expect("labels");
+        n.metadata.labels.get_or_insert_default().extend(extra);
+        n.spec = serde_json::from_value(spec).expect("spec");
+        n
+    }
+
+    #[test]
+    fn nodes_that_cannot_run_a_linux_probe_are_skipped_with_their_label() {
+        let newest = "2026-12-24T00:00:00Z";
+        let mut nodes = world();
+        nodes.push(with(
+            node("win-1", "user", newest, true),
+            json!({"kubernetes.io/os": "windows"}),
+            json!({}),
+        ));
+        nodes.push(with(
+            node("virtual-node-aci-linux", "user", newest, true),
+            json!({"type": "virtual-kubelet"}),
+            json!({}),
+        ));
+        nodes.push(with(
+            node("fargate-ip-10-0-1-5", "user", newest, true),
+            json!({"eks.amazonaws.com/compute-type": "fargate"}),
+            json!({}),
+        ));
+        let all = Choice {
+            all_nodes: true,
+            also: Some("win-1".into()),
+            ..default_choice()
+        };
+        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &all);
+        let evidence = |name: &str| {
+            let n = c.iter().find(|c| c.facts.name == name).expect("listed");
+            assert!(!n.chosen, "{name} chosen");
+            n.evidence.clone()
+        };
+        // Not even --all-nodes or being the pod's node makes a Windows node probeable.
+        assert_eq!(
+            evidence("win-1").as_deref(),
+            Some("kubernetes.io/os=windows")
+        );
+        assert_eq!(
+            evidence("virtual-node-aci-linux").as_deref(),
+            Some("type=virtual-kubelet")
+        );
+        assert_eq!(
+            evidence("fargate-ip-10-0-1-5").as_deref(),
+            Some("eks.amazonaws.com/compute-type=fargate")
+        );
+        assert_eq!(chosen(&c), vec!["system-1", "user-new", "user-old"]);
+    }
+
+    #[test]
+    fn a_node_on_its_way_out_is_never_the_newest_but_is_listed_with_all_nodes() {
+        let mut nodes = world();
+        nodes.push(with(
+            node("user-cordoned", "user", "2026-12-20T00:00:00Z", true),
+            json!({}),
+            json!({"unschedulable": true}),
+        ));
+        nodes.push(with(
+            node("user-scaling-down", "user", "2026-12-19T00:00:00Z", true),
+            json!({}),
+            json!({"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1734567890", "effect": "NoSchedule"}]}),
+        ));
+        nodes.push(with(
+            node("user-disrupted", "user", "2026-12-18T00:00:00Z", true),
+            json!({}),
+            json!({"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}),
+        ));
+        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &default_choice());
+        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
+        let cordoned = c
+            .iter()
+            .find(|c| c.facts.name == "user-cordoned")
+            .expect("listed");
+        assert_eq!(
+            cordoned.evidence.as_deref(),
+            Some("spec.unschedulable=true (cordoned)")
+        );
+        assert!(cordoned.why.contains("never a pool's newest"));
+        let taint = |name: &str| {
+            c.iter()
+                .find(|c| c.facts.name == name)
+                .and_then(|c| c.evidence.clone())
+        };
+        assert_eq!(
+            taint("user-scaling-down").as_deref(),
+            Some("taint ToBeDeletedByClusterAutoscaler:NoSchedule")
+        );
+        assert_eq!(
+            taint("user-disrupted").as_deref(),
+            Some("taint karpenter.sh/disrupted:NoSchedule")
+        );
+        let all = Choice {
+            all_nodes: true,
+            ..default_choice()
+        };
+        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &all);
+        let marked = c
+            .iter()
+            .find(|c| c.facts.name == "user-cordoned")
+            .expect("listed");
+        assert!(
+            marked.chosen && marked.why.contains("on its way out"),
+            "{}",
+            marked.why
+        );
     }
 
     #[test]

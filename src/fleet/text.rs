@@ -22,6 +22,7 @@ fn result(row: &NodeRow) -> String {
         "passed" => "passes".to_string(),
         "works-from-cache" => format!("works from cache; a fresh pull {}", verdict_words(v)),
         "probe-image-failed" => format!("probe pod's own image pull {}", verdict_words(v)),
+        "no-answer" if row.problem.is_some() => "run problem (below); no verdict".to_string(),
         "no-answer" => format!("no answer: {}", v.cause.as_deref().unwrap_or("")),
         _ => verdict_words(v),
     };
@@ -147,7 +148,28 @@ pub fn render(report: &FleetReport, style: Style) -> String {
         let _ = writeln!(out);
         let _ = writeln!(out, "not probed:");
         for s in &report.skipped {
-            let _ = writeln!(out, "  {} ({}): {}", s.node, s.pool, s.why);
+            let evidence = s
+                .evidence
+                .as_deref()
+                .map(|e| format!(" [{e}]"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {} ({}): {}{evidence}", s.node, s.pool, s.why);
+        }
+    }
+    if !report.problems.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "run problems (the run could not ask; no verdict on the pool):"
+        );
+        for p in &report.problems {
+            let whose = match (&p.node, &p.pool) {
+                (Some(node), Some(pool)) => format!("{node} ({pool}): "),
+                (Some(node), None) => format!("{node}: "),
+                _ => String::new(),
+            };
+            let line = format!("  {whose}{} — {}", p.kind, p.message);
+            let _ = writeln!(out, "{}", style.paint("33", &line));
         }
     }
     let _ = writeln!(out);

@@ -7,9 +7,23 @@
 //! exit the pod's phase (`Succeeded` on 0, else `Failed`), with container statuses in the
 //! API's shapes (core/v1 `ContainerStatus`: `waiting`, `running`, `terminated`).
 //!
+//! No kinder than a kubelet: before any container starts, each hostPath volume's `type` is
+//! checked on the node's root as the kubelet checks it (kubernetes/kubernetes
+//! `pkg/volume/hostpath/host_path.go` `checkType`/`typeMatchedOrError`, symlinks followed as its
+//! `os.Stat` does), and a failure leaves the pod `Pending` with a `FailedMount` event in the
+//! kubelet's words (`MountVolume.SetUp failed for volume "X" : hostPath /etc/containerd doesn't
+//! exist`: `pkg/volume/util/operationexecutor/operation_executor.go` `generateVolumeMsg`).
+//! Nothing a hostPath names is ever created: a `…OrCreate` type whose path is missing fails too
+//! (the stand-in writes nothing on a node), saying so.
+//!
 //! Other behaviours: `ImagePull` leaves the pod `Pending` with its container waiting in
-//! `ErrImagePull` and the runtime's message, as the kubelet reports a failed pull; `Hang` keeps
-//! it running forever; `Canned` answers with a fixed log after a fixed delay (benchmarks).
+//! `ErrImagePull` and the runtime's message, as the kubelet reports a failed pull; `Waiting`
+//! leaves it waiting on any other reason with its event (`ErrImageNeverPull`,
+//! `CreateContainerConfigError`); `Reject` is the kubelet refusing admission (`OutOfcpu`: phase
+//! `Failed`, `status.reason`, `Pod was rejected: …`, and an event of that reason:
+//! `pkg/kubelet/kubelet.go` `rejectPod`, reasons from `pkg/kubelet/lifecycle/predicate.go`);
+//! `Hang` keeps it running forever; `Canned` answers with a fixed log after a fixed delay
+//! (benchmarks).
 
 #![allow(dead_code)]
 
@@ -39,6 +53,18 @@ pub enum Behaviour {
     Run,
     /// The probe image does not pull: `ErrImagePull` with this message.
     ImagePull(String),
+    /// The container waits on `reason` with `message`, and an event says so (`event`: its
+    /// reason, e.g. `ErrImageNeverPull`, or `Failed` for `CreateContainerConfigError`).
+    Waiting {
+        reason: String,
+        message: String,
+        event: String,
+    },
+    /// The kubelet does not admit the pod: `reason` (`OutOfcpu`) and the predicate's message.
+    Reject {
+        reason: String,
+        message: String,
+    },
     Hang,
     Canned {
         delay: Duration,
@@ -101,7 +127,46 @@ fn now() -> String {
 
 fn run_pod(sim: &SimNode, binary: &Path, pod: &Value, store: &PodStore, ns: &str, name: &str) {
     let started = now();
+    let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
+    // Admission comes first (`HandlePodAdditions` → `canAdmitPod`), then volumes, then the
+    // image and the container.
+    if let Behaviour::Reject { reason, message } = &sim.behaviour {
+        store.add_event(ns, name, node, reason, message);
+        store.set_status(
+            ns,
+            name,
+            json!({"phase": "Failed", "reason": reason, "message": format!("Pod was rejected: {message}"), "startTime": started}),
+        );
+        return;
+    }
+    let unmountable = host_path_failures(pod, &sim.root);
+    if !unmountable.is_empty() {
+        for message in &unmountable {
+            store.add_event(ns, name, node, "FailedMount", message);
+        }
+        store.set_status(
+            ns,
+            name,
+            json!({"phase": "Pending", "startTime": started,
+                "containerStatuses": container_status(pod, json!({"waiting": {"reason": "ContainerCreating"}}), false)}),
+        );
+        return;
+    }
     match &sim.behaviour {
+        Behaviour::Reject { .. } => {}
+        Behaviour::Waiting {
+            reason,
+            message,
+            event,
+        } => {
+            store.add_event(ns, name, node, event, message);
+            store.set_status(
+                ns,
+                name,
+                json!({"phase": "Pending", "startTime": started,
+                    "containerStatuses": container_status(pod, json!({"waiting": {"reason": reason, "message": message}}), false)}),
+            );
+        }
         Behaviour::ImagePull(message) => {
             store.set_status(
                 ns,
@@ -150,6 +215,72 @@ fn finish(
         json!({"phase": if exit == 0 { "Succeeded" } else { "Failed" }, "startTime": started,
             "containerStatuses": container_status(pod, json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": started, "finishedAt": now()}}), false)}),
     );
+}
+
+/// The `FailedMount` message of every hostPath volume whose type check fails on this node's
+/// root, in the kubelet's words.
+pub fn host_path_failures(pod: &Value, root: &Path) -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut failures = Vec::new();
+    for volume in pod["spec"]["volumes"].as_array().into_iter().flatten() {
+        let (Some(name), Some(path)) =
+            (volume["name"].as_str(), volume["hostPath"]["path"].as_str())
+        else {
+            continue;
+        };
+        let kind = volume["hostPath"]["type"].as_str().unwrap_or("");
+        let on_node = root.join(path.trim_start_matches('/'));
+        // hostutil's GetFileType names: Directory, File, Socket, CharDevice, BlockDevice.
+        let actual = std::fs::metadata(&on_node).ok().map(|m| {
+            let t = m.file_type();
+            if t.is_dir() {
+                "Directory"
+            } else if t.is_file() {
+                "File"
+            } else if t.is_socket() {
+                "Socket"
+            } else if t.is_char_device() {
+                "CharDevice"
+            } else if t.is_block_device() {
+                "BlockDevice"
+            } else {
+                "Unknown"
+            }
+        });
+        let (wanted, description) = match kind {
+            "" => continue,
+            "Directory" => ("Directory", "directory"),
+            "File" => ("File", "file"),
+            "Socket" => ("Socket", "socket file"),
+            "CharDevice" => ("CharDevice", "character device"),
+            "BlockDevice" => ("BlockDevice", "block device"),
+            "DirectoryOrCreate" | "FileOrCreate" if actual.is_none() => {
+                failures.push(format!(
+                    "MountVolume.SetUp failed for volume {name:?} : the kubelet stand-in creates nothing on a node, and {path} ({kind}) does not exist"
+                ));
+                continue;
+            }
+            "DirectoryOrCreate" => ("Directory", "directory"),
+            "FileOrCreate" => ("File", "file"),
+            other => {
+                failures.push(format!(
+                    "MountVolume.SetUp failed for volume {name:?} : {other} is an invalid volume type"
+                ));
+                continue;
+            }
+        };
+        let error = match actual {
+            None => format!("hostPath {path} doesn't exist"),
+            Some(actual) if actual != wanted => format!(
+                "hostPath type check failed: {path} is not a {description}, it's a {actual}"
+            ),
+            Some(_) => continue,
+        };
+        failures.push(format!(
+            "MountVolume.SetUp failed for volume {name:?} : {error}"
+        ));
+    }
+    failures
 }
 
 /// mountPath → hostPath of every hostPath volume the container mounts.

@@ -27,7 +27,19 @@
 //! `labelSelector`, answering the deleted objects), and the `pods/log` subresource (plain text,
 //! `limitBytes`; 400 `BadRequest` "is waiting to start" before the container ran), as the API
 //! reference's Pod operations describe them. A [`Kubelet`] hook plays the node: it is told of
-//! each created pod and writes its status and log back into the store.
+//! each created pod and writes its status, events and log back into the store.
+//!
+//! A create is admitted as the real API admits it, no kinder: the probe namespace's Pod Security
+//! level (the Namespace object's `pod-security.kubernetes.io/enforce` label, `-version` beside
+//! it) is enforced with Pod Security admission's checks and wording
+//! (kubernetes/kubernetes `staging/src/k8s.io/pod-security-admission/admission/admission.go`:
+//! 403 Forbidden, `pods "NAME" is forbidden: violates PodSecurity "baseline:latest": …`; the
+//! checks' reasons and details from `policy/check_hostNamespaces.go`,
+//! `check_hostPathVolumes.go`, `check_privileged.go`, `check_restrictedVolumes.go`,
+//! `check_runAsNonRoot.go`, joined as `AggregateCheckResult.ForbiddenDetail` joins them), and a
+//! named validating webhook can refuse it ([`World::with_webhook`]) with the apiserver's wording
+//! (`staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go`
+//! `ToStatusErr`: `admission webhook "NAME" denied the request: MESSAGE`, 403).
 
 #![allow(dead_code)]
 
@@ -199,6 +211,8 @@ pub struct World {
     shift_seconds: i64,
     /// Pods created through the API.
     store: Arc<PodStore>,
+    /// Validating webhooks that refuse every pod create: (name, message).
+    webhooks: Vec<(String, String)>,
 }
 
 /// Plays the kubelet of every node: told of each pod created, it writes the pod's status and
@@ -214,6 +228,8 @@ pub struct PodStore {
     logs: Mutex<BTreeMap<(String, String), String>>,
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
     created: AtomicU64,
+    /// core/v1 Events the kubelet wrote about pods.
+    events: Mutex<Vec<Value>>,
 }
 
 impl std::fmt::Debug for PodStore {
@@ -261,6 +277,46 @@ impl PodStore {
         }
     }
 
+    /// A core/v1 Event about a pod, as the kubelet records it (`source.component: kubelet`,
+    /// `reportingComponent`, `count`, first and last timestamps: client-go
+    /// `tools/record/event.go` `makeEvent`).
+    pub fn add_event(&self, namespace: &str, pod: &str, node: &str, reason: &str, message: &str) {
+        let mut events = self.events.lock().expect("events");
+        let now = now_rfc3339();
+        let uid = self
+            .pods
+            .lock()
+            .expect("pods")
+            .iter()
+            .find(|p| p["metadata"]["namespace"] == namespace && p["metadata"]["name"] == pod)
+            .map(|p| p["metadata"]["uid"].clone())
+            .unwrap_or(Value::Null);
+        let n = events.len();
+        events.push(json!({"kind": "Event", "apiVersion": "v1",
+            "metadata": {"name": format!("{pod}.{n:016x}"), "namespace": namespace, "uid": format!("ev-{n}"), "resourceVersion": format!("{}", 60_000 + n)},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": pod, "uid": uid, "apiVersion": "v1"},
+            "reason": reason, "message": message, "type": "Warning", "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now,
+            "source": {"component": "kubelet", "host": node},
+            "reportingComponent": "kubelet", "reportingInstance": node}));
+    }
+
+    /// Every event written, as `reason: message`.
+    pub fn event_texts(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .expect("events")
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e["reason"].as_str().unwrap_or(""),
+                    e["message"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+
     /// The container's log, as `pods/log` serves it.
     pub fn set_log(&self, namespace: &str, name: &str, log: String) {
         self.logs
@@ -306,7 +362,14 @@ impl World {
             faults: Vec::new(),
             shift_seconds: 0,
             store: Arc::default(),
+            webhooks: Vec::new(),
         }
+    }
+
+    /// A validating admission webhook named `name` that refuses every pod with `message`.
+    pub fn with_webhook(mut self, name: &str, message: &str) -> World {
+        self.webhooks.push((name.to_string(), message.to_string()));
+        self
     }
 
     /// Created pods are handed to `kubelet`.
@@ -660,10 +723,10 @@ fn objects(
     } else {
         format!("{group}/{version}")
     };
-    let stored = if resource.kind == "Pod" {
-        world.store.snapshot()
-    } else {
-        Vec::new()
+    let stored = match resource.kind {
+        "Pod" => world.store.snapshot(),
+        "Event" => world.store.events.lock().expect("events").clone(),
+        _ => Vec::new(),
     };
     let candidates: Vec<Value> = world
         .objects
@@ -1098,6 +1161,9 @@ fn write_pods(
                     json!({"kind": "Pod"}),
                 );
             };
+            if let Some(refused) = admit(world, ns, &name, &pod) {
+                return refused;
+            }
             let count = store.created.fetch_add(1, Ordering::SeqCst) + 1;
             {
                 let mut pods = store.pods.lock().expect("pods");
@@ -1186,6 +1252,194 @@ fn write_pods(
             json!({}),
         ),
     }
+}
+
+/// Admission of a pod create, after authorization as the apiserver orders it: Pod Security
+/// (a built-in plugin) then validating webhooks. `None`: admitted.
+fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Full<Bytes>>> {
+    let namespace = world
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == ns);
+    let label = |key: &str| {
+        namespace
+            .and_then(|n| n["metadata"]["labels"][key].as_str())
+            .map(str::to_string)
+    };
+    let level = label("pod-security.kubernetes.io/enforce").unwrap_or_else(|| "privileged".into());
+    let version =
+        label("pod-security.kubernetes.io/enforce-version").unwrap_or_else(|| "latest".into());
+    let violations = pod_security_violations(&level, pod);
+    if !violations.is_empty() {
+        return Some(status(
+            403,
+            "Forbidden",
+            format!(
+                "pods \"{name}\" is forbidden: violates PodSecurity \"{level}:{version}\": {}",
+                violations.join(", ")
+            ),
+            json!({"name": name, "kind": "pods"}),
+        ));
+    }
+    let (webhook, message) = world.webhooks.first()?;
+    Some(status(
+        403,
+        "Forbidden",
+        format!("admission webhook \"{webhook}\" denied the request: {message}"),
+        json!({"name": name, "group": "", "kind": "pods"}),
+    ))
+}
+
+/// The `name` of each of `items` that `keep` keeps (volumes, containers).
+fn names_where(items: &[Value], keep: impl Fn(&Value) -> bool) -> Vec<String> {
+    items
+        .iter()
+        .filter(|i| keep(i))
+        .filter_map(|i| i["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `"a", "b"`, as pod-security-admission's `joinQuote`.
+fn join_quote(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("{i:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `singular` for one, else `plural` (pod-security-admission's `pluralize`).
+fn pluralize<'a>(singular: &'a str, plural: &'a str, n: usize) -> &'a str {
+    if n == 1 { singular } else { plural }
+}
+
+/// The checks of Pod Security's `baseline` (and for `restricted`, a few of its own) that a probe
+/// pod can fail, each as `reason (detail)`, in the order of their check IDs.
+fn pod_security_violations(level: &str, pod: &Value) -> Vec<String> {
+    let restricted = level == "restricted";
+    if !restricted && level != "baseline" {
+        return Vec::new();
+    }
+    let spec = &pod["spec"];
+    let mut out = Vec::new();
+    let containers = spec["containers"].as_array().cloned().unwrap_or_default();
+    // appArmorProfile (check_appArmorProfile.go, 1.30+ fields): Unconfined is forbidden.
+    let unconfined = |sc: &Value| sc["appArmorProfile"]["type"] == "Unconfined";
+    let pod_unconfined = unconfined(&spec["securityContext"]);
+    let unconfined_containers = names_where(&containers, |c| unconfined(&c["securityContext"]));
+    if pod_unconfined || !unconfined_containers.is_empty() {
+        let who = match (pod_unconfined, unconfined_containers.is_empty()) {
+            (true, true) => "pod".to_string(),
+            (true, false) => format!(
+                "pod and {} {}",
+                pluralize("container", "containers", unconfined_containers.len()),
+                join_quote(&unconfined_containers)
+            ),
+            _ => format!(
+                "{} {}",
+                pluralize("container", "containers", unconfined_containers.len()),
+                join_quote(&unconfined_containers)
+            ),
+        };
+        out.push(format!(
+            "forbidden AppArmor profile ({who} must not set securityContext.appArmorProfile.type to \"Unconfined\")"
+        ));
+    }
+    // capabilities_baseline (check_capabilities_baseline.go): only these may be added.
+    const BASELINE_CAPABILITIES: [&str; 13] = [
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    ];
+    let added_beyond = |c: &Value| -> Vec<String> {
+        c["securityContext"]["capabilities"]["add"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .filter(|cap| !BASELINE_CAPABILITIES.contains(&cap.as_str()))
+            .collect()
+    };
+    let adding = names_where(&containers, |c| !added_beyond(c).is_empty());
+    let mut forbidden_capabilities: Vec<String> =
+        containers.iter().flat_map(added_beyond).collect();
+    forbidden_capabilities.dedup();
+    if !adding.is_empty() {
+        forbidden_capabilities.sort();
+        forbidden_capabilities.dedup();
+        out.push(format!(
+            "non-default capabilities ({} {} must not include {} in securityContext.capabilities.add)",
+            pluralize("container", "containers", adding.len()),
+            join_quote(&adding),
+            join_quote(&forbidden_capabilities)
+        ));
+    }
+    let namespaces: Vec<&str> = [
+        ("hostNetwork", "hostNetwork=true"),
+        ("hostPID", "hostPID=true"),
+        ("hostIPC", "hostIPC=true"),
+    ]
+    .into_iter()
+    .filter(|(field, _)| spec[*field] == true)
+    .map(|(_, said)| said)
+    .collect();
+    if !namespaces.is_empty() {
+        out.push(format!("host namespaces ({})", namespaces.join(", ")));
+    }
+    let volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
+    let host_paths = names_where(&volumes, |v| v.get("hostPath").is_some());
+    if !host_paths.is_empty() {
+        out.push(format!(
+            "hostPath volumes ({} {})",
+            pluralize("volume", "volumes", host_paths.len()),
+            join_quote(&host_paths)
+        ));
+    }
+    let privileged = names_where(&containers, |c| c["securityContext"]["privileged"] == true);
+    if !privileged.is_empty() {
+        out.push(format!(
+            "privileged ({} {} must not set securityContext.privileged=true)",
+            pluralize("container", "containers", privileged.len()),
+            join_quote(&privileged)
+        ));
+    }
+    if restricted {
+        if !host_paths.is_empty() {
+            out.push(format!(
+                "restricted volume types ({} {} {} {} \"hostPath\")",
+                pluralize("volume", "volumes", host_paths.len()),
+                join_quote(&host_paths),
+                pluralize("uses", "use", host_paths.len()),
+                "restricted volume type"
+            ));
+        }
+        let pod_non_root = spec["securityContext"]["runAsNonRoot"] == true;
+        let root_user = spec["securityContext"]["runAsUser"] == 0;
+        let unset = names_where(&containers, |c| {
+            c["securityContext"]["runAsNonRoot"] != true
+        });
+        if !pod_non_root && !unset.is_empty() {
+            out.push(format!(
+                "runAsNonRoot != true (pod or {} {} must set securityContext.runAsNonRoot=true)",
+                pluralize("container", "containers", unset.len()),
+                join_quote(&unset)
+            ));
+        }
+        if root_user {
+            out.push("runAsUser=0 (pod must not set runAsUser=0)".to_string());
+        }
+    }
+    out
 }
 
 /// `GET …/pods/NAME/log`: the container's output as plain text.
