@@ -34,10 +34,10 @@ fn main() -> ExitCode {
             std::path::Path::new(&argv[3]),
             &argv[4..],
         );
-        eprintln!(
-            "pullpath: cannot run {} in the node's root: {error}",
+        print_error(&format!(
+            "cannot run {} in the node's root: {error}",
             argv[3].to_string_lossy()
-        );
+        ));
         return ExitCode::from(exit::INTERNAL);
     }
     let cli = match cli::try_parse_from(argv) {
@@ -66,10 +66,16 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("pullpath: {e:#}");
+            print_error(&format!("{e:#}"));
             ExitCode::from(exit::USAGE)
         }
     }
+}
+
+/// pullpath's own error on stderr, one line: its text can hold what a registry, an API server or
+/// a file said, so it is made safe for the terminal as every text output is.
+fn print_error(error: &dyn std::fmt::Display) {
+    eprintln!("pullpath: {}", render::terminal::inline(&error.to_string()));
 }
 
 fn man(args: ManArgs) -> anyhow::Result<u8> {
@@ -407,7 +413,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     let report = match runtime.block_on(probe::run(config)) {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("pullpath: {e}");
+            print_error(&e);
             return Ok(exit::INTERNAL);
         }
     };
@@ -521,7 +527,7 @@ fn read_cluster(
     let snapshot = match read {
         Ok(snapshot) => snapshot,
         Err(e) => {
-            eprintln!("pullpath: {e}");
+            print_error(&e);
             return Ok((exit::INTERNAL, vec![]));
         }
     };
@@ -564,7 +570,7 @@ fn async_runtime() -> Option<tokio::runtime::Runtime> {
     {
         Ok(runtime) => Some(runtime),
         Err(e) => {
-            eprintln!("pullpath: cannot start the async runtime: {e}");
+            print_error(&format!("cannot start the async runtime: {e}"));
             None
         }
     }
@@ -603,14 +609,17 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
                     if done.deleted == 1 { "" } else { "s" },
                     args.probe_namespace,
                     match &done.unverified {
-                        Some(why) => format!("whether any is left is unknown: {why}"),
+                        Some(why) => format!(
+                            "whether any is left is unknown: {}",
+                            render::terminal::inline(why)
+                        ),
                         None => format!("{} still terminating", done.remaining),
                     }
                 );
                 Ok(exit::PASSED)
             }
             Err(e) => {
-                eprintln!("pullpath: {e}");
+                print_error(&e);
                 Ok(exit::INTERNAL)
             }
         };
@@ -658,7 +667,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
                 Ok(exit::PASSED)
             }
             Err(e) => {
-                eprintln!("pullpath: {e}");
+                print_error(&e);
                 Ok(exit::INTERNAL)
             }
         };
@@ -667,7 +676,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
     let report = match report {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("pullpath: {e}");
+            print_error(&e);
             return Ok(exit::INTERNAL);
         }
     };

@@ -241,6 +241,7 @@ async fn azure_linux_node(name: &str) -> (NodeFs, String) {
     let served = registry::serve_with(registry::Options {
         tls: Some(tls),
         basic: Some((USER.to_string(), SECRET.to_string())),
+        ..registry::Options::default()
     })
     .await;
     let node = NodeFs::new(name);

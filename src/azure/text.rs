@@ -167,5 +167,5 @@ pub fn render(report: &AzureReport, style: Style) -> String {
         }
     };
     let _ = writeln!(out, "{headline}");
-    out
+    crate::render::terminal::finish(&out)
 }

@@ -203,5 +203,5 @@ pub fn render(report: &FleetReport, style: Style) -> String {
             report.probe_namespace, report.run_id
         ),
     };
-    out
+    crate::render::terminal::finish(&out)
 }

@@ -50,7 +50,7 @@ pub fn findings(report: &FindingsReport, style: Style) -> String {
         }
         finding_block(&mut out, finding, style);
     }
-    out
+    crate::render::terminal::finish(&out)
 }
 
 fn group_line(out: &mut String, g: &GroupReport, style: Style) {

@@ -2,6 +2,7 @@
 
 pub mod findings;
 pub mod json;
+pub mod terminal;
 pub mod text;
 
 /// How to print.

@@ -18,7 +18,7 @@ pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
         let _ = write!(line, " · hop {hop}");
     }
     if let Some(host) = &verdict.host {
-        let _ = write!(line, " · {host}");
+        let _ = write!(line, " · {}", super::terminal::inline(host));
     }
     if !verdict.decided {
         line.push_str(" · undecided");
@@ -26,8 +26,9 @@ pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
     style.paint("1;31", &line)
 }
 
+/// One labelled line; the value is outside text, made safe for one line.
 pub(super) fn field(out: &mut String, name: &str, value: &str) {
-    let _ = writeln!(out, "  {name:<12}{value}");
+    let _ = writeln!(out, "  {name:<12}{}", super::terminal::inline(value));
 }
 
 /// The owner, then what else the evidence may mean and what decides.
@@ -91,7 +92,7 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
             .collect();
         list(&mut out, "messages", &items);
     }
-    out
+    crate::render::terminal::finish(&out)
 }
 
 /// The path drawn hop by hop, then the verdict with its owner and advice.
@@ -279,5 +280,5 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     owner_and_candidates(&mut out, v, style);
     list(&mut out, "look at", &report.where_to_look);
     list(&mut out, "won't help", &report.will_not_help);
-    out
+    crate::render::terminal::finish(&out)
 }

@@ -20,6 +20,8 @@ pub struct Options {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Require `Authorization: Basic` with this `user:password`.
     pub basic: Option<(String, String)>,
+    /// The `message` of the 404 error envelope (anything a registry may say).
+    pub not_found_message: Option<String>,
 }
 
 pub struct Registry {
@@ -67,9 +69,13 @@ pub async fn serve_with(options: Options) -> Registry {
         base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
     });
     let acceptor = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let not_found = serde_json::json!({"errors": [{"code": "MANIFEST_UNKNOWN",
+        "message": options.not_found_message.as_deref().unwrap_or("manifest unknown")}]})
+    .to_string();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let answer = Answer {
+                not_found: not_found.clone(),
                 manifest: manifest.clone(),
                 blobs: blobs.clone(),
                 manifest_digest: manifest_digest.clone(),
@@ -97,6 +103,8 @@ pub async fn serve_with(options: Options) -> Registry {
 
 /// One connection's answers.
 struct Answer {
+    /// The 404 error envelope.
+    not_found: String,
     manifest: String,
     blobs: Vec<(String, Vec<u8>)>,
     manifest_digest: String,
@@ -149,8 +157,7 @@ impl Answer {
             (
                 "404 Not Found",
                 "Content-Type: application/json\r\n".to_string(),
-                br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#
-                    .to_vec(),
+                self.not_found.into_bytes(),
             )
         };
         let mut reply = format!(

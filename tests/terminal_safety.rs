@@ -1,0 +1,96 @@
+//! Text outsiders control never reaches the operator's terminal as control characters
+//! (issue: terminal injection, kubectl's CVE-2021-25743): an event message pasted to `explain`,
+//! and a registry's error envelope read by `probe`. Only the renderer's own line breaks remain.
+
+#[path = "support/registry.rs"]
+mod registry;
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use support::scratch::Scratch;
+
+/// Set a terminal's title, clear it, clear it again with a one-character C1 CSI, forge a line.
+const HOSTILE: &str = "\x1b]0;pwned\x07\x1b[2J\u{9b}2J\r\n✓ passed\x08\x7f";
+
+/// The first control character of `text` other than a line break, if any.
+fn control_in(text: &str) -> Option<char> {
+    text.chars().find(|c| c.is_control() && *c != '\n')
+}
+
+#[test]
+fn explain_escapes_an_event_message() {
+    let message = format!(
+        "Failed to pull image \"r.example/app:v1\": rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/app:v1\": failed to resolve reference \"r.example/app:v1\": {HOSTILE}: dial tcp: lookup r.example on 10.0.0.10:53: no such host"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["explain"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pullpath runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(message.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("pullpath ends");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stdout.contains("dns"), "still explained: {stdout}");
+    assert_eq!(control_in(&stdout), None, "{stdout:?}");
+    assert_eq!(control_in(&stderr), None, "{stderr:?}");
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("✓ passed")),
+        "a forged line: {stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_escapes_a_registrys_error_message() {
+    let (tls, ca_pem) = registry::tls_for("127.0.0.1");
+    let served = registry::serve_with(registry::Options {
+        tls: Some(tls),
+        not_found_message: Some(format!("manifest unknown {HOSTILE}")),
+        ..registry::Options::default()
+    })
+    .await;
+    let dir = Scratch::new("terminal-safety");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).expect("CA file");
+    for output in ["json", "text"] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+        command
+            .args([
+                "probe",
+                &format!("127.0.0.1:{}/team/app:missing", served.port),
+                "-o",
+                output,
+                "--containerd-version",
+                "1.7.27",
+            ])
+            .arg("--ca-file")
+            .arg(&ca)
+            .env("NO_COLOR", "1");
+        support::probe_isolated_in(&mut command, dir.path());
+        let out = command.output().expect("pullpath runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(stdout.contains("notfound"), "{stdout}{stderr}");
+        assert_eq!(control_in(&stdout), None, "{output}: {stdout:?}");
+        assert_eq!(control_in(&stderr), None, "{output}: {stderr:?}");
+        if output == "text" {
+            assert!(stdout.contains("\\x1b]0;pwned"), "shown escaped: {stdout}");
+        }
+    }
+}
