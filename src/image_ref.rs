@@ -112,11 +112,7 @@ impl ImageRef {
             Some((first, rest)) if is_registry(first) => (first.to_string(), rest.to_string()),
             _ => ("docker.io".to_string(), name.to_string()),
         };
-        if registry.is_empty()
-            || registry
-                .bytes()
-                .any(|b| b.is_ascii_whitespace() || b == b'/' || b == b'@')
-        {
+        if !is_domain_and_port(&registry) {
             return Err(RefError::Registry(registry));
         }
         let repository = if registry == "docker.io" && !repository.contains('/') {
@@ -166,6 +162,45 @@ impl ImageRef {
             (None, None) => "latest",
         }
     }
+}
+
+/// The reference grammar's domain (distribution's `reference` package, `regexp.go`): DNS-like
+/// components of letters, digits and inner `-`, joined by `.`, or a bracketed IPv6 literal;
+/// then an optional `:port` of digits. Nothing else, so a name the API accepted from any pod
+/// spec (it does not check image strings) cannot carry other characters into pullpath.
+pub fn is_domain_and_port(text: &str) -> bool {
+    let (host, port) = match text.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((inside, after)) => {
+                let v6 = !inside.is_empty()
+                    && inside.bytes().all(|b| b.is_ascii_hexdigit() || b == b':');
+                if !v6 {
+                    return false;
+                }
+                ("", after)
+            }
+            None => return false,
+        },
+        None => match text.split_once(':') {
+            Some((host, _)) => (host, &text[host.len()..]),
+            None => (text, ""),
+        },
+    };
+    let port_ok = match port.strip_prefix(':') {
+        Some(digits) => !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+        None => port.is_empty(),
+    };
+    let component = |c: &str| {
+        let bytes = c.as_bytes();
+        !bytes.is_empty()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+            && bytes[0] != b'-'
+            && bytes[bytes.len() - 1] != b'-'
+    };
+    let host_ok = text.starts_with('[') || host.split('.').all(component);
+    port_ok && host_ok
 }
 
 impl fmt::Display for ImageRef {
@@ -318,6 +353,42 @@ mod tests {
         assert!(matches!(
             ImageRef::parse("registry.example.test//x"),
             Err(RefError::Repository(_))
+        ));
+    }
+
+    #[test]
+    fn a_domain_as_the_reference_grammar_has_it() {
+        // distribution/reference's domain cases.
+        for good in [
+            "docker.io",
+            "localhost:5000",
+            "r.example",
+            "127.0.0.1:5000",
+            "[2001:db8::1]",
+            "[2001:db8::1]:5000",
+            "xn--bcher-kva.example",
+            "a-b.c",
+        ] {
+            assert!(is_domain_and_port(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-r.example",
+            "r-.example",
+            "r..example",
+            "r.example:",
+            "r.example:50a",
+            "r_x.example",
+            "[2001:db8::1",
+            "[zz]",
+            "\u{FFFD}index.\u{FFFD}",
+            "r.example ",
+        ] {
+            assert!(!is_domain_and_port(bad), "{bad:?}");
+        }
+        assert!(matches!(
+            ImageRef::parse("\u{FFFD}index.\u{FFFD}/x"),
+            Err(RefError::Registry(_))
         ));
     }
 }

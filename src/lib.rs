@@ -20,6 +20,8 @@ pub mod failure_text;
 pub mod fleet;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
+/// The kubelet's keyring rules: which docker config key covers an image.
+pub mod keyring;
 /// The node's filesystem, read inside its root as the node's own processes read it.
 pub mod node_root;
 /// A Pod and its Events, pasted or from the API → the image pulls it is stuck on.

@@ -1,10 +1,6 @@
-//! Which pull-secret entries the kubelet would use for an image: its keyring rules
-//! (kubernetes `pkg/credentialprovider/keyring.go`, `config.go`), as pure functions.
-//!
-//! A key is a URL with the scheme stripped (`https://r.example/v1/` → `r.example`), its host may
-//! hold `*` globs (one per DNS label), its port must equal the image's, and its path must be a
-//! prefix of the image's repository path. Docker Hub images also match the `index.docker.io`
-//! keys. Only the `auths` keys are read; values are never kept.
+//! Which pull-secret entries the kubelet would use for an image: the registry keys of a pod's
+//! imagePullSecrets, matched by the one keyring (`crate::keyring`, the kubelet's rules).
+//! Only the `auths` keys are read; values are never kept.
 
 use serde_json::Value;
 
@@ -33,70 +29,9 @@ pub fn registry_keys(secret_type: &str, data: &[(String, Vec<u8>)]) -> Result<Ve
     Ok(keys)
 }
 
-/// `https://r.example:5000/v2/team` → (`r.example`, `5000`, `team`).
-fn parse_key(key: &str) -> (String, String, String) {
-    let rest = key
-        .strip_prefix("https://")
-        .or_else(|| key.strip_prefix("http://"))
-        .unwrap_or(key);
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let path = path
-        .strip_prefix("v1/")
-        .or_else(|| path.strip_prefix("v2/"))
-        .unwrap_or(path);
-    let path = if path == "v1" || path == "v2" {
-        ""
-    } else {
-        path
-    };
-    let (host, port) = authority.rsplit_once(':').unwrap_or((authority, ""));
-    (
-        host.to_ascii_lowercase(),
-        port.to_string(),
-        path.trim_end_matches('/').to_string(),
-    )
-}
-
-/// One label glob: `*` matches any run of characters within the label.
-fn label_matches(pattern: &str, label: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == label,
-        Some((prefix, rest)) => {
-            label.starts_with(prefix)
-                && (0..=label.len() - prefix.len()).any(|skip| {
-                    let tail = &label[prefix.len() + skip..];
-                    label.is_char_boundary(prefix.len() + skip) && label_matches(rest, tail)
-                })
-        }
-    }
-}
-
-/// Whether the kubelet would use entry `key` for `image`.
+/// Whether the kubelet would use entry `key` for `image` (the one keyring's rules).
 pub fn key_matches(key: &str, image: &ImageRef) -> bool {
-    let (host, port, path) = parse_key(key);
-    let registries: Vec<String> = if image.registry == "docker.io" {
-        vec![
-            "docker.io".into(),
-            "index.docker.io".into(),
-            "registry-1.docker.io".into(),
-        ]
-    } else {
-        vec![image.registry.to_ascii_lowercase()]
-    };
-    registries.iter().any(|registry| {
-        let (image_host, image_port) = registry.rsplit_once(':').unwrap_or((registry, ""));
-        let labels: Vec<&str> = host.split('.').collect();
-        let image_labels: Vec<&str> = image_host.split('.').collect();
-        labels.len() == image_labels.len()
-            && labels
-                .iter()
-                .zip(&image_labels)
-                .all(|(p, l)| label_matches(p, l))
-            && port == image_port
-            && (path.is_empty()
-                || image.repository == path
-                || image.repository.starts_with(&format!("{path}/")))
-    })
+    crate::keyring::key_covers(key, image)
 }
 
 #[cfg(test)]
@@ -115,6 +50,8 @@ mod tests {
         assert!(key_matches("*.azurecr.io", &acr));
         assert!(key_matches("shopacr.azurecr.io/shop", &acr));
         assert!(!key_matches("shopacr.azurecr.io/billing", &acr));
+        // A string prefix, as the kubelet's keyring (this keyring used to want a whole segment).
+        assert!(key_matches("shopacr.azurecr.io/sh", &acr));
         assert!(
             !key_matches("shopacr.azurecr.io:443", &acr),
             "the port must match"

@@ -23,6 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::creds::{self, Credentials};
 use super::stop::Stop;
 use crate::image_ref::ImageRef;
+pub use crate::keyring::lookup_image;
+use crate::keyring::{is_default_registry, near_miss, normalize_key, urls_match};
 use crate::node_root::NodeRoot;
 use crate::vocab::Layer;
 
@@ -261,184 +263,6 @@ impl Attempt {
     }
 }
 
-/// What the kubelet matches: `registry/repository` (Docker Hub as `docker.io/library/x`).
-pub fn lookup_image(image: &ImageRef) -> String {
-    format!("{}/{}", image.registry, image.repository)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Matching (k/k keyring.go)
-
-/// A key as the keyring stores it: scheme stripped, a leading `/v1/` or `/v2/` dropped, a bare
-/// `/` path dropped (`https://index.docker.io/v1/` is `index.docker.io`).
-pub fn normalize_key(location: &str) -> String {
-    let rest = location
-        .strip_prefix("https://")
-        .or_else(|| location.strip_prefix("http://"))
-        .unwrap_or(location);
-    let (host, path) = split_host_path(rest);
-    let path = if path.starts_with("/v2/") || path.starts_with("/v1/") {
-        &path[3..]
-    } else {
-        path
-    };
-    if path.is_empty() || path == "/" {
-        host.to_string()
-    } else {
-        format!("{host}{path}")
-    }
-}
-
-fn split_host_path(schemeless: &str) -> (&str, &str) {
-    match schemeless.find('/') {
-        Some(i) => (&schemeless[..i], &schemeless[i..]),
-        None => (schemeless, ""),
-    }
-}
-
-/// Go's `net.SplitHostPort` as the kubelet uses it: no parsable port means the whole is the host.
-fn split_port(host: &str) -> (&str, &str) {
-    match host.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') && !name.is_empty() => (name, port),
-        _ => (host, ""),
-    }
-}
-
-/// Whether `target` matches `glob` as the kubelet's `URLsMatch` decides: equal ports, the same
-/// number of DNS labels each matching its glob (Go's `filepath.Match`: `*` never crosses a
-/// `.`), and the glob's path a string prefix of the target's. Both are schemeless.
-pub fn urls_match(glob: &str, target: &str) -> bool {
-    let (glob_host, glob_path) = split_host_path(glob);
-    let (target_host, target_path) = split_host_path(target);
-    let (glob_name, glob_port) = split_port(glob_host);
-    let (target_name, target_port) = split_port(target_host);
-    if glob_port != target_port || !target_path.starts_with(glob_path) {
-        return false;
-    }
-    let glob_labels: Vec<&str> = glob_name.split('.').collect();
-    let target_labels: Vec<&str> = target_name.split('.').collect();
-    glob_labels.len() == target_labels.len()
-        && glob_labels
-            .iter()
-            .zip(&target_labels)
-            .all(|(g, t)| glob_match(g.as_bytes(), t.as_bytes()) == Some(true))
-}
-
-/// Go's `filepath.Match` on one label (no separator inside): `*`, `?`, `[class]` with ranges
-/// and `^`, `\` escapes. `None` for a malformed pattern, which the kubelet treats as no match.
-fn glob_match(pattern: &[u8], text: &[u8]) -> Option<bool> {
-    match pattern.split_first() {
-        None => Some(text.is_empty()),
-        Some((b'*', rest)) => {
-            for skip in 0..=text.len() {
-                if glob_match(rest, &text[skip..])? {
-                    return Some(true);
-                }
-            }
-            Some(false)
-        }
-        Some((b'?', rest)) => match text.split_first() {
-            Some((_, tail)) => glob_match(rest, tail),
-            None => {
-                glob_match(rest, b"")?;
-                Some(false)
-            }
-        },
-        Some((b'[', rest)) => {
-            let (matched, after) = class_match(rest, text.first().copied())?;
-            match (matched, text.split_first()) {
-                (true, Some((_, tail))) => glob_match(after, tail),
-                _ => Some(false),
-            }
-        }
-        Some((b'\\', rest)) => {
-            let (&literal, rest) = rest.split_first()?;
-            match text.split_first() {
-                Some((&c, tail)) if c == literal => glob_match(rest, tail),
-                _ => Some(false),
-            }
-        }
-        Some((&literal, rest)) => match text.split_first() {
-            Some((&c, tail)) if c == literal => glob_match(rest, tail),
-            _ => Some(false),
-        },
-    }
-}
-
-/// A `[...]` class (the pattern after `[`): whether `c` is in it, and the pattern after `]`.
-fn class_match(mut pattern: &[u8], c: Option<u8>) -> Option<(bool, &[u8])> {
-    let negated = pattern.first() == Some(&b'^');
-    if negated {
-        pattern = &pattern[1..];
-    }
-    let mut matched = false;
-    let mut first = true;
-    loop {
-        let (&lo, rest) = pattern.split_first()?;
-        if lo == b']' && !first {
-            pattern = rest;
-            break;
-        }
-        first = false;
-        let (lo, rest) = if lo == b'\\' {
-            let (&l, r) = rest.split_first()?;
-            (l, r)
-        } else {
-            (lo, rest)
-        };
-        let (hi, rest) = match rest {
-            [b'-', b']', ..] => (lo, rest),
-            [b'-', b'\\', h, r @ ..] => (*h, r),
-            [b'-', h, r @ ..] => (*h, r),
-            _ => (lo, rest),
-        };
-        if c.is_some_and(|c| lo <= c && c <= hi) {
-            matched = true;
-        }
-        pattern = rest;
-    }
-    Some((matched != negated, pattern))
-}
-
-/// Why a key that looks close does not match: the words for "what would decide".
-pub fn near_miss(glob: &str, target: &str) -> Option<String> {
-    let (glob_host, glob_path) = split_host_path(glob);
-    let (target_host, target_path) = split_host_path(target);
-    let (glob_name, glob_port) = split_port(glob_host);
-    let (target_name, target_port) = split_port(target_host);
-    let names_match = urls_match(glob_name, target_name);
-    if names_match && glob_port != target_port {
-        let has = |port: &str| {
-            if port.is_empty() {
-                "no port".to_string()
-            } else {
-                format!("port {port}")
-            }
-        };
-        return Some(format!(
-            "`{glob}` has {} but the image's registry `{target_host}` has {}: the kubelet requires equal ports",
-            has(glob_port),
-            has(target_port)
-        ));
-    }
-    if names_match && !target_path.starts_with(glob_path) {
-        return Some(format!(
-            "`{glob}` covers only the path `{glob_path}`, not `{target_path}`"
-        ));
-    }
-    let glob_labels = glob_name.split('.').count();
-    let target_labels = target_name.split('.').count();
-    if glob_name.contains('*')
-        && glob_labels != target_labels
-        && target_name.ends_with(glob_name.trim_start_matches(['*', '.']))
-    {
-        return Some(format!(
-            "`{glob}` has {glob_labels} DNS labels and `{target_name}` has {target_labels}: each `*` matches exactly one label"
-        ));
-    }
-    None
-}
-
 /// The kubelet's `BasicDockerKeyring`: entries under normalized keys; lookup walks the keys
 /// reverse-sorted, so `quay.io/team` comes before `quay.io`.
 #[derive(Debug, Default, Clone)]
@@ -494,18 +318,6 @@ impl Keyring {
             SourceOutcome::Matched(keys)
         }
     }
-}
-
-/// k/k keyring.go `isDefaultRegistryMatch`.
-fn is_default_registry(image: &str) -> bool {
-    let first = image.split('/').next().unwrap_or_default();
-    if first.is_empty() {
-        return false;
-    }
-    !image.contains('/')
-        || first == "docker.io"
-        || first == "index.docker.io"
-        || !first.contains(['.', ':'])
 }
 
 // ---------------------------------------------------------------------------------------------

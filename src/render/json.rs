@@ -37,7 +37,10 @@ mod tests {
     fn c1_controls_are_json_escapes_and_the_value_is_the_same() {
         let value = serde_json::json!({"cause": "x\u{9b}2J\u{7f}\u{1b}]0;t\u{7}"});
         let text = render(&value);
-        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
         let back: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
         assert_eq!(back, value);
     }
