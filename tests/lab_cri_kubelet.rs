@@ -208,6 +208,19 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
     println!("fleet took {:?}", started.elapsed());
     let report = support::fleet_report(&out);
     let row = support::fleet_row(&report, NODE);
+    if row["status"] != "passed" {
+        let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
+        let logs = Command::new("sh")
+            .arg("-c")
+            .arg(format!("cat {}/pods/*/probe/0.log", scratch.path().display()))
+            .output()
+            .expect("cat");
+        println!(
+            "events: {events}\nlog: {}\nstderr: {}",
+            String::from_utf8_lossy(&logs.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // The scenario's verdict for this node: the pull works (by the hosts-file hand fix).
     assert_eq!(scenario.expect.outcome, "pulled");
     assert_eq!(row["status"], "passed", "{row:#}");
@@ -262,7 +275,7 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
 #[tokio::test(flavor = "multi_thread")]
 async fn a_host_path_type_mismatch_is_a_failed_mount_event_and_no_container() {
     let lab = lab();
-    lab.switch("healthy");
+    lab.switch("fleet-pools");
     let scratch = Scratch::under(&lab.status.state, "lab-cri-mount");
     let (server, kubelet, root) = cluster(&lab, scratch.path());
     let config = server.kubeconfig(scratch.path(), "default");
@@ -285,7 +298,7 @@ async fn a_host_path_type_mismatch_is_a_failed_mount_event_and_no_container() {
     )
     .expect("write pods");
     let file = file.to_str().expect("UTF-8");
-    kube_api::run_kubectl(&config, &["create", "-f", file]);
+    kube_api::run_kubectl(&config, &["create", "--validate=false", "-f", file]);
     let deadline = Instant::now() + Duration::from_secs(10);
     let events = loop {
         let text = kube_api::run_kubectl(&config, &["get", "events", "-o", "json"]);

@@ -532,8 +532,10 @@ impl Pod {
                 namespace: self.ns().into(),
                 attempt: 0,
             }),
+            // The kubelet names the sandbox's host only in a UTS namespace of its own: a
+            // hostNetwork pod has the node's (kuberuntime_sandbox.go).
             hostname: if host_network {
-                self.node.clone()
+                String::new()
             } else {
                 self.name().into()
             },
