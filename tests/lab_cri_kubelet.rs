@@ -212,7 +212,10 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
         let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
         let logs = Command::new("sh")
             .arg("-c")
-            .arg(format!("cat {}/pods/*/probe/0.log", scratch.path().display()))
+            .arg(format!(
+                "cat {}/pods/*/probe/0.log",
+                scratch.path().display()
+            ))
             .output()
             .expect("cat");
         println!(
