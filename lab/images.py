@@ -14,6 +14,8 @@ Images (repository:tag):
   team-a/docker2:v1   a Docker schema 2 manifest (Docker media types throughout)
   team-a/large:v1     >= 256 MiB over four uncompressed layers (with --large)
   team-a/wide:v1      one 512 MiB layer, twice the large image's biggest layer (with --large)
+  pause:3.6           the pod sandbox image containerd's sandbox_image names: lab/pause.c built
+                      static, anonymous pull (lab/tokend.py), as registry.k8s.io's pause is public
 
 Blobs are built once into STATE_DIR/blobs and described in STATE_DIR/images.json, which tests
 read to know every digest they must see verified.
@@ -28,6 +30,8 @@ import os
 import platform
 import random
 import ssl
+import subprocess
+import tempfile
 import sys
 import tarfile
 import urllib.parse
@@ -47,7 +51,7 @@ IN_TOTO = "application/vnd.in-toto+json"
 MIB = 1024 * 1024
 # Every image build() makes; a cached images.json lacking one is rebuilt.
 NAMES = ["team-a/small:v1", "team-b/small:v1", "public/small:v1", "team-a/multi:v1",
-         "team-a/foreign:v1", "team-a/attested:v1", "team-a/docker2:v1"]
+         "team-a/foreign:v1", "team-a/attested:v1", "team-a/docker2:v1", "pause:3.6"]
 
 
 def host_arch() -> str:
@@ -116,6 +120,31 @@ def docker_image(store: Store, arch: str, name: str, seed: str) -> dict:
     return {"mediaType": DOCKER_MANIFEST, **store.put(json.dumps(manifest, sort_keys=True).encode())}
 
 
+def pause_image(store: Store, arch: str) -> dict:
+    """The sandbox image: lab/pause.c compiled static, alone at /pause, its entrypoint."""
+    with tempfile.TemporaryDirectory() as work:
+        binary = os.path.join(work, "pause")
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pause.c")
+        built = subprocess.run(["gcc", "-static", "-Os", "-s", "-o", binary, source], capture_output=True, text=True)
+        if built.returncode != 0:
+            raise SystemExit(f"building the pause image failed (gcc -static {source}):\n{built.stderr}")
+        with open(binary, "rb") as f:
+            payload = f.read()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("pause")
+        info.size, info.mode, info.mtime = len(payload), 0o755, 0
+        tar.addfile(info, io.BytesIO(payload))
+    tar_bytes = buf.getvalue()
+    layer = {"mediaType": LAYER_GZIP, **store.put(gzip.compress(tar_bytes, mtime=0))}
+    config = {"architecture": arch, "os": "linux",
+              "config": {"Entrypoint": ["/pause"], "User": "65535:65535", "WorkingDir": "/"},
+              "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(tar_bytes).hexdigest()]}}
+    config_desc = {"mediaType": OCI_CONFIG, **store.put(json.dumps(config, sort_keys=True).encode())}
+    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config_desc, "layers": [layer]}
+    return {"mediaType": OCI_MANIFEST, **store.put(json.dumps(manifest, sort_keys=True).encode())}
+
+
 def attestation(store: Store, subject: dict) -> dict:
     """An attestation manifest as buildx attaches it: platform unknown/unknown in the index."""
     statement = {"_type": "https://in-toto.io/Statement/v0.1", "predicateType": "https://slsa.dev/provenance/v0.2",
@@ -169,6 +198,7 @@ def build(state: str, large: bool) -> dict:
         "team-a/foreign:v1": foreign,
         "team-a/attested:v1": attested,
         "team-a/docker2:v1": docker_image(store, arch, "docker2", "docker2"),
+        "pause:3.6": pause_image(store, arch),
     }
     if large:
         images["team-a/large:v1"] = image(store, arch, [(f"large/{i}", 64 * MIB, "large") for i in range(4)], compress=False)

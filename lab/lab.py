@@ -904,6 +904,19 @@ def write_kubelet_files(variant: str):
         raise SetupFailed(f"unknown kubelet-creds variant {variant!r}")
 
 
+def cgroup_mounts() -> str:
+    """Shell commands mounting this machine's cgroup hierarchies (cgroup v1, v2 or both, as
+    /proc/self/mounts lists them, in order) again under /sys/fs/cgroup, each ending in `&& `."""
+    commands = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            source, target, fstype, options = line.split()[:4]
+            if (target == "/sys/fs/cgroup" or target.startswith("/sys/fs/cgroup/")) and \
+                    fstype in ("tmpfs", "cgroup", "cgroup2"):
+                commands.append(f"mkdir -p {target} && mount -t {fstype} -o {options} {source} {target} && ")
+    return "".join(commands)
+
+
 def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None, hosts_files: tuple = ()):
     """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
     ahead of the registry; `hosts_files` ((directory, text), …) are written last."""
@@ -943,7 +956,11 @@ ca = "{PKI}/ca.pem"
         write(os.path.join(base, "certs.d", directory, "hosts.toml"), text)
     conf = os.path.join(base, "config.toml")
     write(conf, containerd_config(base))
-    start(server, NODES[node], containerd_binary(), "--config", conf, env=env)
+    # `ip netns exec` gives the command a fresh /sys without this machine's cgroup mounts, and
+    # runc cannot run a pod's containers without them ("no cgroup mount found in mountinfo"):
+    # containerd starts after they are mounted again in its own mount namespace.
+    start(server, NODES[node], "sh", "-c", f'{cgroup_mounts()}exec "$0" "$@"', containerd_binary(),
+          "--config", conf, env=env)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if os.path.exists(containerd_socket(node)):

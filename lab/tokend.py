@@ -8,7 +8,8 @@ and answers a JWT signed with RS256 whose `x5c` header carries the signing certi
 the registry trusts through its `rootcertbundle`.
 
 Identities and what they may do:
-  anonymous  pull on public/*; asking for anything else is refused with 401
+  anonymous  pull on public/* and pause (the sandbox image, public as registry.k8s.io's is);
+             asking for anything else is refused with 401
   alice      pull on team-a/* and public/*; other repositories get a token without that scope
              (the registry then answers insufficient_scope, as hosted registries do)
   admin      push and pull everywhere (the lab uses it to push the test images)
@@ -32,7 +33,7 @@ USERS = {
     "alice": ("alice-secret", {"team-a/*": ["pull"], "public/*": ["pull"]}),
     "admin": ("admin-secret", {"*": ["pull", "push", "delete"]}),
 }
-ANONYMOUS = {"public/*": ["pull"]}
+ANONYMOUS = {"public/*": ["pull"], "pause": ["pull"]}
 
 
 def b64url(data: bytes) -> str:

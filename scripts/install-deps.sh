@@ -10,6 +10,9 @@ packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables ip
           zsh fish groff-base
           # scripts/release.sh: glibc's static libc.a for crt-static, strip and readelf
           libc6-dev binutils
+          # the lab's pod sandbox image (lab/pause.c, built static) and the runtime that runs
+          # pods for tests/support/cri_kubelet.rs
+          gcc runc
           # the real kubectl is installed from PyPI into a venv (tests/kubectl.rs)
           python3-venv)
 missing=()

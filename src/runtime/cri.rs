@@ -210,8 +210,8 @@ pub struct HeldImage {
     pub names: Vec<String>,
 }
 
-/// A gRPC channel over the runtime's unix socket.
-async fn channel(socket: &Path, timeout: Duration) -> Result<Channel, CriError> {
+/// A gRPC channel over the runtime's unix socket (for the other CRI services a caller needs).
+pub async fn channel(socket: &Path, timeout: Duration) -> Result<Channel, CriError> {
     let path = socket.to_path_buf();
     // The URI is ignored by the connector; tonic only needs a syntactically valid one.
     Endpoint::from_static("http://[::]:50051")

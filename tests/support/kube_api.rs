@@ -226,6 +226,8 @@ pub trait Kubelet: Send + Sync {
 pub struct PodStore {
     pods: Mutex<Vec<Value>>,
     logs: Mutex<BTreeMap<(String, String), String>>,
+    /// core/v1 Events a kubelet recorded (`FailedMount`, `Failed`, …), served beside the world's.
+    events: Mutex<Vec<Value>>,
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
     created: AtomicU64,
     /// core/v1 Events the kubelet wrote about pods.
@@ -323,6 +325,11 @@ impl PodStore {
             .lock()
             .expect("logs")
             .insert((namespace.to_string(), name.to_string()), log);
+    }
+
+    /// Record a core/v1 Event (with `kind`), as a kubelet posts one.
+    pub fn add_event(&self, event: Value) {
+        self.events.lock().expect("events").push(event);
     }
 
     fn snapshot(&self) -> Vec<Value> {
@@ -880,7 +887,8 @@ pub fn parse_time(text: &str) -> Option<i64> {
     Some(days_from_civil(d[0], d[1], d[2]) * 86_400 + h[0] * 3600 + h[1] * 60 + h[2])
 }
 
-fn format_time(secs: i64) -> String {
+/// RFC 3339 at seconds precision, as the API serves times.
+pub fn format_time(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
@@ -1115,7 +1123,8 @@ fn pod_fault(
     ))
 }
 
-fn now_rfc3339() -> String {
+/// The clock now, as the API serves times.
+pub fn now_rfc3339() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")

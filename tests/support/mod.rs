@@ -12,6 +12,8 @@ use std::process::{Command, Output};
 
 use serde::Deserialize;
 
+/// A lab node's root directory (what its probe pod mounts at /host).
+pub mod lab_node;
 /// A scratch directory per test.
 pub mod scratch;
 

@@ -1,0 +1,363 @@
+//! The probe pod as a real container: `pullpath fleet` against the API stand-in, whose kubelet
+//! (tests/support/cri_kubelet.rs) runs each pod through the lab node's own containerd over CRI
+//! — the probe image pulled by that node from the lab registry, the sandbox on the lab's pause
+//! image, the node's root mounted read-only at /host, the pod's user, capabilities and
+//! read-only root applied by runc — and the pod's log read from the container's CRI log file.
+
+#[path = "support/cri_kubelet.rs"]
+mod cri_kubelet;
+#[path = "support/kube_api.rs"]
+mod kube_api;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cri_kubelet::{CriKubelet, CriNode, sandboxes_on};
+use kube_api::{ApiServer, World};
+use pullpath::runtime::cri::ImageService;
+use serde_json::{Value, json};
+use support::lab_node::node_root;
+use support::scratch::Scratch;
+use support::{LabGuard, catalog, lab, password, repo};
+
+const IMAGE: &str = "registry.example.test/team-a/small:v1";
+/// The fleet-pools node played by the lab's `node` (its hosts file holds the registry).
+const NODE: &str = "aks-user-24791652-vmss000004";
+/// Where the probe image goes: a repository anyone may pull, as a probe pod pulls it with no
+/// pull secret.
+const PROBE_REPOSITORY: &str = "registry.example.test/public/pullpath";
+
+fn node_object(name: &str) -> Value {
+    json!({"kind": "Node", "apiVersion": "v1",
+        "metadata": {"name": name, "creationTimestamp": "2026-12-01T08:20:00Z", "uid": format!("uid-{name}"),
+            "labels": {"kubernetes.azure.com/agentpool": "user", "agentpool": "user", "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}},
+        "spec": {"taints": []},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}], "images": [],
+            "nodeInfo": {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd://1.6.20",
+                "osImage": "Debian GNU/Linux 12 (bookworm)", "architecture": "amd64", "bootID": "", "kernelVersion": "",
+                "kubeProxyVersion": "", "machineID": "", "operatingSystem": "linux", "systemUUID": ""}}})
+}
+
+fn succeeded(what: &str, out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The static dev-profile pullpath (as scripts/release.sh builds it, without its archives),
+/// its debug sections stripped into `dir`: a scratch image has no loader, and the debug info
+/// is nine tenths of the file.
+fn static_probe_binary(dir: &Path) -> PathBuf {
+    let target = "x86_64-unknown-linux-gnu";
+    succeeded(
+        "cargo build (static)",
+        Command::new(env!("CARGO"))
+            .args([
+                "build", "--locked", "--quiet", "--target", target, "--bin", "pullpath",
+            ])
+            .env("RUSTFLAGS", "-C target-feature=+crt-static")
+            .current_dir(repo())
+            .output()
+            .expect("cargo runs"),
+    );
+    let built = repo().join(format!("target/{target}/debug/pullpath"));
+    let stripped = dir.join("pullpath");
+    succeeded(
+        "objcopy --strip-debug",
+        Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(&built)
+            .arg(&stripped)
+            .output()
+            .expect("objcopy runs"),
+    );
+    stripped
+}
+
+/// The probe image in the lab registry, tagged by its binary's digest: built by
+/// scripts/image.sh and pushed with skopeo (as tests/lab_image.rs does) only when the registry
+/// does not hold that tag yet. The lab must be on a scenario where the node reaches it.
+fn probe_image(lab: &LabGuard, scratch: &Path, binary: &Path) -> String {
+    let digest = succeeded(
+        "sha256sum",
+        Command::new("sha256sum")
+            .arg(binary)
+            .output()
+            .expect("sha256sum"),
+    );
+    let tag = format!("dev-{}", &digest[..16]);
+    let reference = format!("{PROBE_REPOSITORY}:{tag}");
+    let certs = scratch.join("certs");
+    std::fs::create_dir_all(&certs).expect("mkdir");
+    std::fs::copy(&lab.status.ca, certs.join("ca.crt")).expect("lab CA");
+    let certs = certs.to_str().expect("UTF-8");
+    let held = lab.in_ns(
+        "node",
+        &[
+            "skopeo",
+            "inspect",
+            "--raw",
+            "--cert-dir",
+            certs,
+            &format!("docker://{reference}"),
+        ],
+    );
+    if held.status.success() {
+        return reference;
+    }
+    let layout = scratch.join("image");
+    succeeded(
+        "scripts/image.sh",
+        Command::new("bash")
+            .arg(repo().join("scripts/image.sh"))
+            .arg("--binary")
+            .arg(binary)
+            .arg("--out")
+            .arg(&layout)
+            .args(["--tag", &tag])
+            .current_dir(repo())
+            .output()
+            .expect("bash runs"),
+    );
+    let admin = format!("admin:{}", password("admin").expect("admin password"));
+    succeeded(
+        "skopeo copy",
+        lab.in_ns(
+            "node",
+            &[
+                "skopeo",
+                "--insecure-policy",
+                "copy",
+                "--all",
+                "--dest-creds",
+                &admin,
+                "--dest-cert-dir",
+                certs,
+                &format!("oci:{}:{tag}", layout.display()),
+                &format!("docker://{reference}"),
+            ],
+        ),
+    );
+    reference
+}
+
+/// The API stand-in with one node, the lab's `node`, whose kubelet runs pods on its containerd.
+fn cluster(lab: &LabGuard, scratch: &Path) -> (ApiServer, Arc<CriKubelet>, PathBuf) {
+    let root = node_root(lab, scratch, "node", "node");
+    let nodes = BTreeMap::from([(
+        NODE.to_string(),
+        CriNode {
+            root: root.clone(),
+            socket: lab.socket("node").to_path_buf(),
+        },
+    )]);
+    let kubelet = Arc::new(CriKubelet::new(nodes, scratch.join("pods")));
+    let world = World::from_objects(vec![node_object(NODE)]).with_kubelet(kubelet.clone());
+    let server = ApiServer::start(world);
+    (server, kubelet, root)
+}
+
+async fn held(lab: &LabGuard, image: &str) -> Option<String> {
+    let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(10))
+        .await
+        .expect("containerd answers CRI");
+    images.cached(image).await.expect("ImageStatus answers")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the_scenarios_verdict()
+{
+    let scenario = catalog().remove("fleet-pools").expect("scenario");
+    // Built before the lab is taken: the lock is held only while the lab is used.
+    let build = Scratch::new("lab-cri-kubelet-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("healthy");
+    let probe = probe_image(&lab, build.path(), &binary);
+    lab.switch("fleet-pools");
+    assert!(held(&lab, &probe).await.is_none(), "a fresh node's store");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri");
+    let (server, kubelet, _root) = cluster(&lab, scratch.path());
+    let config = server.kubeconfig(scratch.path(), "default");
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "fleet",
+            IMAGE,
+            "--all-nodes",
+            "--runtime-pull",
+            "-o",
+            "json",
+        ])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .args(["--probe-image", &probe])
+        .args(["--poll-interval", "100ms", "--deadline", "120s"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath fleet runs");
+    println!("fleet took {:?}", started.elapsed());
+    let report = support::fleet_report(&out);
+    let row = support::fleet_row(&report, NODE);
+    if row["status"] != "passed" {
+        let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
+        let logs = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cat {}/pods/*/probe/0.log",
+                scratch.path().display()
+            ))
+            .output()
+            .expect("cat");
+        println!(
+            "events: {events}\nlog: {}\nstderr: {}",
+            String::from_utf8_lossy(&logs.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The scenario's verdict for this node: the pull works (by the hosts-file hand fix).
+    assert_eq!(scenario.expect.outcome, "pulled");
+    assert_eq!(row["status"], "passed", "{row:#}");
+    assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    assert!(
+        row["hand_fixes"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|h| h
+                .as_str()
+                .is_some_and(|h| h.contains("registry.example.test")))),
+        "{row:#}"
+    );
+    // It ran as a container: the node's containerd pulled the probe image and the sandbox
+    // image, and the container's log file is in the CRI format the kubelet reads.
+    assert!(
+        held(&lab, &probe).await.is_some(),
+        "the node pulled {probe}"
+    );
+    assert!(
+        held(&lab, "registry.example.test/pause:3.6")
+            .await
+            .is_some(),
+        "containerd pulled its sandbox image"
+    );
+    let logs: Vec<PathBuf> = std::fs::read_dir(scratch.path().join("pods"))
+        .expect("the pod's log directory")
+        .flatten()
+        .map(|d| d.path().join("probe/0.log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let raw = std::fs::read_to_string(&logs[0]).expect("the container's log");
+    assert!(
+        raw.lines().any(|l| l.split(' ').nth(1) == Some("stdout")),
+        "{raw}"
+    );
+    // The pod is deleted, and so is its sandbox.
+    assert!(
+        server.store.names().is_empty(),
+        "{:?}",
+        server.store.names()
+    );
+    assert!(
+        kubelet.settled(Duration::from_secs(30)),
+        "sandboxes left: {:?}",
+        kubelet.live_sandboxes()
+    );
+    assert!(sandboxes_on(lab.socket("node")).await.is_empty());
+}
+
+/// A hostPath that is not what its `type` says: the kubelet's `FailedMount` event, the pod
+/// Pending in ContainerCreating, no sandbox, and nothing created on the node.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_path_type_mismatch_is_a_failed_mount_event_and_no_container() {
+    let lab = lab();
+    lab.switch("fleet-pools");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-mount");
+    let (server, kubelet, root) = cluster(&lab, scratch.path());
+    let config = server.kubeconfig(scratch.path(), "default");
+    let pod = |name: &str, path: &str, kind: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": NODE, "hostNetwork": true, "restartPolicy": "Never",
+                "containers": [{"name": "probe", "image": "registry.example.test/public/small:v1",
+                    "imagePullPolicy": "IfNotPresent", "command": ["/data"],
+                    "volumeMounts": [{"name": "node-files", "mountPath": "/host", "readOnly": true}]}],
+                "volumes": [{"name": "node-files", "hostPath": {"path": path, "type": kind}}]}})
+    };
+    let file = scratch.path().join("pods.json");
+    std::fs::write(
+        &file,
+        json!({"apiVersion": "v1", "kind": "List", "items": [
+            pod("k3s-like", "/etc/containerd", "Directory"),
+            pod("not-a-dir", "/etc/resolv.conf", "Directory"),
+        ]})
+        .to_string(),
+    )
+    .expect("write pods");
+    let file = file.to_str().expect("UTF-8");
+    kube_api::run_kubectl(&config, &["create", "--validate=false", "-f", file]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let events = loop {
+        let text = kube_api::run_kubectl(&config, &["get", "events", "-o", "json"]);
+        let events: Value = serde_json::from_str(&text).expect("events JSON");
+        let mounts: Vec<(String, String)> = events["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["reason"] == "FailedMount")
+            .map(|e| {
+                (
+                    e["involvedObject"]["name"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                    e["message"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        if mounts.len() == 2 || Instant::now() > deadline {
+            break mounts.into_iter().collect::<BTreeMap<_, _>>();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        events.get("k3s-like").map(String::as_str),
+        Some(
+            "MountVolume.SetUp failed for volume \"node-files\" : hostPath /etc/containerd doesn't exist"
+        ),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.get("not-a-dir").map(String::as_str),
+        Some(
+            "MountVolume.SetUp failed for volume \"node-files\" : hostPath type check failed: /etc/resolv.conf is not a directory, it's a File"
+        ),
+        "{events:?}"
+    );
+    let pods: Value = serde_json::from_str(&kube_api::run_kubectl(
+        &config,
+        &["get", "pods", "-o", "json"],
+    ))
+    .expect("pods JSON");
+    for pod in pods["items"].as_array().expect("pods") {
+        assert_eq!(pod["status"]["phase"], "Pending", "{pod:#}");
+        assert_eq!(
+            pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
+            "ContainerCreating",
+            "{pod:#}"
+        );
+    }
+    assert!(
+        !root.join("etc/containerd").exists(),
+        "the kubelet created a hostPath"
+    );
+    assert!(kubelet.live_sandboxes().is_empty());
+    assert!(sandboxes_on(lab.socket("node")).await.is_empty());
+    kube_api::run_kubectl(&config, &["delete", "pods", "--all", "--wait=false"]);
+}

@@ -1,0 +1,814 @@
+//! A kubelet stand-in that runs each pod as a real container, through the lab node's own
+//! containerd over CRI, the way a kubelet asks it (the API stand-in, tests/support/kube_api.rs,
+//! hands it every pod created, as it does tests/support/fake_kubelet.rs):
+//!
+//! 1. every hostPath volume's `type` is checked against the node's root directory as the
+//!    kubelet's hostPath plugin checks it (kubernetes `pkg/volume/hostpath/host_path.go`,
+//!    `checkType` and `typeMatchedOrError`); a failure is a `FailedMount` event worded as the
+//!    volume manager words it (`pkg/volume/util/operationexecutor/operation_executor.go`,
+//!    `generateVolumeMsg`: `MountVolume.SetUp failed for volume "NAME" : ERROR`), and the pod
+//!    stays Pending in ContainerCreating. Nothing a hostPath names is created, except for the
+//!    `…OrCreate` types, which the kubelet creates too;
+//! 2. the image is pulled by that node's containerd (CRI `ImageStatus`, `PullImage`) as
+//!    `imagePullPolicy` says: `Never` and absent is `ErrImageNeverPull`, a failed pull is
+//!    `ErrImagePull` with containerd's own message and a `Failed` event;
+//! 3. `RunPodSandbox` (the pod's host namespaces: `hostNetwork` → network `NODE`, `hostPID` →
+//!    pid `NODE`; the kubelet's resolv.conf, the node's `/etc/resolv.conf`, for `dnsPolicy:
+//!    Default`), `CreateContainer` (command and args, mounts — a hostPath is that path inside
+//!    the node's root directory, read-only as the pod says —, user, capabilities, read-only
+//!    root, no_new_privs, seccomp and AppArmor, the log path `NAME/0.log`), `StartContainer`;
+//! 4. `ContainerStatus` polled until the container exits, `activeDeadlineSeconds` counted from
+//!    the pod's `startTime` as the kubelet counts it (the container is stopped, the pod Failed
+//!    with reason `DeadlineExceeded`), `restartPolicy: Never`; the pod's log (`pods/log`) is the
+//!    container's CRI log file, both streams, as the kubelet serves it;
+//! 5. when the pod is deleted: `StopPodSandbox` and `RemovePodSandbox`.
+//!
+//! The sandbox image is the one containerd's config names (`registry.example.test/pause:3.6`,
+//! built by lab/images.py); containerd pulls it itself, anonymously, as it does on a node.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pullpath::runtime::cri::{ImageService, PullOutcome, channel};
+use pullpath::runtime::cri_api::runtime_service_client::RuntimeServiceClient;
+use pullpath::runtime::cri_api::{
+    Capability, ContainerConfig, ContainerMetadata, ContainerState, ContainerStatusRequest,
+    CreateContainerRequest, DnsConfig, ImageSpec, Int64Value, KeyValue, LinuxContainerConfig,
+    LinuxContainerSecurityContext, LinuxPodSandboxConfig, LinuxSandboxSecurityContext,
+    ListPodSandboxRequest, Mount, NamespaceMode, NamespaceOption, PodSandboxConfig,
+    PodSandboxMetadata, RemovePodSandboxRequest, RunPodSandboxRequest, SecurityProfile,
+    StartContainerRequest, StopContainerRequest, StopPodSandboxRequest, security_profile,
+};
+use serde_json::{Value, json};
+use tonic::transport::Channel;
+
+use crate::kube_api::{Kubelet, PodStore, format_time, now_rfc3339};
+
+/// How often the stand-in looks at its container and at the API (the kubelet's PLEG relists
+/// every second; a tenth keeps tests quick).
+const POLL: Duration = Duration::from_millis(100);
+/// Bounds every CRI call; a pull of the probe image takes a few seconds on the lab.
+const CRI_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One lab node as its kubelet sees it.
+#[derive(Debug, Clone)]
+pub struct CriNode {
+    /// The node's `/`: hostPath `/etc/hosts` is `root/etc/hosts`.
+    pub root: PathBuf,
+    /// That node's containerd CRI socket.
+    pub socket: PathBuf,
+}
+
+/// The kubelets of the lab nodes, each asking its node's containerd.
+pub struct CriKubelet {
+    pub nodes: BTreeMap<String, CriNode>,
+    /// Where pod log directories go (the kubelet's /var/log/pods).
+    pub log_dir: PathBuf,
+    /// Sandboxes made and not yet removed, by node socket.
+    live: Arc<Mutex<BTreeSet<(PathBuf, String)>>>,
+}
+
+impl CriKubelet {
+    pub fn new(nodes: BTreeMap<String, CriNode>, log_dir: PathBuf) -> CriKubelet {
+        CriKubelet {
+            nodes,
+            log_dir,
+            live: Arc::default(),
+        }
+    }
+
+    /// Sandboxes this kubelet made that are not removed yet (their pods not yet deleted).
+    pub fn live_sandboxes(&self) -> Vec<String> {
+        self.live
+            .lock()
+            .expect("live")
+            .iter()
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+
+    /// Wait until every sandbox made is removed, `within` at most; true when none is left.
+    pub fn settled(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while !self.live.lock().expect("live").is_empty() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+        true
+    }
+}
+
+impl Kubelet for CriKubelet {
+    fn pod_created(&self, pod: &Value, store: &Arc<PodStore>) {
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_string();
+        let Some(sim) = self.nodes.get(&node).cloned() else {
+            // No kubelet on that node: the pod stays Pending, as for a node that is gone.
+            return;
+        };
+        let pod = Pod {
+            spec: pod.clone(),
+            node,
+            store: store.clone(),
+            sim,
+            log_dir: self.log_dir.clone(),
+            live: self.live.clone(),
+        };
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(pod.run());
+        });
+    }
+}
+
+/// What one pod's kubelet thread works with.
+struct Pod {
+    spec: Value,
+    node: String,
+    store: Arc<PodStore>,
+    sim: CriNode,
+    log_dir: PathBuf,
+    live: Arc<Mutex<BTreeSet<(PathBuf, String)>>>,
+}
+
+fn epoch_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The hostPath plugin's check of `path` (a node path) for `kind`, read in the node's `root`
+/// (`checkType` in pkg/volume/hostpath/host_path.go; its messages word for word).
+pub fn check_host_path(root: &Path, path: &str, kind: &str) -> Result<(), String> {
+    let on_node = root.join(path.trim_start_matches('/'));
+    let exists = on_node.symlink_metadata().is_ok();
+    let (expected, description) = match kind {
+        "" => return Ok(()),
+        "DirectoryOrCreate" if !exists => {
+            return std::fs::create_dir_all(&on_node).map_err(|e| e.to_string());
+        }
+        "FileOrCreate" if !exists => {
+            return std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&on_node)
+                .map(drop)
+                .map_err(|e| e.to_string());
+        }
+        "Directory" | "DirectoryOrCreate" => ("Directory", "directory"),
+        "File" | "FileOrCreate" => ("File", "file"),
+        "Socket" => ("Socket", "socket file"),
+        "CharDevice" => ("CharDevice", "character device"),
+        "BlockDevice" => ("BlockDevice", "block device"),
+        other => return Err(format!("{other} is an invalid volume type")),
+    };
+    let Ok(meta) = std::fs::metadata(&on_node) else {
+        return Err(format!("hostPath {path} doesn't exist"));
+    };
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let actual = if t.is_dir() {
+        "Directory"
+    } else if t.is_file() {
+        "File"
+    } else if t.is_socket() {
+        "Socket"
+    } else if t.is_char_device() {
+        "CharDevice"
+    } else if t.is_block_device() {
+        "BlockDevice"
+    } else {
+        return Err(format!(
+            "hostPath type check failed, {path} is not a {description}, unable to determine its type: unknown file type"
+        ));
+    };
+    if actual != expected {
+        return Err(format!(
+            "hostPath type check failed: {path} is not a {description}, it's a {actual}"
+        ));
+    }
+    Ok(())
+}
+
+/// The CRI log format (`TIMESTAMP STREAM TAG MESSAGE`, tag `F` a full line, `P` a part of
+/// one) → the container's output as `pods/log` serves it, both streams in order.
+pub fn parse_cri_log(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut fields = line.splitn(4, ' ');
+        let (Some(_time), Some(_stream), Some(tag)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        out.push_str(fields.next().unwrap_or(""));
+        if !tag.split(':').any(|t| t == "P") {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// resolv.conf text → the DNS config the kubelet passes for `dnsPolicy: Default`.
+fn dns_config(resolv: &str) -> DnsConfig {
+    let mut dns = DnsConfig::default();
+    for line in resolv.lines() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("nameserver") => dns.servers.extend(words.next().map(str::to_string)),
+            Some("search") => dns.searches = words.map(str::to_string).collect(),
+            Some("options") => dns.options.extend(words.map(str::to_string)),
+            _ => {}
+        }
+    }
+    dns
+}
+
+fn profile(kind: &str) -> Option<SecurityProfile> {
+    let profile_type = match kind {
+        "RuntimeDefault" => security_profile::ProfileType::RuntimeDefault,
+        "Unconfined" => security_profile::ProfileType::Unconfined,
+        _ => return None,
+    };
+    Some(SecurityProfile {
+        profile_type: profile_type as i32,
+        localhost_ref: String::new(),
+    })
+}
+
+impl Pod {
+    fn ns(&self) -> &str {
+        self.spec["metadata"]["namespace"].as_str().unwrap_or("")
+    }
+    fn name(&self) -> &str {
+        self.spec["metadata"]["name"].as_str().unwrap_or("")
+    }
+    fn uid(&self) -> &str {
+        self.spec["metadata"]["uid"].as_str().unwrap_or("")
+    }
+    fn container(&self) -> &Value {
+        &self.spec["spec"]["containers"][0]
+    }
+    fn deleted(&self) -> bool {
+        !self
+            .store
+            .names()
+            .contains(&format!("{}/{}", self.ns(), self.name()))
+    }
+
+    fn set_status(&self, status: Value) -> bool {
+        self.store.set_status(self.ns(), self.name(), status)
+    }
+
+    fn container_status(&self, state: Value, ready: bool, image_id: &str) -> Value {
+        let c = self.container();
+        json!([{"name": c["name"], "image": c["image"], "imageID": image_id,
+            "ready": ready, "restartCount": 0, "started": ready, "state": state}])
+    }
+
+    fn waiting(&self, started: &str, reason: &str, message: Option<&str>) -> Value {
+        let mut waiting = json!({"reason": reason});
+        if let Some(message) = message {
+            waiting["message"] = json!(message);
+        }
+        json!({"phase": "Pending", "startTime": started, "hostIP": "", "conditions": [],
+            "containerStatuses": self.container_status(json!({"waiting": waiting}), false, "")})
+    }
+
+    /// A core/v1 Event about this pod, from the kubelet on its node.
+    fn event(&self, kind: &str, reason: &str, message: &str, field_path: Option<&str>) {
+        let now = now_rfc3339();
+        let mut involved = json!({"kind": "Pod", "namespace": self.ns(), "name": self.name(),
+            "uid": self.uid(), "apiVersion": "v1"});
+        if let Some(path) = field_path {
+            involved["fieldPath"] = json!(path);
+        }
+        let id = format!("{:x}", epoch_seconds() as u64 ^ u64::from(rand_suffix()));
+        self.store
+            .add_event(json!({"kind": "Event", "apiVersion": "v1",
+            "metadata": {"name": format!("{}.{id}", self.name()), "namespace": self.ns(),
+                "creationTimestamp": now},
+            "involvedObject": involved, "reason": reason, "message": message,
+            "source": {"component": "kubelet", "host": self.node},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": kind,
+            "eventTime": null, "reportingComponent": "kubelet", "reportingInstance": self.node}));
+    }
+
+    /// `activeDeadlineSeconds` from `startTime`, as the kubelet's active deadline handler counts.
+    fn deadline(&self, started: Instant) -> Option<Instant> {
+        self.spec["spec"]["activeDeadlineSeconds"]
+            .as_u64()
+            .map(|s| started + Duration::from_secs(s))
+    }
+
+    fn deadline_exceeded(&self, started: &str, container_state: Value) {
+        self.event(
+            "Normal",
+            "DeadlineExceeded",
+            "Pod was active on the node longer than the specified deadline",
+            None,
+        );
+        self.set_status(json!({"phase": "Failed", "reason": "DeadlineExceeded",
+            "message": "Pod was active on the node longer than the specified deadline",
+            "startTime": started,
+            "containerStatuses": self.container_status(container_state, false, "")}));
+    }
+
+    /// Wait, stuck (a mount or image that never comes), until deletion or the deadline.
+    async fn stuck(&self, started_at: Instant, started: &str, state: Value) {
+        let deadline = self.deadline(started_at);
+        while !self.deleted() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                self.deadline_exceeded(started, state);
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    async fn run(self) {
+        let started_at = Instant::now();
+        let started = now_rfc3339();
+        if !self.set_status(self.waiting(&started, "ContainerCreating", None)) {
+            return;
+        }
+        // 1. Volumes: the hostPath type checks.
+        let mut host_paths: HashMap<String, String> = HashMap::new();
+        for volume in self.spec["spec"]["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let (Some(name), Some(path)) =
+                (volume["name"].as_str(), volume["hostPath"]["path"].as_str())
+            else {
+                continue;
+            };
+            let kind = volume["hostPath"]["type"].as_str().unwrap_or("");
+            if let Err(error) = check_host_path(&self.sim.root, path, kind) {
+                self.event(
+                    "Warning",
+                    "FailedMount",
+                    &format!("MountVolume.SetUp failed for volume \"{name}\" : {error}"),
+                    None,
+                );
+                let state = json!({"waiting": {"reason": "ContainerCreating"}});
+                self.stuck(started_at, &started, state).await;
+                return;
+            }
+            host_paths.insert(name.to_string(), path.to_string());
+        }
+        // 2. The image, as imagePullPolicy says.
+        let image = self.container()["image"].as_str().unwrap_or("").to_string();
+        let policy = self.container()["imagePullPolicy"]
+            .as_str()
+            .unwrap_or("IfNotPresent");
+        let mut images = match ImageService::connect(&self.sim.socket, CRI_TIMEOUT).await {
+            Ok(images) => images,
+            Err(e) => {
+                self.set_status(self.waiting(&started, "ContainerCreating", Some(&e.to_string())));
+                return;
+            }
+        };
+        let held = images.cached(&image).await.ok().flatten();
+        let image_id = match (policy, held) {
+            (_, Some(id)) if policy != "Always" => id,
+            ("Never", None) => {
+                let message =
+                    format!("Container image \"{image}\" is not present with pull policy of Never");
+                self.event(
+                    "Warning",
+                    "ErrImageNeverPull",
+                    &message,
+                    Some("spec.containers{probe}"),
+                );
+                let state = json!({"waiting": {"reason": "ErrImageNeverPull", "message": message}});
+                self.set_status(self.waiting(&started, "ErrImageNeverPull", Some(&message)));
+                self.stuck(started_at, &started, state).await;
+                return;
+            }
+            _ => match images.pull(&image, None).await {
+                Ok(PullOutcome::Pulled { image_ref }) => image_ref,
+                Ok(PullOutcome::Failed { code, message }) => {
+                    let rpc = format!("rpc error: code = {code} desc = {message}");
+                    let event = format!("Failed to pull image \"{image}\": {rpc}");
+                    self.event("Warning", "Failed", &event, Some("spec.containers{probe}"));
+                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
+                    let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
+                    self.stuck(started_at, &started, state).await;
+                    return;
+                }
+                Err(e) => {
+                    let rpc = e.to_string();
+                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
+                    let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
+                    self.stuck(started_at, &started, state).await;
+                    return;
+                }
+            },
+        };
+        // 3. The sandbox and the container.
+        let channel = match channel(&self.sim.socket, CRI_TIMEOUT).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.set_status(self.waiting(&started, "ContainerCreating", Some(&e.to_string())));
+                return;
+            }
+        };
+        let mut runtime = RuntimeServiceClient::new(channel);
+        let sandbox_config = self.sandbox_config();
+        let sandbox = match runtime
+            .run_pod_sandbox(RunPodSandboxRequest {
+                config: Some(sandbox_config.clone()),
+                runtime_handler: String::new(),
+            })
+            .await
+        {
+            Ok(r) => r.into_inner().pod_sandbox_id,
+            Err(status) => {
+                let message = format!(
+                    "Failed to create pod sandbox: rpc error: code = {:?} desc = {}",
+                    status.code(),
+                    status.message()
+                );
+                self.event("Warning", "FailedCreatePodSandBox", &message, None);
+                let state = json!({"waiting": {"reason": "ContainerCreating"}});
+                self.stuck(started_at, &started, state).await;
+                return;
+            }
+        };
+        self.live
+            .lock()
+            .expect("live")
+            .insert((self.sim.socket.clone(), sandbox.clone()));
+        self.run_in_sandbox(
+            &mut runtime,
+            &sandbox,
+            sandbox_config,
+            &image_id,
+            &host_paths,
+            started_at,
+            &started,
+        )
+        .await;
+        // 5. Deleted: the sandbox goes, with its container.
+        while !self.deleted() {
+            tokio::time::sleep(POLL).await;
+        }
+        let _ = runtime
+            .stop_pod_sandbox(StopPodSandboxRequest {
+                pod_sandbox_id: sandbox.clone(),
+            })
+            .await;
+        let _ = runtime
+            .remove_pod_sandbox(RemovePodSandboxRequest {
+                pod_sandbox_id: sandbox.clone(),
+            })
+            .await;
+        self.live
+            .lock()
+            .expect("live")
+            .remove(&(self.sim.socket.clone(), sandbox));
+    }
+
+    fn namespaces(&self) -> NamespaceOption {
+        let host = |field: &str| self.spec["spec"][field].as_bool().unwrap_or(false);
+        NamespaceOption {
+            network: if host("hostNetwork") {
+                NamespaceMode::Node
+            } else {
+                NamespaceMode::Pod
+            } as i32,
+            pid: if host("hostPID") {
+                NamespaceMode::Node
+            } else {
+                NamespaceMode::Container
+            } as i32,
+            ipc: if host("hostIPC") {
+                NamespaceMode::Node
+            } else {
+                NamespaceMode::Pod
+            } as i32,
+            ..NamespaceOption::default()
+        }
+    }
+
+    fn sandbox_config(&self) -> PodSandboxConfig {
+        let spec = &self.spec["spec"];
+        let pod_security = &spec["securityContext"];
+        let host_network = spec["hostNetwork"].as_bool().unwrap_or(false);
+        // dnsPolicy Default, or ClusterFirst on the host network (no cluster DNS to fall back
+        // on here): the kubelet's --resolv-conf, the node's /etc/resolv.conf.
+        let resolv =
+            std::fs::read_to_string(self.sim.root.join("etc/resolv.conf")).unwrap_or_default();
+        let labels: HashMap<String, String> = [
+            ("io.kubernetes.pod.name", self.name()),
+            ("io.kubernetes.pod.namespace", self.ns()),
+            ("io.kubernetes.pod.uid", self.uid()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        PodSandboxConfig {
+            metadata: Some(PodSandboxMetadata {
+                name: self.name().into(),
+                uid: self.uid().into(),
+                namespace: self.ns().into(),
+                attempt: 0,
+            }),
+            // The kubelet names the sandbox's host only in a UTS namespace of its own: a
+            // hostNetwork pod has the node's (kuberuntime_sandbox.go).
+            hostname: if host_network {
+                String::new()
+            } else {
+                self.name().into()
+            },
+            log_directory: self
+                .log_dir
+                .join(format!("{}_{}_{}", self.ns(), self.name(), self.uid()))
+                .display()
+                .to_string(),
+            dns_config: Some(dns_config(&resolv)),
+            labels,
+            linux: Some(LinuxPodSandboxConfig {
+                security_context: Some(LinuxSandboxSecurityContext {
+                    namespace_options: Some(self.namespaces()),
+                    run_as_user: pod_security["runAsUser"]
+                        .as_i64()
+                        .map(|value| Int64Value { value }),
+                    run_as_group: pod_security["runAsGroup"]
+                        .as_i64()
+                        .map(|value| Int64Value { value }),
+                    seccomp: profile(
+                        pod_security["seccompProfile"]["type"]
+                            .as_str()
+                            .unwrap_or(""),
+                    ),
+                    ..LinuxSandboxSecurityContext::default()
+                }),
+                ..LinuxPodSandboxConfig::default()
+            }),
+            ..PodSandboxConfig::default()
+        }
+    }
+
+    #[allow(deprecated)]
+    fn container_config(
+        &self,
+        image_id: &str,
+        host_paths: &HashMap<String, String>,
+    ) -> ContainerConfig {
+        let c = self.container();
+        let pod_security = &self.spec["spec"]["securityContext"];
+        let security = &c["securityContext"];
+        let either = |key: &str| {
+            if security[key].is_null() {
+                pod_security[key].clone()
+            } else {
+                security[key].clone()
+            }
+        };
+        let mounts: Vec<Mount> = c["volumeMounts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                let path = host_paths.get(m["name"].as_str()?)?;
+                Some(Mount {
+                    container_path: m["mountPath"].as_str()?.to_string(),
+                    host_path: self
+                        .sim
+                        .root
+                        .join(path.trim_start_matches('/'))
+                        .display()
+                        .to_string(),
+                    readonly: m["readOnly"].as_bool().unwrap_or(false),
+                    ..Mount::default()
+                })
+            })
+            .collect();
+        let apparmor = security["appArmorProfile"]["type"]
+            .as_str()
+            .or(pod_security["appArmorProfile"]["type"].as_str())
+            .unwrap_or("RuntimeDefault");
+        let name = c["name"].as_str().unwrap_or("").to_string();
+        ContainerConfig {
+            metadata: Some(ContainerMetadata {
+                name: name.clone(),
+                attempt: 0,
+            }),
+            image: Some(ImageSpec {
+                image: image_id.to_string(),
+                user_specified_image: c["image"].as_str().unwrap_or("").to_string(),
+                ..ImageSpec::default()
+            }),
+            command: strings(&c["command"]),
+            args: strings(&c["args"]),
+            working_dir: c["workingDir"].as_str().unwrap_or("").to_string(),
+            envs: c["env"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    Some(KeyValue {
+                        key: e["name"].as_str()?.to_string(),
+                        value: e["value"].as_str().unwrap_or("").as_bytes().to_vec(),
+                    })
+                })
+                .collect(),
+            mounts,
+            log_path: format!("{name}/0.log"),
+            linux: Some(LinuxContainerConfig {
+                security_context: Some(LinuxContainerSecurityContext {
+                    capabilities: Some(Capability {
+                        add_capabilities: strings(&security["capabilities"]["add"]),
+                        drop_capabilities: strings(&security["capabilities"]["drop"]),
+                        ..Capability::default()
+                    }),
+                    privileged: security["privileged"].as_bool().unwrap_or(false),
+                    namespace_options: Some(self.namespaces()),
+                    run_as_user: either("runAsUser")
+                        .as_i64()
+                        .map(|value| Int64Value { value }),
+                    run_as_group: either("runAsGroup")
+                        .as_i64()
+                        .map(|value| Int64Value { value }),
+                    readonly_rootfs: security["readOnlyRootFilesystem"]
+                        .as_bool()
+                        .unwrap_or(false),
+                    no_new_privs: security["allowPrivilegeEscalation"].as_bool() == Some(false),
+                    seccomp: profile(either("seccompProfile")["type"].as_str().unwrap_or("")),
+                    apparmor: profile(apparmor),
+                    // What containerd 1.6 reads (the kubelet sets both).
+                    apparmor_profile: match apparmor {
+                        "Unconfined" => "unconfined".into(),
+                        _ => "runtime/default".into(),
+                    },
+                    ..LinuxContainerSecurityContext::default()
+                }),
+                ..LinuxContainerConfig::default()
+            }),
+            ..ContainerConfig::default()
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_in_sandbox(
+        &self,
+        runtime: &mut RuntimeServiceClient<Channel>,
+        sandbox: &str,
+        sandbox_config: PodSandboxConfig,
+        image_id: &str,
+        host_paths: &HashMap<String, String>,
+        started_at: Instant,
+        started: &str,
+    ) {
+        let config = self.container_config(image_id, host_paths);
+        let log_path = PathBuf::from(&sandbox_config.log_directory).join(&config.log_path);
+        let created = runtime
+            .create_container(CreateContainerRequest {
+                pod_sandbox_id: sandbox.to_string(),
+                config: Some(config),
+                sandbox_config: Some(sandbox_config),
+            })
+            .await;
+        let container = match created {
+            Ok(r) => r.into_inner().container_id,
+            Err(status) => {
+                let message = format!("Error: {}", status.message());
+                self.event(
+                    "Warning",
+                    "Failed",
+                    &message,
+                    Some("spec.containers{probe}"),
+                );
+                let state = json!({"waiting": {"reason": "CreateContainerError", "message": status.message()}});
+                self.set_status(self.waiting(
+                    started,
+                    "CreateContainerError",
+                    Some(status.message()),
+                ));
+                self.stuck(started_at, started, state).await;
+                return;
+            }
+        };
+        if let Err(status) = runtime
+            .start_container(StartContainerRequest {
+                container_id: container.clone(),
+            })
+            .await
+        {
+            let message = status.message().to_string();
+            self.event(
+                "Warning",
+                "Failed",
+                &format!("Error: {message}"),
+                Some("spec.containers{probe}"),
+            );
+            self.set_status(json!({"phase": "Failed", "startTime": started,
+                "containerStatuses": self.container_status(json!({"terminated": {"exitCode": 128, "reason": "StartError", "message": message}}), false, image_id)}));
+            return;
+        }
+        let running_since = now_rfc3339();
+        self.set_status(json!({"phase": "Running", "startTime": started,
+            "containerStatuses": self.container_status(json!({"running": {"startedAt": running_since}}), true, image_id)}));
+        // 4. Until it exits, the deadline passes, or the pod is deleted.
+        let deadline = self.deadline(started_at);
+        loop {
+            if self.deleted() {
+                let _ = runtime
+                    .stop_container(StopContainerRequest {
+                        container_id: container.clone(),
+                        timeout: 0,
+                    })
+                    .await;
+                return;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                let _ = runtime
+                    .stop_container(StopContainerRequest {
+                        container_id: container.clone(),
+                        timeout: 0,
+                    })
+                    .await;
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                self.store
+                    .set_log(self.ns(), self.name(), parse_cri_log(&log));
+                self.deadline_exceeded(
+                    started,
+                    json!({"terminated": {"exitCode": 137, "reason": "Error", "startedAt": running_since, "finishedAt": now_rfc3339()}}),
+                );
+                return;
+            }
+            let status = runtime
+                .container_status(ContainerStatusRequest {
+                    container_id: container.clone(),
+                    verbose: false,
+                })
+                .await
+                .ok()
+                .and_then(|r| r.into_inner().status);
+            if let Some(status) =
+                status.filter(|s| s.state == ContainerState::ContainerExited as i32)
+            {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                self.store
+                    .set_log(self.ns(), self.name(), parse_cri_log(&log));
+                let exit = status.exit_code;
+                let finished = format_time(status.finished_at / 1_000_000_000);
+                let reason = if status.reason.is_empty() {
+                    if exit == 0 { "Completed" } else { "Error" }.to_string()
+                } else {
+                    status.reason.clone()
+                };
+                self.set_status(json!({"phase": if exit == 0 { "Succeeded" } else { "Failed" },
+                    "startTime": started,
+                    "containerStatuses": self.container_status(json!({"terminated": {"exitCode": exit,
+                        "reason": reason, "message": status.message, "startedAt": running_since,
+                        "finishedAt": finished, "containerID": format!("containerd://{container}")}}), false, image_id)}));
+                // restartPolicy Never (the only one probe pods use): it stays exited.
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// A few bits that differ between events recorded in the same second.
+fn rand_suffix() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::SeqCst) << 20 | std::process::id()
+}
+
+/// Every sandbox on a node's containerd (to show none is left behind).
+pub async fn sandboxes_on(socket: &Path) -> Vec<String> {
+    let channel = channel(socket, CRI_TIMEOUT)
+        .await
+        .expect("containerd answers");
+    RuntimeServiceClient::new(channel)
+        .list_pod_sandbox(ListPodSandboxRequest { filter: None })
+        .await
+        .expect("ListPodSandbox")
+        .into_inner()
+        .items
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
