@@ -173,6 +173,10 @@ async fn held(lab: &LabGuard, image: &str) -> Option<String> {
     images.cached(image).await.expect("ImageStatus answers")
 }
 
+// Not yet: the lab's containerd fails RunPodSandbox inside runc ("can't get final child's PID
+// from pipe: EOF") though a plain `runc run` of the pause binary works in the same namespaces;
+// until that is found (issue 24's note), the probe pod cannot run as a container here.
+#[ignore = "RunPodSandbox fails inside runc in the lab (issue 24 note)"]
 #[tokio::test(flavor = "multi_thread")]
 async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the_scenarios_verdict()
 {
