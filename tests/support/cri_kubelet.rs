@@ -301,7 +301,7 @@ impl Pod {
         }
         let id = format!("{:x}", epoch_seconds() as u64 ^ u64::from(rand_suffix()));
         self.store
-            .add_event(json!({"kind": "Event", "apiVersion": "v1",
+            .record_event(json!({"kind": "Event", "apiVersion": "v1",
             "metadata": {"name": format!("{}.{id}", self.name()), "namespace": self.ns(),
                 "creationTimestamp": now},
             "involvedObject": involved, "reason": reason, "message": message,

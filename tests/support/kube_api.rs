@@ -230,8 +230,6 @@ pub struct PodStore {
     events: Mutex<Vec<Value>>,
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
     created: AtomicU64,
-    /// core/v1 Events the kubelet wrote about pods.
-    events: Mutex<Vec<Value>>,
 }
 
 impl std::fmt::Debug for PodStore {
@@ -327,8 +325,8 @@ impl PodStore {
             .insert((namespace.to_string(), name.to_string()), log);
     }
 
-    /// Record a core/v1 Event (with `kind`), as a kubelet posts one.
-    pub fn add_event(&self, event: Value) {
+    /// Record a whole core/v1 Event (with `kind`), as a kubelet posts one.
+    pub fn record_event(&self, event: Value) {
         self.events.lock().expect("events").push(event);
     }
 
