@@ -5,13 +5,12 @@
 //! 127.0.0.1; the probe trusts it through `--ca-file` and reaches it by IP literal.
 
 mod support;
+#[path = "support/registry.rs"]
+mod registry;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -48,31 +47,9 @@ impl Drop for TempDir {
     }
 }
 
-fn tls() -> (Arc<rustls::ServerConfig>, String) {
-    let ca_key = KeyPair::generate().expect("CA key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA cert");
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf_key = KeyPair::generate().expect("leaf key");
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("leaf params")
-        .signed_by(&leaf_key, &issuer)
-        .expect("leaf cert");
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_no_client_auth()
-    .with_single_cert(vec![CertificateDer::from(leaf.der().to_vec())], key)
-    .expect("server config");
-    (Arc::new(config), ca_cert.pem())
-}
 
 async fn serve(mode: Misbehaviour) -> Server {
-    let (config, ca_pem) = tls();
+    let (config, ca_pem) = registry::tls_for("127.0.0.1");
     let dir = std::env::temp_dir().join(format!(
         "pullpath-hostile-{}-{}",
         std::process::id(),
