@@ -208,16 +208,64 @@ impl Exports {
                     .into(),
             });
         }
+        Ok(Exports::gather(
+            dir,
+            |folder| json_files(&dir.join(folder)),
+            |file| read_bytes(&dir.join(file)),
+        ))
+    }
+
+    /// The same reading as [`Exports::load`] over files already in memory (path relative to
+    /// the directory → its bytes), with no filesystem: the fuzz target's entry (`fuzz/`), so
+    /// every input reaches the same checks a directory's files do.
+    pub fn from_texts(dir: &Path, texts: &BTreeMap<String, Vec<u8>>) -> Exports {
+        Exports::gather(
+            dir,
+            |folder| {
+                let mut names: Vec<String> = texts
+                    .keys()
+                    .filter_map(|path| path.strip_prefix(folder)?.strip_prefix('/'))
+                    .filter(|name| name.ends_with(".json") && !name.contains('/'))
+                    .map(str::to_string)
+                    .collect();
+                names.sort();
+                names
+            },
+            |file| Ok(texts.get(file).cloned()),
+        )
+    }
+
+    /// Every file of the layout: `list` names a folder's `.json` files, `fetch` a file's bytes.
+    fn gather(
+        dir: &Path,
+        list: impl Fn(&str) -> Vec<String>,
+        fetch: impl Fn(&str) -> Result<Option<Vec<u8>>, String>,
+    ) -> Exports {
         let mut exports = Exports {
             dir: dir.to_path_buf(),
             ..Exports::default()
         };
+        let mut read = |export: Export, file: String| {
+            let state = match fetch(&file).and_then(|bytes| bytes.map(parse_json).transpose()) {
+                Ok(Some(value)) => {
+                    exports.documents.insert(file.to_ascii_lowercase(), value);
+                    FileState::Read
+                }
+                Ok(None) => FileState::Missing,
+                Err(reason) => FileState::Unreadable(reason),
+            };
+            exports.files.push(FileStatus {
+                file,
+                export,
+                state,
+            });
+        };
         for export in Export::ALL {
             match export.folder() {
-                None => exports.read(export, export.file().to_string()),
+                None => read(export, export.file().to_string()),
                 Some(folder) => {
-                    for file in json_files(&dir.join(folder)) {
-                        exports.read(export, format!("{folder}/{file}"));
+                    for file in list(folder) {
+                        read(export, format!("{folder}/{file}"));
                     }
                 }
             }
@@ -246,23 +294,7 @@ impl Exports {
                 }
             }
         }
-        Ok(exports)
-    }
-
-    fn read(&mut self, export: Export, file: String) {
-        let state = match read_json(&self.dir.join(&file)) {
-            Ok(Some(value)) => {
-                self.documents.insert(file.to_ascii_lowercase(), value);
-                FileState::Read
-            }
-            Ok(None) => FileState::Missing,
-            Err(reason) => FileState::Unreadable(reason),
-        };
-        self.files.push(FileStatus {
-            file,
-            export,
-            state,
-        });
+        exports
     }
 
     /// A parsed document by its relative path (case-insensitive).
@@ -313,7 +345,7 @@ fn json_files(folder: &Path) -> Vec<String> {
 }
 
 /// `Ok(None)` when absent; `Err` names what is wrong with the file without quoting it.
-fn read_json(path: &Path) -> Result<Option<Value>, String> {
+fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, String> {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -323,6 +355,11 @@ fn read_json(path: &Path) -> Result<Option<Value>, String> {
     file.take(MAX_FILE + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
+    Ok(Some(bytes))
+}
+
+/// A file's bytes → its document; `Err` names what is wrong without quoting it.
+fn parse_json(bytes: Vec<u8>) -> Result<Value, String> {
     if bytes.len() as u64 > MAX_FILE {
         return Err(format!("larger than {} MiB", MAX_FILE >> 20));
     }
@@ -385,6 +422,45 @@ mod tests {
         );
         assert_eq!(state("acr.json"), Some(FileState::Missing));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn texts_in_memory_read_as_the_directory_reads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/azure/healthy");
+        let mut texts = BTreeMap::new();
+        for export in Export::ALL {
+            let files = match export.folder() {
+                None => vec![export.file().to_string()],
+                Some(folder) => json_files(&dir.join(folder))
+                    .into_iter()
+                    .map(|f| format!("{folder}/{f}"))
+                    .collect(),
+            };
+            for file in files {
+                if let Ok(bytes) = std::fs::read(dir.join(&file)) {
+                    texts.insert(file, bytes);
+                }
+            }
+        }
+        texts.insert("nsgs.json".into(), b"  ".to_vec());
+        let from_disk = Exports::load(&dir).expect("a directory");
+        let in_memory = Exports::from_texts(&dir, &texts);
+        let states = |e: &Exports| {
+            e.files
+                .iter()
+                .map(|f| (f.file.clone(), f.state.clone()))
+                .collect::<Vec<_>>()
+        };
+        let mut expected = states(&from_disk);
+        for (file, state) in &mut expected {
+            if file == "nsgs.json" {
+                *state = FileState::Unreadable(
+                    "empty (the command that writes it failed or printed nothing)".into(),
+                );
+            }
+        }
+        assert_eq!(states(&in_memory), expected);
+        assert_eq!(in_memory.get("vnets.json"), from_disk.get("vnets.json"));
     }
 
     #[test]
