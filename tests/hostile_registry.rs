@@ -4,9 +4,9 @@
 //! The server is a few lines of HTTP/1.1 over real TLS (tokio-rustls, a CA made by rcgen) on
 //! 127.0.0.1; the probe trusts it through `--ca-file` and reaches it by IP literal.
 
-mod support;
 #[path = "support/registry.rs"]
 mod registry;
+mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -46,7 +46,6 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
-
 
 async fn serve(mode: Misbehaviour) -> Server {
     let (config, ca_pem) = registry::tls_for("127.0.0.1");
