@@ -70,45 +70,75 @@ pub fn urls_match(glob: &str, target: &str) -> bool {
         && glob_labels
             .iter()
             .zip(&target_labels)
-            .all(|(g, t)| glob_match(g.as_bytes(), t.as_bytes()) == Some(true))
+            .all(|(g, t)| label_matches(g, t))
+}
+
+/// Whether one DNS label matches its glob, as Go's `filepath.Match` decides (`None`, a malformed
+/// pattern, is no match for the kubelet).
+fn label_matches(pattern: &str, label: &str) -> bool {
+    let mut failed = std::collections::HashSet::new();
+    glob_match(pattern.as_bytes(), label.as_bytes(), &mut failed) == Some(true)
 }
 
 /// Go's `filepath.Match` on one label (no separator inside): `*`, `?`, `[class]` with ranges
-/// and `^`, `\` escapes. `None` for a malformed pattern, which the kubelet treats as no match.
-fn glob_match(pattern: &[u8], text: &[u8]) -> Option<bool> {
+/// and `^`, `\` escapes; `None` for a malformed pattern. Every (pattern, text) suffix pair that
+/// failed is remembered in `failed`, so a key of many `*` (a pull secret is outside input) costs
+/// at most pattern × text steps instead of one per way of splitting the text: fuzzing found
+/// `********` against a long label taking seconds.
+fn glob_match(
+    pattern: &[u8],
+    text: &[u8],
+    failed: &mut std::collections::HashSet<(usize, usize)>,
+) -> Option<bool> {
+    let state = (pattern.len(), text.len());
+    if failed.contains(&state) {
+        return Some(false);
+    }
+    let result = glob_step(pattern, text, failed);
+    if result == Some(false) {
+        failed.insert(state);
+    }
+    result
+}
+
+fn glob_step(
+    pattern: &[u8],
+    text: &[u8],
+    failed: &mut std::collections::HashSet<(usize, usize)>,
+) -> Option<bool> {
     match pattern.split_first() {
         None => Some(text.is_empty()),
         Some((b'*', rest)) => {
             for skip in 0..=text.len() {
-                if glob_match(rest, &text[skip..])? {
+                if glob_match(rest, &text[skip..], failed)? {
                     return Some(true);
                 }
             }
             Some(false)
         }
         Some((b'?', rest)) => match text.split_first() {
-            Some((_, tail)) => glob_match(rest, tail),
+            Some((_, tail)) => glob_match(rest, tail, failed),
             None => {
-                glob_match(rest, b"")?;
+                glob_match(rest, b"", failed)?;
                 Some(false)
             }
         },
         Some((b'[', rest)) => {
             let (matched, after) = class_match(rest, text.first().copied())?;
             match (matched, text.split_first()) {
-                (true, Some((_, tail))) => glob_match(after, tail),
+                (true, Some((_, tail))) => glob_match(after, tail, failed),
                 _ => Some(false),
             }
         }
         Some((b'\\', rest)) => {
             let (&literal, rest) = rest.split_first()?;
             match text.split_first() {
-                Some((&c, tail)) if c == literal => glob_match(rest, tail),
+                Some((&c, tail)) if c == literal => glob_match(rest, tail, failed),
                 _ => Some(false),
             }
         }
         Some((&literal, rest)) => match text.split_first() {
-            Some((&c, tail)) if c == literal => glob_match(rest, tail),
+            Some((&c, tail)) if c == literal => glob_match(rest, tail, failed),
             _ => Some(false),
         },
     }
@@ -286,6 +316,24 @@ mod tests {
             "shopacr.azurecr.io:443",
             &image("shopacr.azurecr.io/shop/web:2")
         ));
+    }
+
+    #[test]
+    fn many_stars_cost_no_more_than_pattern_times_text() {
+        // Found by the keyring fuzz target: eight `*` against 40 bytes that never match took
+        // seconds by trying every split of the text; remembered failures make it immediate.
+        let stars = "*".repeat(40) + "x";
+        let label = "\u{ce}".repeat(60);
+        // Without the remembered failures these take longer than the test runner waits.
+        assert!(!urls_match(
+            &format!("{stars}.io"),
+            &format!("{label}.io/app")
+        ));
+        assert!(!urls_match(
+            "*a*a*a*a*a*a*a*a*a*a*b.io",
+            &format!("{}.io/x", "a".repeat(60))
+        ));
+        assert!(urls_match("*a*a*b.io", "xxaxxaxxb.io/x"));
     }
 
     #[test]
