@@ -12,6 +12,7 @@ use pullpath::cli::{
 use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
 use pullpath::node_root::NodeRoot;
+use pullpath::probe::process::RunningProcess;
 use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
 use pullpath::render::{self, Style};
 use pullpath::runtime::version::RuntimeIdentity;
@@ -210,7 +211,9 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
 /// command line, else the kubelet's default, saying which.
 fn kubelet_sources(
     args: &ProbeArgs,
-    kubelet: Option<&probe::kubelet_creds::RunningKubelet>,
+    kubelet: Option<&RunningProcess>,
+    node: &NodeRoot,
+    containerd_config: PathBuf,
 ) -> probe::kubelet_creds::Sources {
     let mut origins = Vec::new();
     let mut setting = |flag: &str, given: &Option<PathBuf>, default: Option<&str>| {
@@ -244,11 +247,13 @@ fn kubelet_sources(
     // The kubelet searches its own working directory and $HOME, not ours; seen through /proc,
     // its working directory is a node path. In a node root with no kubelet in sight, systemd's
     // defaults for a unit without `User=`: `/` and no $HOME.
-    let node = NodeRoot::at(&args.host_root);
     let (working_dir, home) = match kubelet {
         Some(k) => (
             std::fs::read_link(format!("/proc/{}/cwd", k.pid)).ok(),
-            k.environ.get("HOME").map(PathBuf::from),
+            k.environ
+                .as_ref()
+                .and_then(|e| e.get("HOME"))
+                .map(PathBuf::from),
         ),
         None if !node.is_host() => (Some(PathBuf::from("/")), None),
         None => (
@@ -257,7 +262,7 @@ fn kubelet_sources(
         ),
     };
     probe::kubelet_creds::Sources {
-        node,
+        node: node.clone(),
         pull_secrets: args.docker_config.clone(),
         node_config: probe::kubelet_creds::node_config_search(
             &root_dir,
@@ -267,32 +272,19 @@ fn kubelet_sources(
         provider_config,
         provider_bin_dir,
         plugin_timeout: args.credential_provider_timeout,
-        containerd_config: Some(containerd_config(args)),
-        kubelet_environment: kubelet.map(|k| k.environ.clone()),
+        containerd_config: Some(containerd_config),
+        // An unreadable environment is an empty one for the plugins, as it is for the kubelet's.
+        kubelet_environment: kubelet.map(|k| k.environ.clone().unwrap_or_default()),
         origins,
     }
 }
 
 /// containerd's config.toml (a node path): the flag, else the one the running containerd was
 /// started with, else its default.
-fn containerd_config(args: &ProbeArgs) -> PathBuf {
-    if let Some(given) = &args.containerd_config {
-        return given.clone();
-    }
-    let proc = std::path::Path::new("/proc");
-    let running = args
-        .runtime_pid
-        .or_else(|| probe::proxy::process_named(proc, "containerd"));
-    running
-        .and_then(|pid| std::fs::read(proc.join(pid.to_string()).join("cmdline")).ok())
-        .and_then(|cmdline| {
-            let words: Vec<String> = cmdline
-                .split(|b| *b == 0)
-                .filter(|w| !w.is_empty())
-                .map(|w| String::from_utf8_lossy(w).into_owned())
-                .collect();
-            probe::containerd_config::config_flag(&words)
-        })
+fn containerd_config(args: &ProbeArgs, containerd: Option<&RunningProcess>) -> PathBuf {
+    args.containerd_config
+        .clone()
+        .or_else(|| containerd.and_then(|c| probe::containerd_config::config_flag(&c.args)))
         .unwrap_or_else(|| PathBuf::from(probe::containerd_config::DEFAULT_CONFIG))
 }
 
@@ -321,13 +313,17 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
-    // The node's kubelet, seen through /proc (the node's processes, on the node or with hostPID).
-    let kubelet =
-        probe::kubelet_creds::RunningKubelet::read(std::path::Path::new("/proc"), args.kubelet_pid);
+    // The node's kubelet and containerd, each read once through /proc (the node's processes,
+    // on the node or with hostPID).
+    let proc = std::path::Path::new("/proc");
+    let kubelet = RunningProcess::read(proc, args.kubelet_pid, "kubelet");
+    let containerd = RunningProcess::read(proc, args.runtime_pid, "containerd");
+    let containerd_config = containerd_config(&args, containerd.as_ref());
+    let node = NodeRoot::at(&args.host_root);
     // The kubelet's sources, unless `--username` names the one credential to use.
     let credential_sources = credentials
         .is_none()
-        .then(|| kubelet_sources(&args, kubelet.as_ref()));
+        .then(|| kubelet_sources(&args, kubelet.as_ref(), &node, containerd_config.clone()));
     for (flag, value) in [
         ("--https-proxy", &args.https_proxy),
         ("--http-proxy", &args.http_proxy),
@@ -349,7 +345,6 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     }
     // The runtime's socket is a node path (the kubelet's own unless given): in a probe pod, the
     // node's socket under its root.
-    let node = NodeRoot::at(&args.host_root);
     let endpoint = match &args.runtime_endpoint {
         Some(given) => given.clone(),
         None => probe::kubelet_config::runtime_endpoint(&node, kubelet.as_ref()).value,
@@ -380,7 +375,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         parallel: usize::from(args.parallel),
         progress: args.output == Output::Text
             && std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        node: NodeRoot::at(&args.host_root),
+        node,
         etc: args.etc.clone(),
         proxy: probe::ProxySources {
             overrides: [
@@ -396,9 +391,9 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
             } else {
                 args.systemd_dirs.clone()
             },
-            runtime_pid: args.runtime_pid,
+            runtime: containerd,
         },
-        containerd_config: containerd_config(&args),
+        containerd_config,
         containerd_certs: args
             .containerd_certs
             .as_deref()

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::kubelet_creds::RunningKubelet;
+use super::process::RunningProcess;
 use crate::node_root::NodeRoot;
 
 /// The kubelet's default CRI endpoint on Linux.
@@ -30,7 +30,7 @@ pub fn config_field(text: &str, field: &str) -> Option<String> {
 
 /// The kubelet's config files in the order it applies them: `--config`, then `--config-dir`'s
 /// `*.conf` in lexical order (node paths).
-pub fn config_files(node: &NodeRoot, kubelet: &RunningKubelet) -> Vec<PathBuf> {
+pub fn config_files(node: &NodeRoot, kubelet: &RunningProcess) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = kubelet
         .flag("config")
         .map(PathBuf::from)
@@ -49,7 +49,7 @@ pub fn config_files(node: &NodeRoot, kubelet: &RunningKubelet) -> Vec<PathBuf> {
 
 /// The CRI endpoint the kubelet pulls through: its flag, else its config files' field (the last
 /// that sets it), else the default.
-pub fn runtime_endpoint(node: &NodeRoot, kubelet: Option<&RunningKubelet>) -> Sourced {
+pub fn runtime_endpoint(node: &NodeRoot, kubelet: Option<&RunningProcess>) -> Sourced {
     if let Some(kubelet) = kubelet {
         if let Some(value) = kubelet.flag("container-runtime-endpoint") {
             return Sourced {
@@ -85,14 +85,14 @@ pub fn runtime_endpoint(node: &NodeRoot, kubelet: Option<&RunningKubelet>) -> So
 mod tests {
     use super::*;
 
-    fn kubelet(args: &[&str]) -> RunningKubelet {
-        RunningKubelet {
+    fn kubelet(args: &[&str]) -> RunningProcess {
+        RunningProcess {
             pid: 7,
             args: std::iter::once("/usr/bin/kubelet")
                 .chain(args.iter().copied())
                 .map(str::to_string)
                 .collect(),
-            environ: Default::default(),
+            environ: None,
         }
     }
 

@@ -107,57 +107,6 @@ pub fn node_config_search(
     }
 }
 
-/// The running kubelet, read from `/proc`: its flags name the sources, its environment is the
-/// one its plugins inherit.
-#[derive(Debug, Clone, Default)]
-pub struct RunningKubelet {
-    pub pid: u32,
-    pub args: Vec<String>,
-    pub environ: BTreeMap<String, String>,
-}
-
-impl RunningKubelet {
-    /// `pid`'s command line and environment, or the first process named `kubelet`.
-    pub fn read(proc: &Path, pid: Option<u32>) -> Option<RunningKubelet> {
-        let read = |pid: u32| {
-            let dir = proc.join(pid.to_string());
-            let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
-            let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
-            Some(RunningKubelet {
-                pid,
-                args: cmdline
-                    .split(|b| *b == 0)
-                    .filter(|a| !a.is_empty())
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect(),
-                environ: super::proxy::parse_environ(&environ),
-            })
-        };
-        if let Some(pid) = pid {
-            return read(pid);
-        }
-        read(super::proxy::process_named(proc, "kubelet")?)
-    }
-
-    /// A flag's value as Go's flag package takes it: `--name=value` or `--name value`
-    /// (one or two dashes), the last one winning.
-    pub fn flag(&self, name: &str) -> Option<String> {
-        let mut found = None;
-        let mut args = self.args.iter().skip(1);
-        while let Some(arg) = args.next() {
-            let Some(bare) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
-                continue;
-            };
-            if let Some(value) = bare.strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
-                found = Some(value.to_string());
-            } else if bare == name {
-                found = args.next().cloned();
-            }
-        }
-        found
-    }
-}
-
 /// Which source a credential, or a piece of evidence, came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {

@@ -22,6 +22,7 @@ pub mod kubelet_creds;
 pub mod net;
 pub mod oci;
 pub mod path;
+pub mod process;
 pub mod progress;
 pub mod proxy;
 pub mod redirect;
@@ -115,8 +116,8 @@ pub struct ProxySources {
     pub overrides: std::collections::BTreeMap<String, String>,
     /// Where systemd looks for containerd's unit and drop-ins on the node, first first.
     pub systemd_dirs: Vec<PathBuf>,
-    /// The running containerd; `None` finds the process named containerd.
-    pub runtime_pid: Option<u32>,
+    /// The running containerd, as `/proc` showed it (read once per probe).
+    pub runtime: Option<process::RunningProcess>,
 }
 
 impl ProxySources {
@@ -124,13 +125,10 @@ impl ProxySources {
     /// node's processes on the node and in a `hostPID` pod), else its systemd unit's read inside
     /// the node root, flags over both.
     pub fn read(&self, node: &NodeRoot) -> proxy::RuntimeEnvironment {
-        let proc = std::path::Path::new("/proc");
-        let process = match self.runtime_pid {
-            Some(pid) => std::fs::read(proc.join(pid.to_string()).join("environ"))
-                .ok()
-                .map(|bytes| (pid, proxy::parse_environ(&bytes))),
-            None => proxy::running_containerd(proc),
-        };
+        let process = self
+            .runtime
+            .as_ref()
+            .and_then(|p| Some((p.pid, p.environ.clone()?)));
         let unit = systemd::service_environment(node, &self.systemd_dirs, "containerd.service");
         let unit_notes = unit.as_ref().map(|u| u.notes.clone()).unwrap_or_default();
         let mut environment = proxy::RuntimeEnvironment::decide(
@@ -184,16 +182,10 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
     warnings.extend(hosts.notes.iter().cloned());
     let environment = config.proxy.read(node);
     warnings.extend(environment.notes.iter().cloned());
-    let trust_var = |name: &str| {
-        environment
-            .vars
-            .get(name)
-            .map(|(value, source)| (value.as_str(), source.as_str()))
-    };
     let system = system_trust::SystemTrust::load(
         node,
-        trust_var("SSL_CERT_FILE"),
-        trust_var("SSL_CERT_DIR"),
+        environment.get("SSL_CERT_FILE"),
+        environment.get("SSL_CERT_DIR"),
     );
     let (endpoints, trusts) = trusts_for(node, &system, &hosts.endpoints, &config.ca_files)?;
     let plan = match (&config.credentials, &config.credential_sources) {

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
 
 use url::Url;
 
@@ -353,9 +352,11 @@ fn pull_var(name: &str) -> bool {
 }
 
 impl RuntimeEnvironment {
-    /// A variable's value, when set.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(|(value, _)| value.as_str())
+    /// A variable's value and where it was set, when set.
+    pub fn get(&self, name: &str) -> Option<(&str, &str)> {
+        self.vars
+            .get(name)
+            .map(|(value, source)| (value.as_str(), source.as_str()))
     }
 
     /// The proxy variables only, with where each came from.
@@ -441,27 +442,6 @@ fn words(vars: &BTreeMap<&String, &String>) -> String {
         .map(|(k, v)| format!("{k}={}", redact_value(v)))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The lowest pid under `proc` whose process is named `comm` (`containerd`, `kubelet`).
-pub fn process_named(proc: &Path, comm: &str) -> Option<u32> {
-    let mut pids: Vec<u32> = std::fs::read_dir(proc)
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    pids.sort_unstable();
-    pids.into_iter().find(|pid| {
-        std::fs::read_to_string(proc.join(pid.to_string()).join("comm"))
-            .is_ok_and(|name| name.trim() == comm)
-    })
-}
-
-/// The environment of the running `containerd` found under `proc` (its pid and vars).
-pub fn running_containerd(proc: &Path) -> Option<(u32, BTreeMap<String, String>)> {
-    let pid = process_named(proc, "containerd")?;
-    let environ = std::fs::read(proc.join(pid.to_string()).join("environ")).ok()?;
-    Some((pid, parse_environ(&environ)))
 }
 
 /// `/proc/<pid>/environ`: NUL-separated `KEY=value`.

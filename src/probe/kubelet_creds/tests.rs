@@ -1,4 +1,5 @@
 use super::*;
+use crate::probe::process::RunningProcess;
 
 fn cred(user: &str) -> Credentials {
     Credentials {
@@ -182,7 +183,7 @@ fn the_running_kubelet_is_read_from_proc() {
         b"HOME=/root\0HTTPS_PROXY=http://p:3128\0",
     )
     .expect("environ");
-    let kubelet = RunningKubelet::read(&proc, None).expect("found by name");
+    let kubelet = RunningProcess::read(&proc, None, "kubelet").expect("found by name");
     assert_eq!(kubelet.pid, 42);
     assert_eq!(kubelet.flag("root-dir").as_deref(), Some("/data/kubelet"));
     assert_eq!(
@@ -195,10 +196,14 @@ fn the_running_kubelet_is_read_from_proc() {
     );
     assert_eq!(kubelet.flag("image-credential-provider"), None);
     assert_eq!(
-        kubelet.environ.get("HOME").map(String::as_str),
+        kubelet
+            .environ
+            .as_ref()
+            .and_then(|e| e.get("HOME"))
+            .map(String::as_str),
         Some("/root")
     );
-    assert!(RunningKubelet::read(&proc, Some(99)).is_none());
+    assert!(RunningProcess::read(&proc, Some(99), "kubelet").is_none());
     let _ = std::fs::remove_dir_all(&proc);
 }
 
