@@ -3,6 +3,7 @@
 //! (bash, zsh, fish and groff come from scripts/install-deps.sh.)
 
 mod support;
+use support::succeeded;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -37,16 +38,6 @@ fn run(program: &str, args: &[&str], dir: &Path) -> Output {
         .unwrap_or_else(|e| panic!("{program} ({e}): run scripts/install-deps.sh"))
 }
 
-fn succeeded(what: &str, out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn bash_completion_parses_and_completes_subcommands_and_flags() {
     let dir = Scratch::new("bash");
@@ -55,10 +46,7 @@ fn bash_completion_parses_and_completes_subcommands_and_flags() {
         stdout_of(&["completions", "bash"]),
     )
     .expect("write");
-    succeeded(
-        "bash -n",
-        &run("bash", &["-n", "pullpath.bash"], dir.path()),
-    );
+    succeeded("bash -n", run("bash", &["-n", "pullpath.bash"], dir.path()));
     // Ask the completion function what bash would offer, as bash does on <TAB>.
     let complete = |words: &str, cword: usize| {
         let script = format!(
@@ -66,10 +54,7 @@ fn bash_completion_parses_and_completes_subcommands_and_flags() {
              _pullpath pullpath \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
              printf '%s\\n' \"${{COMPREPLY[@]}}\""
         );
-        succeeded(
-            "bash completion",
-            &run("bash", &["-c", &script], dir.path()),
-        )
+        succeeded("bash completion", run("bash", &["-c", &script], dir.path()))
     };
     let offered = complete("pullpath ''", 1);
     for subcommand in SUBCOMMANDS {
@@ -94,10 +79,10 @@ fn zsh_completion_parses_and_registers_for_pullpath() {
         stdout_of(&["completions", "zsh"]),
     )
     .expect("write");
-    succeeded("zsh -n", &run("zsh", &["-n", "_pullpath"], dir.path()));
+    succeeded("zsh -n", run("zsh", &["-n", "_pullpath"], dir.path()));
     let registered = succeeded(
         "zsh compinit",
-        &run(
+        run(
             "zsh",
             &[
                 "-fc",
@@ -123,11 +108,11 @@ fn fish_completion_parses_and_completes_subcommands_and_flags() {
     .expect("write");
     succeeded(
         "fish --no-execute",
-        &run("fish", &["--no-execute", "pullpath.fish"], dir.path()),
+        run("fish", &["--no-execute", "pullpath.fish"], dir.path()),
     );
     let complete = |line: &str| {
         let script = format!("source ./pullpath.fish; complete -C '{line}'");
-        succeeded("fish complete", &run("fish", &["-c", &script], dir.path()))
+        succeeded("fish complete", run("fish", &["-c", &script], dir.path()))
     };
     let offered = complete("pullpath ");
     for subcommand in SUBCOMMANDS {

@@ -9,6 +9,7 @@ mod cri_kubelet;
 #[path = "support/kube_api.rs"]
 mod kube_api;
 mod support;
+use support::succeeded;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,16 +42,6 @@ fn node_object(name: &str) -> Value {
             "nodeInfo": {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd://1.6.20",
                 "osImage": "Debian GNU/Linux 12 (bookworm)", "architecture": "amd64", "bootID": "", "kernelVersion": "",
                 "kubeProxyVersion": "", "machineID": "", "operatingSystem": "linux", "systemUUID": ""}}})
-}
-
-fn succeeded(what: &str, out: std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The static dev-profile pullpath (as scripts/release.sh builds it, without its archives),

@@ -5,6 +5,7 @@
 //! full walk too.
 
 mod support;
+use support::succeeded;
 
 use std::path::Path;
 use std::process::Command;
@@ -16,16 +17,6 @@ use support::{lab, password, repo};
 
 /// Where the image goes: a repository alice may pull (lab/tokend.py), pushed as admin.
 const REPOSITORY: &str = "registry.example.test/team-a/pullpath";
-
-fn succeeded(what: &str, out: std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn bash(script: &str, args: &[&str]) -> String {
     let out = Command::new("bash")

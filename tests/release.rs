@@ -4,6 +4,7 @@
 //! the OCI layout is one that skopeo reads, one layer holding that binary, non-root, labelled.
 
 mod support;
+use support::succeeded;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,16 +22,6 @@ fn run(program: &str, args: &[&str], dir: &Path) -> Output {
         .current_dir(dir)
         .output()
         .unwrap_or_else(|e| panic!("{program} ({e}): run scripts/install-deps.sh"))
-}
-
-fn succeeded(what: &str, out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn sha256_hex(path: &Path) -> String {

@@ -36,6 +36,18 @@ pub fn probe_isolated_in(command: &mut Command, dir: &Path) {
         .current_dir(dir);
 }
 
+/// A command's stdout, after asserting it succeeded (its output in the failure).
+pub fn succeeded(what: &str, out: impl std::borrow::Borrow<std::process::Output>) -> String {
+    let out = out.borrow();
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The repository root (where `lab/` lives).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
