@@ -702,6 +702,12 @@ def containerd_dir(node: str) -> str:
     return os.path.join(STATE, "containerd", node)
 
 
+def runtime_pid_file(node: str) -> str:
+    """Where the pid of a node's containerd, as this machine's /proc numbers it, is kept (the
+    server's pid file holds the unshare that leads its pid namespace)."""
+    return os.path.join(containerd_dir(node), "pid")
+
+
 def containerd_socket(node: str) -> str:
     return os.path.join(containerd_dir(node), "containerd.sock")
 
@@ -764,6 +770,19 @@ def fetch_runtimes():
         run("dpkg-deb", "-x", os.path.join(work, deb), target)
 
 
+def restrict_oom() -> str:
+    """The sandbox's spec asks for oom_score_adj -998 (the pause container's), and lowering it
+    needs CAP_SYS_RESOURCE, which some machines' root lacks (a Firecracker VM's, as here): runc
+    then dies in nsexec ("can't get final child's PID from pipe: EOF"). There, containerd's own
+    switch for that case keeps every pod's score at or above containerd's; nothing the probe
+    reads depends on it."""
+    CAP_SYS_RESOURCE = 24
+    with open("/proc/self/status") as f:
+        effective = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    held = effective >> CAP_SYS_RESOURCE & 1
+    return "" if held else "  restrict_oom_score_adj = true"
+
+
 def containerd_config(base: str) -> str:
     """The node's containerd configuration: format 2 for 1.6 and 1.7, format 3 for 2.x (whose
     CRI plugin is split into io.containerd.cri.v1.images and .runtime)."""
@@ -809,6 +828,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     platform = "linux/{HOST_ARCH}"
     snapshotter = "native"
 
+[plugins."io.containerd.cri.v1.runtime"]
+{restrict_oom()}
 [plugins."io.containerd.cri.v1.runtime".cni]
   bin_dir = "{base}/cni/bin"
   conf_dir = "{base}/cni/conf"
@@ -817,6 +838,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 {common}
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{REGISTRY}/pause:3.6"
+{restrict_oom()}
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"
   [plugins."io.containerd.grpc.v1.cri".cni]
@@ -959,13 +981,23 @@ ca = "{PKI}/ca.pem"
     # `ip netns exec` gives the command a fresh /sys without this machine's cgroup mounts, and
     # runc cannot run a pod's containers without them ("no cgroup mount found in mountinfo"):
     # containerd starts after they are mounted again in its own mount namespace.
-    start(server, NODES[node], "sh", "-c", f'{cgroup_mounts()}exec "$0" "$@"', containerd_binary(),
-          "--config", conf, env=env)
+    # Each node's containerd is pid 1 of a pid namespace of its own, as on a node where a hostPID
+    # probe pod sees that node's processes only (its containerd, its kubelet), never another
+    # lab node's. `--kill-child` takes it down with the unshare the lab stops.
+    start(server, NODES[node], "sh", "-c", f'{cgroup_mounts()}exec "$0" "$@"', "unshare", "--pid",
+          "--kill-child", "--mount-proc", containerd_binary(), "--config", conf, env=env)
+    try:
+        os.remove(runtime_pid_file(node))
+    except FileNotFoundError:
+        pass
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if os.path.exists(containerd_socket(node)):
             ok = run("ctr", "--address", containerd_socket(node), "version", check=False)
             if ok.returncode == 0:
+                unshare = pid_of(server)
+                with open(f"/proc/{unshare}/task/{unshare}/children") as f:
+                    write(runtime_pid_file(node), f.read().split()[0])
                 return
         if not alive(pid_of(server)):
             break
@@ -1257,8 +1289,12 @@ def status() -> dict:
         for entry in sorted(os.listdir(PIDS)):
             server = entry.removesuffix(".pid")
             out["servers"][server] = alive(pid_of(server))
+    out["runtime_pids"] = {}
     for node in NODES:
         out["sockets"][node] = containerd_socket(node)
+        if os.path.exists(runtime_pid_file(node)):
+            with open(runtime_pid_file(node)) as f:
+                out["runtime_pids"][node] = int(f.read())
     path = os.path.join(STATE, "scenario.json")
     if os.path.exists(path):
         with open(path) as f:

@@ -149,6 +149,13 @@ fn cluster(lab: &LabGuard, scratch: &Path) -> (ApiServer, Arc<CriKubelet>, PathB
         CriNode {
             root: root.clone(),
             socket: lab.socket("node").to_path_buf(),
+            runtime_pid: lab.runtime_pid("node"),
+            kubelet_command: vec![
+                "/usr/local/bin/kubelet".into(),
+                "--config=/var/lib/kubelet/config.yaml".into(),
+                "--container-runtime-endpoint=unix:///run/containerd/containerd.sock".into(),
+            ],
+            kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
         },
     )]);
     let kubelet = Arc::new(CriKubelet::new(nodes, scratch.join("pods")));
@@ -164,10 +171,6 @@ async fn held(lab: &LabGuard, image: &str) -> Option<String> {
     images.cached(image).await.expect("ImageStatus answers")
 }
 
-// Not yet: the lab's containerd fails RunPodSandbox inside runc ("can't get final child's PID
-// from pipe: EOF") though a plain `runc run` of the pause binary works in the same namespaces;
-// until that is found (issue 24's note), the probe pod cannot run as a container here.
-#[ignore = "RunPodSandbox fails inside runc in the lab (issue 24 note)"]
 #[tokio::test(flavor = "multi_thread")]
 async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the_scenarios_verdict()
 {

@@ -61,6 +61,13 @@ pub struct CriNode {
     pub root: PathBuf,
     /// That node's containerd CRI socket.
     pub socket: PathBuf,
+    /// That node's containerd, as this machine's /proc numbers it: pid 1 of the node's own pid
+    /// namespace (lab.py), which a `hostPID` pod shares.
+    pub runtime_pid: u32,
+    /// The kubelet's command line as the node image starts it (`/usr/bin/kubelet --config=…`),
+    /// and its environment: what a probe pod reads in `/proc/<kubelet>/` on that node.
+    pub kubelet_command: Vec<String>,
+    pub kubelet_env: Vec<(String, String)>,
 }
 
 /// The kubelets of the lab nodes, each asking its node's containerd.
@@ -70,14 +77,39 @@ pub struct CriKubelet {
     pub log_dir: PathBuf,
     /// Sandboxes made and not yet removed, by node socket.
     live: Arc<Mutex<BTreeSet<(PathBuf, String)>>>,
+    /// Each node's `kubelet` process (its pid in this machine's /proc).
+    processes: Vec<u32>,
 }
 
 impl CriKubelet {
+    /// The kubelets of `nodes`, each with a process named `kubelet` started in its node's pid
+    /// namespace with the node's kubelet command line and environment: the lab's pause program
+    /// (lab/pause.c, which sleeps until stopped) built as `kubelet` in `LOG_DIR.bin`, so its
+    /// `comm` is `kubelet` and its `cmdline` the node's flags, as on the node.
     pub fn new(nodes: BTreeMap<String, CriNode>, log_dir: PathBuf) -> CriKubelet {
+        let bin = log_dir.with_extension("bin");
+        std::fs::create_dir_all(&bin).expect("kubelet bin dir");
+        let program = bin.join("kubelet");
+        let built = std::process::Command::new("gcc")
+            .args(["-static", "-O2", "-o"])
+            .arg(&program)
+            .arg(crate::support::repo().join("lab/pause.c"))
+            .output()
+            .expect("gcc runs");
+        assert!(
+            built.status.success(),
+            "gcc lab/pause.c: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let processes = nodes
+            .values()
+            .map(|node| start_kubelet_process(&program, node))
+            .collect();
         CriKubelet {
             nodes,
             log_dir,
             live: Arc::default(),
+            processes,
         }
     }
 
@@ -126,6 +158,69 @@ impl Kubelet for CriKubelet {
                 .expect("runtime");
             runtime.block_on(pod.run());
         });
+    }
+}
+
+/// `program` started as the node's kubelet inside its pid namespace (`nsenter` forks it there,
+/// bash's `exec -a` gives it the node's path as `argv[0]`); its pid in this machine's /proc once
+/// it is running.
+fn start_kubelet_process(program: &Path, node: &CriNode) -> u32 {
+    use std::os::unix::process::CommandExt;
+    let (argv0, flags) = node
+        .kubelet_command
+        .split_first()
+        .expect("a kubelet command line");
+    let nsenter = std::process::Command::new("nsenter")
+        .arg("--target")
+        .arg(node.runtime_pid.to_string())
+        .args([
+            "--pid",
+            "--",
+            "/bin/bash",
+            "-c",
+            "exec -a \"$0\" \"$1\" \"${@:2}\"",
+        ])
+        .arg(argv0)
+        .arg(program)
+        .args(flags)
+        .env_clear()
+        .envs(node.kubelet_env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("nsenter runs");
+    let parent = nsenter.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        if let Some(child) = children
+            .split_whitespace()
+            .next()
+            .and_then(|c| c.parse().ok())
+            && std::fs::read_to_string(format!("/proc/{child}/comm"))
+                .is_ok_and(|c| c.trim() == "kubelet")
+        {
+            return child;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kubelet process did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+impl Drop for CriKubelet {
+    fn drop(&mut self) {
+        for pid in &self.processes {
+            // SIGTERM ends pause.c; nsenter, its parent, then exits with it.
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
     }
 }
 

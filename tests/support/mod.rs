@@ -234,13 +234,10 @@ impl LabGuard {
         );
     }
 
-    /// The pid of a node's running containerd (it changes with every scenario switch).
+    /// The pid of a node's running containerd in this machine's /proc (it changes with every
+    /// scenario switch; the lab keeps it beside the node's containerd state).
     pub fn runtime_pid(&self, node: &str) -> u32 {
-        let file = self
-            .status
-            .state
-            .join("pids")
-            .join(format!("containerd-{node}.pid"));
+        let file = self.status.state.join("containerd").join(node).join("pid");
         std::fs::read_to_string(&file)
             .ok()
             .and_then(|p| p.trim().parse().ok())
