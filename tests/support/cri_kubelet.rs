@@ -77,8 +77,9 @@ pub struct CriKubelet {
     pub log_dir: PathBuf,
     /// Sandboxes made and not yet removed, by node socket.
     live: Arc<Mutex<BTreeSet<(PathBuf, String)>>>,
-    /// Each node's `kubelet` process (its pid in this machine's /proc).
-    processes: Vec<u32>,
+    /// Each node's `kubelet` process (its pid in this machine's /proc) and the `nsenter` that
+    /// forked it.
+    processes: Vec<(u32, std::process::Child)>,
 }
 
 impl CriKubelet {
@@ -164,13 +165,15 @@ impl Kubelet for CriKubelet {
 /// `program` started as the node's kubelet inside its pid namespace (`nsenter` forks it there,
 /// bash's `exec -a` gives it the node's path as `argv[0]`); its pid in this machine's /proc once
 /// it is running.
-fn start_kubelet_process(program: &Path, node: &CriNode) -> u32 {
+// The `nsenter` child is returned and waited for in `CriKubelet`'s `Drop`.
+#[allow(clippy::zombie_processes)]
+fn start_kubelet_process(program: &Path, node: &CriNode) -> (u32, std::process::Child) {
     use std::os::unix::process::CommandExt;
     let (argv0, flags) = node
         .kubelet_command
         .split_first()
         .expect("a kubelet command line");
-    let nsenter = std::process::Command::new("nsenter")
+    let mut nsenter = std::process::Command::new("nsenter")
         .arg("--target")
         .arg(node.runtime_pid.to_string())
         .args([
@@ -199,27 +202,29 @@ fn start_kubelet_process(program: &Path, node: &CriNode) -> u32 {
         if let Some(child) = children
             .split_whitespace()
             .next()
-            .and_then(|c| c.parse().ok())
+            .and_then(|c| c.parse::<u32>().ok())
             && std::fs::read_to_string(format!("/proc/{child}/comm"))
                 .is_ok_and(|c| c.trim() == "kubelet")
         {
-            return child;
+            return (child, nsenter);
         }
-        assert!(
-            Instant::now() < deadline,
-            "the kubelet process did not start"
-        );
+        if Instant::now() > deadline {
+            let _ = nsenter.kill();
+            let _ = nsenter.wait();
+            panic!("the kubelet process did not start");
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 impl Drop for CriKubelet {
     fn drop(&mut self) {
-        for pid in &self.processes {
+        for (pid, nsenter) in &mut self.processes {
             // SIGTERM ends pause.c; nsenter, its parent, then exits with it.
             let _ = std::process::Command::new("kill")
                 .arg(pid.to_string())
                 .status();
+            let _ = nsenter.wait();
         }
     }
 }
