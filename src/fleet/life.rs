@@ -18,6 +18,9 @@
 //! - `ErrImageNeverPull`, `CreateContainerConfigError`, `CreateContainerError` as waiting reasons
 //!   (`pkg/kubelet/images/types.go`, `pkg/kubelet/kuberuntime/kuberuntime_container.go`);
 //!   `DeadlineExceeded` for `activeDeadlineSeconds` (`pkg/kubelet/active_deadline.go`);
+//! - `FailedCreatePodSandBox` (`pkg/kubelet/kuberuntime/kuberuntime_manager.go` `SyncPod`:
+//!   `Failed to create pod sandbox: <err>`), which the kubelet retries with back-off while the
+//!   pod stays in ContainerCreating;
 //! - refusals at create time: a webhook's (`staging/src/k8s.io/apiserver/pkg/admission/plugin/
 //!   webhook/errors/statuserror.go` `ToStatusErr`: `admission webhook "NAME" denied the request:
 //!   …`, 403 unless the webhook set a code of 400 or more) and Pod Security's
@@ -44,6 +47,10 @@ pub enum RunProblem {
     NotAdmitted { reason: String, message: String },
     /// `ErrImageNeverPull`: the probe image is not on the node and its pull policy is `Never`.
     ProbeImageNeverPulled { message: String },
+    /// `FailedCreatePodSandBox`: the runtime could not start the pod's sandbox (its pause
+    /// image, its network, the OCI runtime). The kubelet keeps retrying, but every pod on the
+    /// node meets the same wall, so the run names it at once.
+    SandboxNotCreated { message: String },
     /// `CreateContainerConfigError` / `CreateContainerError`: the runtime would not create the
     /// probe container.
     ContainerNotCreated { reason: String, message: String },
@@ -91,6 +98,7 @@ impl RunProblem {
             RunProblem::MountFailed { .. } => "mount-failed",
             RunProblem::NotAdmitted { .. } => "not-admitted",
             RunProblem::ProbeImageNeverPulled { .. } => "probe-image-never-pulled",
+            RunProblem::SandboxNotCreated { .. } => "sandbox-not-created",
             RunProblem::ContainerNotCreated { .. } => "container-not-created",
             RunProblem::ProbeImageUnpulled { .. } => "probe-image-registry",
             RunProblem::ProbeImageLacksArch { .. } => "probe-image-arch",
@@ -121,6 +129,9 @@ impl RunProblem {
             }
             RunProblem::ProbeImageNeverPulled { message } => format!(
                 "the probe image is not on the node and its pull policy is Never (ErrImageNeverPull): {message}"
+            ),
+            RunProblem::SandboxNotCreated { message } => format!(
+                "the runtime could not create the probe pod's sandbox (FailedCreatePodSandBox), as it would fail any pod on this node: {message}"
             ),
             RunProblem::ContainerNotCreated { reason, message } => {
                 format!("the probe container was not created ({reason}): {message}")
@@ -285,6 +296,11 @@ pub fn read(
                 message: e.message.clone().unwrap_or_default(),
             });
         }
+        if let Some(e) = newest(&|r| r == "FailedCreatePodSandBox") {
+            return problem(RunProblem::SandboxNotCreated {
+                message: e.message.clone().unwrap_or_default(),
+            });
+        }
         if let Some(e) = newest(&|r| r.starts_with("OutOf") || r == "NodeAffinity") {
             return problem(RunProblem::NotAdmitted {
                 reason: e.reason.clone().unwrap_or_default(),
@@ -440,6 +456,20 @@ mod tests {
             problem_of(read(&pending, &[], at(121), BUDGETS, &origin(true))),
             RunProblem::NeverStarted { .. }
         ));
+    }
+
+    #[test]
+    fn a_sandbox_the_runtime_cannot_create_is_named_at_once() {
+        let message = "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox image \"r.example/pause:3.10\": failed to pull image \"r.example/pause:3.10\": i/o timeout";
+        let p = problem_of(read(
+            &waiting("ContainerCreating", ""),
+            &[event("FailedCreatePodSandBox", message)],
+            at(1),
+            BUDGETS,
+            &origin(true),
+        ));
+        assert_eq!(p.kind(), "sandbox-not-created");
+        assert!(p.describe().contains("r.example/pause:3.10"), "{}", p.describe());
     }
 
     #[test]
