@@ -21,7 +21,7 @@ use cri_kubelet::{CriKubelet, CriNode, sandboxes_on};
 use kube_api::{ApiServer, World};
 use pullpath::runtime::cri::ImageService;
 use serde_json::{Value, json};
-use support::lab_node::node_root;
+use support::lab_node::{NodeImage, node_root};
 use support::scratch::Scratch;
 use support::{LabGuard, catalog, lab, password, repo};
 
@@ -142,19 +142,19 @@ fn probe_image(lab: &LabGuard, scratch: &Path, binary: &Path) -> String {
 }
 
 /// The API stand-in with one node, the lab's `node`, whose kubelet runs pods on its containerd.
-fn cluster(lab: &LabGuard, scratch: &Path) -> (ApiServer, Arc<CriKubelet>, PathBuf) {
-    let root = node_root(lab, scratch, "node", "node");
+fn cluster(
+    lab: &LabGuard,
+    scratch: &Path,
+    image: NodeImage,
+) -> (ApiServer, Arc<CriKubelet>, PathBuf) {
+    let root = node_root(lab, scratch, "node", "node", image);
     let nodes = BTreeMap::from([(
         NODE.to_string(),
         CriNode {
             root: root.clone(),
             socket: lab.socket("node").to_path_buf(),
             runtime_pid: lab.runtime_pid("node"),
-            kubelet_command: vec![
-                "/usr/local/bin/kubelet".into(),
-                "--config=/var/lib/kubelet/config.yaml".into(),
-                "--container-runtime-endpoint=unix:///run/containerd/containerd.sock".into(),
-            ],
+            kubelet_command: image.kubelet_command(),
             kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
         },
     )]);
@@ -171,6 +171,52 @@ async fn held(lab: &LabGuard, image: &str) -> Option<String> {
     images.cached(image).await.expect("ImageStatus answers")
 }
 
+/// `pullpath fleet IMAGE --all-nodes --runtime-pull` against the stand-in, with only the probe
+/// image named (and `extra`): its report and all it printed. When `NODE` did not pass, the
+/// cluster's events and the probe pods' logs are printed too, to read the failure by.
+fn fleet(server: &ApiServer, scratch: &Path, probe: &str, extra: &[&str]) -> (Value, String) {
+    let config = server.kubeconfig(scratch, "default");
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "fleet",
+            IMAGE,
+            "--all-nodes",
+            "--runtime-pull",
+            "-o",
+            "json",
+        ])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .args(["--probe-image", probe])
+        .args(["--poll-interval", "100ms", "--deadline", "120s"])
+        .args(extra)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath fleet runs");
+    println!("fleet took {:?}", started.elapsed());
+    let report = support::fleet_report(&out);
+    if support::fleet_row(&report, NODE)["status"] != "passed" {
+        let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
+        let logs = Command::new("sh")
+            .arg("-c")
+            .arg(format!("cat {}/pods/*/probe/0.log", scratch.display()))
+            .output()
+            .expect("cat");
+        println!(
+            "events: {events}\nlog: {}\nstderr: {}",
+            String::from_utf8_lossy(&logs.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (report, printed)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the_scenarios_verdict()
 {
@@ -184,44 +230,9 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
     lab.switch("fleet-pools");
     assert!(held(&lab, &probe).await.is_none(), "a fresh node's store");
     let scratch = Scratch::under(&lab.status.state, "lab-cri");
-    let (server, kubelet, _root) = cluster(&lab, scratch.path());
-    let config = server.kubeconfig(scratch.path(), "default");
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
-        .args([
-            "fleet",
-            IMAGE,
-            "--all-nodes",
-            "--runtime-pull",
-            "-o",
-            "json",
-        ])
-        .arg("--kubeconfig")
-        .arg(&config)
-        .args(["--probe-image", &probe])
-        .args(["--poll-interval", "100ms", "--deadline", "120s"])
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("pullpath fleet runs");
-    println!("fleet took {:?}", started.elapsed());
-    let report = support::fleet_report(&out);
+    let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain);
+    let (report, _) = fleet(&server, scratch.path(), &probe, &[]);
     let row = support::fleet_row(&report, NODE);
-    if row["status"] != "passed" {
-        let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
-        let logs = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "cat {}/pods/*/probe/0.log",
-                scratch.path().display()
-            ))
-            .output()
-            .expect("cat");
-        println!(
-            "events: {events}\nlog: {}\nstderr: {}",
-            String::from_utf8_lossy(&logs.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
     // The scenario's verdict for this node: the pull works (by the hosts-file hand fix).
     assert_eq!(scenario.expect.outcome, "pulled");
     assert_eq!(row["status"], "passed", "{row:#}");
@@ -278,7 +289,7 @@ async fn a_host_path_type_mismatch_is_a_failed_mount_event_and_no_container() {
     let lab = lab();
     lab.switch("fleet-pools");
     let scratch = Scratch::under(&lab.status.state, "lab-cri-mount");
-    let (server, kubelet, root) = cluster(&lab, scratch.path());
+    let (server, kubelet, root) = cluster(&lab, scratch.path(), NodeImage::Plain);
     let config = server.kubeconfig(scratch.path(), "default");
     let pod = |name: &str, path: &str, kind: &str| {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
@@ -358,4 +369,127 @@ async fn a_host_path_type_mismatch_is_a_failed_mount_event_and_no_container() {
     assert!(kubelet.live_sandboxes().is_empty());
     assert!(sandboxes_on(lab.socket("node")).await.is_empty());
     kube_api::run_kubectl(&config, &["delete", "pods", "--all", "--wait=false"]);
+}
+
+/// A node of `pool` that exists in the API only (no kubelet runs its pods), with `labels` over
+/// the Linux amd64 ones.
+fn api_only_node(name: &str, pool: &str, labels: Value) -> Value {
+    let mut node = node_object(name);
+    let all = node["metadata"]["labels"].as_object_mut().expect("labels");
+    all.insert("agentpool".into(), pool.into());
+    all.insert("kubernetes.azure.com/agentpool".into(), pool.into());
+    for (key, value) in labels.as_object().expect("labels") {
+        all.insert(key.clone(), value.clone());
+    }
+    node
+}
+
+/// An AKS Ubuntu node whose registry credential comes only from its kubelet's credential
+/// provider, a plugin that reads the root-only /etc/kubernetes/azure.json: the probe pod finds
+/// the kubelet in the node's pid namespace, reads its flags and its `--config`, runs the plugin
+/// inside the node's root, and passes as the node's own containerd does with that credential —
+/// where reading the pod's own filesystem would be an auth failure the node does not have.
+/// Beside it, nodes a Linux probe pod cannot run on (Windows, a virtual node) are skipped with
+/// the label that said so, and an arm64 node the probe image has no variant for is a run
+/// problem, not a verdict on its pool.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_probe_pod() {
+    let scenario = catalog().remove("cred-provider-matches").expect("scenario");
+    let build = Scratch::new("lab-cri-kubelet-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("healthy");
+    let probe = probe_image(&lab, build.path(), &binary);
+    lab.switch("cred-provider-matches");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-aks");
+    let root = node_root(&lab, scratch.path(), "node", "node", NodeImage::AksUbuntu);
+    let nodes = BTreeMap::from([(
+        NODE.to_string(),
+        CriNode {
+            root,
+            socket: lab.socket("node").to_path_buf(),
+            runtime_pid: lab.runtime_pid("node"),
+            kubelet_command: NodeImage::AksUbuntu.kubelet_command(),
+            kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+        },
+    )]);
+    let kubelet = Arc::new(CriKubelet::new(nodes, scratch.path().join("pods")));
+    let world = World::from_objects(vec![
+        node_object(NODE),
+        api_only_node(
+            "akswin000000",
+            "win",
+            json!({"kubernetes.io/os": "windows"}),
+        ),
+        api_only_node(
+            "virtual-node-aci-linux",
+            "virtual",
+            json!({"type": "virtual-kubelet"}),
+        ),
+        api_only_node(
+            "aks-arm-31415926-vmss000000",
+            "arm",
+            json!({"kubernetes.io/arch": "arm64"}),
+        ),
+    ])
+    .with_kubelet(kubelet.clone());
+    let server = ApiServer::start(world);
+    let (report, printed) = fleet(
+        &server,
+        scratch.path(),
+        &probe,
+        &["--probe-image-arch", "amd64"],
+    );
+    let row = support::fleet_row(&report, NODE);
+    assert_eq!(scenario.expect.outcome, "pulled");
+    assert_eq!(row["status"], "passed", "{row:#}");
+    assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    // Which credential: the probe pod's own report, as its container logged it.
+    let logs: Vec<PathBuf> = std::fs::read_dir(scratch.path().join("pods"))
+        .expect("the pod's log directory")
+        .flatten()
+        .map(|d| d.path().join("probe/0.log"))
+        .collect();
+    let logged = std::fs::read_to_string(&logs[0]).expect("the container's log");
+    let probe_report: Value =
+        serde_json::from_str(&cri_kubelet::parse_cri_log(&logged)).expect("the probe's report");
+    let attempts = &probe_report["credentials"]["attempts"];
+    assert_eq!(
+        (attempts[0]["source"].as_str(), attempts[0]["name"].as_str()),
+        (Some("provider"), Some("acr-credential-provider")),
+        "{probe_report:#}"
+    );
+    let origins = probe_report["credentials"]["origins"].to_string();
+    assert!(
+        origins.contains("/var/lib/kubelet/credential-provider-config.yaml"),
+        "the provider config is named from the kubelet's own flags: {origins}"
+    );
+    let secret = password("alice").expect("alice's password");
+    assert!(
+        !printed.contains(&secret),
+        "the plugin's password is printed"
+    );
+
+    let skipped = report["skipped"].to_string();
+    for (node, label) in [
+        ("akswin000000", "kubernetes.io/os=windows"),
+        ("virtual-node-aci-linux", "type=virtual-kubelet"),
+    ] {
+        assert!(
+            skipped.contains(node) && skipped.contains(label),
+            "{node} skipped by {label}: {skipped}"
+        );
+    }
+    let arm = support::fleet_row(&report, "aks-arm-31415926-vmss000000");
+    assert_eq!(arm["problem"]["kind"], "probe-image-arch", "{arm:#}");
+    assert!(
+        server.store.names().is_empty(),
+        "{:?}",
+        server.store.names()
+    );
+    assert!(
+        kubelet.settled(Duration::from_secs(30)),
+        "sandboxes left: {:?}",
+        kubelet.live_sandboxes()
+    );
 }

@@ -20,7 +20,7 @@ use fake_kubelet::{Behaviour, FakeKubelet, Runner, SimNode};
 use kube_api::{ApiServer, World};
 use pullpath::runtime::cri::ImageService;
 use serde_json::{Value, json};
-use support::lab_node::node_root;
+use support::lab_node::{NodeImage, node_root};
 use support::scratch::Scratch;
 use support::{LabGuard, catalog, lab};
 
@@ -84,7 +84,7 @@ async fn cluster(lab: &LabGuard, name: &str) -> Cluster {
         .iter()
         .map(|(name, namespace, containerd)| {
             let sim = SimNode {
-                root: node_root(lab, scratch.path(), namespace, containerd),
+                root: node_root(lab, scratch.path(), namespace, containerd, NodeImage::Plain),
                 runner: Runner {
                     prefix: vec![
                         "ip".into(),

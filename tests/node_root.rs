@@ -13,11 +13,11 @@
 mod registry;
 mod support;
 
-use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
+use support::node_image::{NodeTree, aks_credential_provider, aks_resolver, azure_linux_trust};
 use support::scratch::Scratch;
 
 const NAME: &str = "registry.node.test";
@@ -26,82 +26,36 @@ const SECRET: &str = "s3cret-from-the-node-identity";
 
 /// A node's root filesystem under a scratch directory.
 struct NodeFs {
-    scratch: Scratch,
+    _scratch: Scratch,
+    tree: NodeTree,
 }
 
 impl NodeFs {
     fn new(name: &str) -> NodeFs {
+        let scratch = Scratch::new(name);
+        let tree = NodeTree::at_root(scratch.path());
         NodeFs {
-            scratch: Scratch::new(name),
+            _scratch: scratch,
+            tree,
         }
     }
 
     fn root(&self) -> &Path {
-        self.scratch.path()
-    }
-
-    /// Where node path `node_path` is, creating its parent (never following a node link).
-    fn at(&self, node_path: &str) -> PathBuf {
-        let at = self.root().join(node_path.trim_start_matches('/'));
-        std::fs::create_dir_all(at.parent().expect("parent")).expect("node dirs");
-        at
+        &self.tree.root
     }
 
     fn file(&self, node_path: &str, text: &str, mode: u32) {
-        let at = self.at(node_path);
-        std::fs::write(&at, text).expect("node file");
-        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode)).expect("mode");
-    }
-
-    fn link(&self, node_path: &str, target: &str) {
-        symlink(target, self.at(node_path)).expect("node link");
-    }
-
-    /// A program of this machine with the shared libraries it needs, at the same node paths
-    /// (the node's own /bin/sh and libc, as a plugin script finds them on a node).
-    fn install(&self, program: &str, node_path: &str) {
-        std::fs::copy(program, self.at(node_path)).expect("copy the program");
-        let ldd = Command::new("ldd").arg(program).output().expect("ldd runs");
-        for line in String::from_utf8_lossy(&ldd.stdout).lines() {
-            let library = line
-                .split_whitespace()
-                .find(|word| word.starts_with('/'))
-                .map(str::to_string);
-            if let Some(library) = library {
-                let _ = std::fs::copy(&library, self.at(&library));
-            }
-        }
+        self.tree.file(node_path, text, mode);
     }
 }
 
-/// Azure Linux's trust store: the CA in the extracted bundle, reached through absolute links
-/// (`/etc/ssl/certs` → `/etc/pki/tls/certs`, `ca-bundle.crt` → the extracted bundle).
-fn azure_linux_trust(node: &NodeFs, ca_pem: &str) {
-    node.file(
-        "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-        ca_pem,
-        0o644,
-    );
-    node.link(
-        "/etc/pki/tls/certs/ca-bundle.crt",
-        "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-    );
-    node.link("/etc/ssl/certs", "/etc/pki/tls/certs");
-}
-
-/// The node's resolver (AKS: `/etc/resolv.conf` → `/run/systemd/resolve/resolv.conf`, here
-/// with no reachable server) and hosts file naming the registry.
+/// The node's resolver (AKS's links, here with no reachable server) and hosts file naming the
+/// registry.
 fn resolver(node: &NodeFs) {
-    node.file(
-        "/run/systemd/resolve/resolv.conf",
+    aks_resolver(
+        &node.tree,
         "nameserver 127.0.0.1\n",
-        0o644,
-    );
-    node.link("/etc/resolv.conf", "/run/systemd/resolve/resolv.conf");
-    node.file(
-        "/etc/hosts",
         &format!("127.0.0.1 localhost\n127.0.0.1 {NAME}\n"),
-        0o644,
     );
 }
 
@@ -115,40 +69,9 @@ fn containerd(node: &NodeFs) {
     std::fs::create_dir_all(node.root().join("etc/containerd/certs.d")).expect("certs.d");
 }
 
-/// AKS's credential provider: a plugin reading the root-only `/etc/kubernetes/azure.json` it is
-/// given by absolute path, and answering the exec protocol with the identity it holds.
+/// AKS's credential provider, answering for the test registry's name and port.
 fn credential_provider(node: &NodeFs, port: u16) {
-    node.install("/bin/dash", "/bin/sh");
-    node.file(
-        "/etc/kubernetes/azure.json",
-        &format!("{{\n  \"aadClientId\": \"{USER}\",\n  \"aadClientSecret\": \"{SECRET}\"\n}}\n"),
-        0o600,
-    );
-    // Only shell builtins: the node has /bin/sh and nothing else.
-    let plugin = format!(
-        r#"#!/bin/sh
-while IFS= read -r line; do
-  case "$line" in
-    *aadClientId*) id=${{line#*: \"}}; id=${{id%%\"*}} ;;
-    *aadClientSecret*) secret=${{line#*: \"}}; secret=${{secret%%\"*}} ;;
-  esac
-done < "$1"
-[ -n "$secret" ] || {{ echo "cannot read $1" >&2; exit 1; }}
-printf '{{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","auth":{{"{NAME}:{port}":{{"username":"%s","password":"%s"}}}}}}' "$id" "$secret"
-"#
-    );
-    node.file(
-        "/var/lib/kubelet/credential-provider/acr-credential-provider",
-        &plugin,
-        0o755,
-    );
-    node.file(
-        "/var/lib/kubelet/credential-provider-config.yaml",
-        &format!(
-            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: acr-credential-provider\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    defaultCacheDuration: 10m\n    matchImages:\n      - \"{NAME}:{port}\"\n    args:\n      - /etc/kubernetes/azure.json\n"
-        ),
-        0o644,
-    );
+    aks_credential_provider(&node.tree, &format!("{NAME}:{port}"), USER, SECRET);
 }
 
 /// A process whose command line carries the kubelet's real credential provider flags (node
@@ -246,7 +169,7 @@ async fn azure_linux_node(name: &str) -> (NodeFs, String) {
     .await;
     let node = NodeFs::new(name);
     resolver(&node);
-    azure_linux_trust(&node, &ca_pem);
+    azure_linux_trust(&node.tree, &ca_pem);
     containerd(&node);
     credential_provider(&node, served.port);
     (node, format!("{NAME}:{}/team/app:v1", served.port))
@@ -334,7 +257,7 @@ async fn the_managers_default_environment_is_the_runtimes_proxy() {
         "[Service]\nExecStart=/usr/bin/containerd\n",
         0o644,
     );
-    node.link("/lib", "usr/lib");
+    node.tree.link("/lib", "usr/lib");
     let mut kubelet = kubelet();
     let image = format!("{NAME}:{}/team/app:v1", served.port);
     // No running containerd in sight, as in a pod without hostPID: its unit is read.

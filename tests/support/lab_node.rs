@@ -3,6 +3,58 @@
 use std::path::{Path, PathBuf};
 
 use super::LabGuard;
+use super::node_image::{
+    AKS_PROVIDER_BIN_DIR, AKS_PROVIDER_CONFIG, NodeTree, aks_credential_provider, aks_resolver,
+};
+
+/// How a lab node's image lays out what its kubelet and runtime read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeImage {
+    /// A plain node: resolv.conf and hosts as files, the kubelet's credential in
+    /// `/var/lib/kubelet/config.json` (the lab's `kubelet/root/config.json`, when a scenario
+    /// writes one), the runtime endpoint in the kubelet's `--config`.
+    Plain,
+    /// AKS Ubuntu (AgentBaker): `/etc/resolv.conf` → `/run/systemd/resolve/resolv.conf`, the
+    /// kubelet's `--config=/etc/default/kubeletconfig.json` (0600) and `--resolv-conf`, and the
+    /// registry's credential only from `acr-credential-provider`, which reads the root-only
+    /// `/etc/kubernetes/azure.json` (here alice's, for `*.example.test`).
+    AksUbuntu,
+}
+
+impl NodeImage {
+    /// The kubelet's command line as the image starts it (node paths).
+    pub fn kubelet_command(self) -> Vec<String> {
+        let flags: &[&str] = match self {
+            NodeImage::Plain => &[
+                "/usr/local/bin/kubelet",
+                "--config=/var/lib/kubelet/config.yaml",
+            ],
+            NodeImage::AksUbuntu => &[
+                "/usr/local/bin/kubelet",
+                "--enable-server",
+                "--node-labels=kubernetes.azure.com/agentpool=user",
+                "--v=2",
+                "--config=/etc/default/kubeletconfig.json",
+                "--resolv-conf=/run/systemd/resolve/resolv.conf",
+            ],
+        };
+        let mut command: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        if self == NodeImage::AksUbuntu {
+            command.push(format!(
+                "--image-credential-provider-config={AKS_PROVIDER_CONFIG}"
+            ));
+            command.push(format!(
+                "--image-credential-provider-bin-dir={AKS_PROVIDER_BIN_DIR}"
+            ));
+        }
+        command
+    }
+}
+
+/// The kubelet's configuration file: only what the probe reads of it, the CRI endpoint.
+const KUBELET_CONFIG: &str = r#"{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
+  "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock", "cgroupDriver": "systemd"}
+"#;
 
 /// The node's root filesystem as its probe pod mounts it at /host: a directory laid out like a
 /// node's `/`, holding that lab node's own files at their node paths — its resolver and hosts
@@ -12,7 +64,13 @@ use super::LabGuard;
 /// the machine's trust bundle. Files are hard links (the socket too: a unix socket is its inode),
 /// so the directory lives beside the lab's state, on its filesystem. Nothing links out of the
 /// root: the probe resolves every link inside it, as a node's root is read in a probe pod.
-pub fn node_root(lab: &LabGuard, base: &Path, namespace: &str, containerd: &str) -> PathBuf {
+pub fn node_root(
+    lab: &LabGuard,
+    base: &Path,
+    namespace: &str,
+    containerd: &str,
+    image: NodeImage,
+) -> PathBuf {
     // The node's containerd socket lies under it, and a unix socket's path has 108 bytes at
     // most: the root is named by the lab namespace, not the longer node name.
     let root = base.join(namespace);
@@ -26,7 +84,7 @@ pub fn node_root(lab: &LabGuard, base: &Path, namespace: &str, containerd: &str)
                 .unwrap_or_else(|e| panic!("{} into the node root: {e}", source.display()));
         }
     };
-    let tree = |dir: &Path| {
+    let place_tree = |dir: &Path| {
         let mut pending = vec![dir.to_path_buf()];
         while let Some(next) = pending.pop() {
             for entry in std::fs::read_dir(&next).expect("lab directory").flatten() {
@@ -39,29 +97,38 @@ pub fn node_root(lab: &LabGuard, base: &Path, namespace: &str, containerd: &str)
             }
         }
     };
-    place(
-        &PathBuf::from(format!("/etc/netns/{ns}/resolv.conf")),
-        Path::new("/etc/resolv.conf"),
-    );
-    place(
-        &PathBuf::from(format!("/etc/netns/{ns}/hosts")),
-        Path::new("/etc/hosts"),
-    );
+    let resolv_conf = PathBuf::from(format!("/etc/netns/{ns}/resolv.conf"));
+    let hosts = PathBuf::from(format!("/etc/netns/{ns}/hosts"));
+    let tree = NodeTree::at_root(&root);
+    match image {
+        NodeImage::Plain => {
+            place(&resolv_conf, Path::new("/etc/resolv.conf"));
+            place(&hosts, Path::new("/etc/hosts"));
+            place(
+                &lab.status.kubelet.join("root").join("config.json"),
+                Path::new("/var/lib/kubelet/config.json"),
+            );
+            tree.file("/var/lib/kubelet/config.yaml", KUBELET_CONFIG, 0o644);
+        }
+        NodeImage::AksUbuntu => {
+            let read = |path: &Path| std::fs::read_to_string(path).expect("the namespace's file");
+            aks_resolver(&tree, &read(&resolv_conf), &read(&hosts));
+            tree.file("/etc/default/kubeletconfig.json", KUBELET_CONFIG, 0o600);
+            let secret = super::password("alice").expect("alice's password");
+            aks_credential_provider(&tree, "*.example.test", "alice", &secret);
+        }
+    }
     let containerd_dir = state.join("containerd").join(containerd);
     // At the path the lab's containerd was started with (`--config`), where the probe reads it.
     place(
         &containerd_dir.join("config.toml"),
         &containerd_dir.join("config.toml"),
     );
-    tree(&containerd_dir.join("certs.d"));
-    tree(&state.join("pki"));
+    place_tree(&containerd_dir.join("certs.d"));
+    place_tree(&state.join("pki"));
     place(
         lab.socket(containerd),
         Path::new("/run/containerd/containerd.sock"),
-    );
-    place(
-        &lab.status.kubelet.join("root").join("config.json"),
-        Path::new("/var/lib/kubelet/config.json"),
     );
     place(
         Path::new("/etc/ssl/certs/ca-certificates.crt"),

@@ -14,6 +14,8 @@ use serde::Deserialize;
 
 /// A lab node's root directory (what its probe pod mounts at /host).
 pub mod lab_node;
+/// Node roots laid out as node images lay them out.
+pub mod node_image;
 /// A scratch directory per test.
 pub mod scratch;
 
