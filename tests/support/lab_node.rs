@@ -115,7 +115,7 @@ pub fn node_root(
             aks_resolver(&tree, &read(&resolv_conf), &read(&hosts));
             tree.file("/etc/default/kubeletconfig.json", KUBELET_CONFIG, 0o600);
             let secret = super::password("alice").expect("alice's password");
-            aks_credential_provider(&tree, "*.example.test", "alice", &secret);
+            aks_credential_provider(&tree, "*.example.test", "alice", secret);
         }
     }
     let containerd_dir = state.join("containerd").join(containerd);
