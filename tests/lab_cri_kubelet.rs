@@ -466,7 +466,7 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
     );
     let secret = password("alice").expect("alice's password");
     assert!(
-        !printed.contains(&secret),
+        !printed.contains(secret),
         "the plugin's password is printed"
     );
 
