@@ -397,6 +397,13 @@ pub struct FleetArgs {
     /// did not hold is removed again. Writes to the nodes: opt-in.
     #[arg(long)]
     pub runtime_pull: bool,
+    /// Also have each node's kubelet pull the image itself, as the workload would: after each
+    /// probe pod, a pod in the workload's namespace (-n) with its service account and pull
+    /// secrets (--for), pinned to the node, `imagePullPolicy: Always`, no host access, whose
+    /// command never runs. Its answer sits beside the probe's. The image stays in the node's
+    /// cache afterwards: opt-in.
+    #[arg(long)]
+    pub kubelet_pull: bool,
     /// Probe pods running at once.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=500))]
     pub parallel: u16,

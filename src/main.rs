@@ -654,6 +654,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         },
         full: args.full,
         runtime_pull: args.runtime_pull,
+        kubelet_pull: args.kubelet_pull,
     };
     if args.dry_run {
         return match runtime.block_on(fleet::plan(&config)) {

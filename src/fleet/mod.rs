@@ -8,10 +8,12 @@
 //! life through `life` (pure: a refused, unmountable, unadmitted or stuck pod is a run problem
 //! for that node) → `answer` (the probe's report parsed back, or the probe pod's own pull
 //! failure explained) → `report` (rows, pools, run problems, the worst eligible pool's verdict)
-//! → `text` or JSON.
+//! → `text` or JSON. With `--kubelet-pull`, `kubelet_pull` makes each node's second pod, the
+//! kubelet's own pull, read beside the probe's answer.
 
 pub mod answer;
 pub mod eligibility;
+pub mod kubelet_pull;
 pub mod life;
 pub mod pod_spec;
 pub mod report;
@@ -30,6 +32,7 @@ use kube::api::{Api, ListParams};
 use crate::cluster::{self, ClusterError, ObjectRef, Target, WorkloadKind};
 use crate::image_ref::ImageRef;
 use eligibility::Constraints;
+use kubelet_pull::KubeletPullPlan;
 use pod_spec::PodPlan;
 use report::FleetReport;
 use run::RunSettings;
@@ -87,6 +90,9 @@ pub struct FleetConfig {
     pub full: bool,
     /// `--runtime-pull`: each probe pod also asks the node's runtime to pull over CRI.
     pub runtime_pull: bool,
+    /// `--kubelet-pull`: after each probe pod, a pod in the workload's namespace that has the
+    /// node's kubelet pull the image itself.
+    pub kubelet_pull: bool,
     pub settings: RunSettings,
 }
 
@@ -154,13 +160,26 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .namespace
         .clone()
         .unwrap_or_else(|| session.default_namespace.clone());
-    let (constraints, landed, workload) = match &config.workload {
-        None => (None, None, None),
+    let (constraints, landed, workload, identity) = match &config.workload {
+        None => (None, None, None, (None, Vec::new())),
         Some(object) => {
             let (what, spec, node) = workload_spec(client.clone(), object, &namespace)
                 .await
                 .map_err(|(e, what)| fail(e, &what))?;
-            (Some(Constraints::from_spec(&what, &spec)), node, Some(what))
+            let identity = (
+                spec.service_account_name.clone(),
+                spec.image_pull_secrets
+                    .iter()
+                    .flatten()
+                    .map(|s| s.name.clone())
+                    .collect(),
+            );
+            (
+                Some(Constraints::from_spec(&what, &spec)),
+                node,
+                Some(what),
+                identity,
+            )
         }
     };
     let running_on = running_on(client.clone(), &image).await;
@@ -181,6 +200,16 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .filter(|c| c.chosen && lacks_arch(c, has).is_none())
         .enumerate()
         .map(|(i, c)| PodPlan {
+            kubelet_pull: config.kubelet_pull.then(|| KubeletPullPlan {
+                name: format!("pullpath-fleet-{id}-{i}-kubelet"),
+                namespace: namespace.clone(),
+                node: c.facts.name.clone(),
+                run_id: id.clone(),
+                image: config.image.clone(),
+                service_account: identity.0.clone(),
+                pull_secrets: identity.1.clone(),
+                deadline_seconds: config.settings.budgets.start.as_secs().max(10),
+            }),
             name: format!("pullpath-fleet-{id}-{i}"),
             namespace: config.probe_namespace.clone(),
             node: c.facts.name.clone(),
@@ -209,7 +238,11 @@ pub fn manifest(plan: &Plan) -> serde_json::Value {
     let items: Vec<serde_json::Value> = plan
         .pods
         .iter()
-        .map(|p| serde_json::to_value(pod_spec::probe_pod(p)).unwrap_or_default())
+        .flat_map(|p| {
+            let kubelet_pull = p.kubelet_pull.as_ref().map(kubelet_pull::pod);
+            std::iter::once(pod_spec::probe_pod(p)).chain(kubelet_pull)
+        })
+        .map(|pod| serde_json::to_value(pod).unwrap_or_default())
         .collect();
     serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
@@ -236,6 +269,7 @@ pub async fn fleet(
             node: node.clone(),
             pod: String::new(),
             answer: answer::Answer::Problem(problem.clone()),
+            kubelet_pull: None,
             elapsed: std::time::Duration::ZERO,
         }));
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {

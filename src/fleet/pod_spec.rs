@@ -62,6 +62,8 @@ pub struct PodPlan {
     /// The node's runtime as its status reports it (`containerd://1.7.27`): the probe follows
     /// that containerd line's hosts.toml rules without reaching the socket.
     pub runtime_version: Option<String>,
+    /// `--kubelet-pull`: the node's kubelet-pull pod, made after the probe pod answered.
+    pub kubelet_pull: Option<super::kubelet_pull::KubeletPullPlan>,
 }
 
 /// The probe's arguments: the node's whole root is read at [`HOST_ROOT`], where the probe finds
@@ -165,6 +167,7 @@ mod tests {
             runtime_pull: false,
             deadline_seconds: 300,
             runtime_version: Some("containerd://1.7.27".into()),
+            kubelet_pull: None,
         }
     }
 

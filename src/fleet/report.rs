@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::answer::{Answer, ProbeAnswer, RuntimeAnswer, TrustSeen};
+use super::kubelet_pull::{self, KubeletPullReport};
 use super::run::{Ending, RunOutcome};
 use super::select::Candidate;
 use crate::advice::advise;
@@ -80,6 +81,9 @@ pub struct NodeRow {
     /// With `--runtime-pull`: the node's runtime's own pull over CRI.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime_pull: Option<RuntimeAnswer>,
+    /// With `--kubelet-pull`: the node's kubelet's own pull, with the workload's identity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubelet_pull: Option<KubeletPullReport>,
     /// Why the run could not ask this node (status `no-answer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<ProblemReport>,
@@ -250,6 +254,11 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
             None,
         ),
     };
+    let kubelet_pull = run
+        .and_then(|r| r.kubelet_pull.as_ref())
+        .map(|(plan, pull)| {
+            kubelet_pull::report(pull, &verdict, format!("{}/{}", plan.namespace, plan.name))
+        });
     NodeRow {
         node: candidate.facts.name.clone(),
         pool: candidate.pool.clone(),
@@ -279,6 +288,7 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
             Some(Answer::Probe(p)) => p.runtime.clone(),
             _ => None,
         },
+        kubelet_pull,
         problem: match run.map(|r| &r.answer) {
             Some(Answer::Problem(problem)) => Some(ProblemReport {
                 node: Some(candidate.facts.name.clone()),
@@ -633,6 +643,7 @@ mod tests {
                     node: node.into(),
                     pod: format!("pullpath-fleet-x-{node}"),
                     answer,
+                    kubelet_pull: None,
                     elapsed: Duration::from_millis(20),
                 })
                 .collect(),

@@ -22,6 +22,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 
 use super::answer::{self, Answer};
+use super::kubelet_pull::{self, KubeletPull, KubeletPullPlan};
 use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
 
@@ -65,6 +66,8 @@ pub struct NodeRun {
     pub node: String,
     pub pod: String,
     pub answer: Answer,
+    /// `--kubelet-pull`: the kubelet's own pull on that node.
+    pub kubelet_pull: Option<(KubeletPullPlan, KubeletPull)>,
     pub elapsed: Duration,
 }
 
@@ -187,10 +190,20 @@ pub async fn run(
                 Err(late) if queued => Answer::Problem(late),
                 _ => probe_node(&api, &plan, &settings, seen).await,
             };
+            // After the probe, so that its pull does not warm the cache the probe reads.
+            let kubelet_pull = match &plan.kubelet_pull {
+                Some(pull) => {
+                    let api = Api::namespaced(api.clone().into_client(), &pull.namespace);
+                    let answer = kubelet_pull_on(&api, pull, &settings).await;
+                    Some((pull.clone(), answer))
+                }
+                None => None,
+            };
             let run = NodeRun {
                 node: plan.node.clone(),
                 pod: plan.name.clone(),
                 answer,
+                kubelet_pull,
                 elapsed: started.elapsed(),
             };
             if let Ok(mut slots) = results.lock() {
@@ -208,7 +221,24 @@ pub async fn run(
     // Stops every node still running: its pod is deleted below with the rest.
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
-    let cleanup = delete_run(&api, &selector).await;
+    let mut cleanup = delete_run(&api, &selector).await;
+    // The kubelet-pull pods live in the workload's namespace.
+    if let Some(namespace) = plans
+        .iter()
+        .find_map(|p| p.kubelet_pull.as_ref())
+        .map(|k| k.namespace.clone())
+        .filter(|ns| *ns != settings.namespace)
+    {
+        let workload: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace);
+        cleanup = match (cleanup, delete_run(&workload, &selector).await) {
+            (Ok(a), Ok(b)) => Ok(Cleanup {
+                deleted: a.deleted + b.deleted,
+                remaining: a.remaining + b.remaining,
+                unverified: a.unverified.or(b.unverified),
+            }),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+    }
     let events_unread = seen_rx.borrow().events_error.clone();
     let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
     let mut unanswered = match ending {
@@ -233,6 +263,7 @@ pub async fn run(
                 answer: Answer::Missing {
                     why: unanswered.clone(),
                 },
+                kubelet_pull: None,
                 elapsed: Duration::ZERO,
             })
         })
@@ -333,6 +364,55 @@ async fn wait_and_read(
             Reading::Answer(answer) => return *answer,
         }
     }
+}
+
+/// The kubelet's own pull on one node: create the kubelet-pull pod, read it each poll interval
+/// until its status says how the pull went (within the start budget), delete it. One get per
+/// poll for the node's one pod: the opt-in costs a few requests per node, not per cluster.
+async fn kubelet_pull_on(
+    api: &Api<Pod>,
+    plan: &KubeletPullPlan,
+    settings: &RunSettings,
+) -> KubeletPull {
+    if let Err(e) = api
+        .create(&PostParams::default(), &kubelet_pull::pod(plan))
+        .await
+    {
+        return KubeletPull::NoAnswer {
+            why: format!(
+                "cannot create the kubelet-pull pod {}/{}: {}",
+                plan.namespace,
+                plan.name,
+                api_error(&e)
+            ),
+        };
+    }
+    let until = Instant::now() + settings.budgets.start;
+    let answer = loop {
+        tokio::time::sleep(settings.poll).await;
+        match api.get(&plan.name).await {
+            Ok(pod) => {
+                if let Some(pull) = kubelet_pull::read(&pod) {
+                    break pull;
+                }
+            }
+            Err(e) => {
+                break KubeletPull::NoAnswer {
+                    why: format!("cannot read the kubelet-pull pod: {}", api_error(&e)),
+                };
+            }
+        }
+        if Instant::now() > until {
+            break KubeletPull::NoAnswer {
+                why: format!(
+                    "the kubelet said nothing of its pull within the start budget ({}s)",
+                    settings.budgets.start.as_secs()
+                ),
+            };
+        }
+    };
+    let _ = api.delete(&plan.name, &now()).await;
+    answer
 }
 
 /// The probe container has started (running, or already ended).

@@ -49,6 +49,17 @@ fn result(row: &NodeRow) -> String {
             None => format!(" [runtime not asked: {said}]"),
         });
     }
+    if let Some(pull) = &row.kubelet_pull {
+        let said = match pull.outcome {
+            "pulled" => "pulled".to_string(),
+            outcome => format!("{outcome}: {}", pull.message),
+        };
+        text.push_str(&match pull.agrees {
+            Some(true) => format!(" [kubelet agrees: {said}]"),
+            Some(false) => format!(" [DISAGREEMENT: the kubelet's own pull {said}]"),
+            None => format!(" [kubelet: {said}]"),
+        });
+    }
     text
 }
 
