@@ -493,3 +493,66 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
         kubelet.live_sandboxes()
     );
 }
+
+/// `--kubelet-pull`: after the probe pod, a pod in the workload's namespace has the node's
+/// kubelet pull the image itself (`imagePullPolicy: Always`, a command that never runs): the
+/// node's containerd pulls it, the container's start error proves the pull, and the row says
+/// the kubelet agrees with the probe. Both pods are gone afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_kubelets_own_pull_sits_beside_the_probes_verdict() {
+    const PUBLIC: &str = "registry.example.test/public/small:v1";
+    let build = Scratch::new("lab-cri-kubelet-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("healthy");
+    let probe = probe_image(&lab, build.path(), &binary);
+    lab.switch("fleet-pools");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-kubelet-pull");
+    let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain);
+    let config = server.kubeconfig(scratch.path(), "default");
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["fleet", PUBLIC, "--all-nodes", "--kubelet-pull", "-o", "json"])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .args(["-n", "shop", "--probe-image", &probe])
+        .args(["--poll-interval", "100ms", "--deadline", "30s"])
+        .output()
+        .expect("pullpath fleet runs");
+    let report = support::fleet_report(&out);
+    let row = support::fleet_row(&report, NODE);
+    if row["status"] != "passed" {
+        let requests = server.requests.lock().expect("requests").clone();
+        println!("requests: {requests:#?}");
+    }
+    assert_eq!(row["status"], "passed", "{row:#}");
+    let pull = &row["kubelet_pull"];
+    assert_eq!(pull["outcome"], "pulled", "{row:#}");
+    assert_eq!(pull["agrees"], true, "{row:#}");
+    assert!(
+        pull["pod"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("shop/pullpath-fleet-")),
+        "{row:#}"
+    );
+    assert!(
+        held(&lab, PUBLIC).await.is_some(),
+        "the kubelet's pull left the image in the node's cache"
+    );
+    let text = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["fleet", PUBLIC, "--all-nodes", "--kubelet-pull"])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .args(["-n", "shop", "--probe-image", &probe])
+        .args(["--poll-interval", "100ms", "--deadline", "120s"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath fleet runs");
+    let printed = String::from_utf8_lossy(&text.stdout);
+    assert!(printed.contains("[kubelet agrees: pulled]"), "{printed}");
+    assert!(server.store.names().is_empty(), "{:?}", server.store.names());
+    assert!(
+        kubelet.settled(Duration::from_secs(30)),
+        "sandboxes left: {:?}",
+        kubelet.live_sandboxes()
+    );
+}
