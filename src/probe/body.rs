@@ -106,6 +106,30 @@ pub async fn next_chunk<B: Body>(
     }
 }
 
+/// Read a whole body of at most `limit` bytes, each chunk within `idle`.
+pub async fn read_limited<B: Body>(
+    mut body: B,
+    limit: usize,
+    idle: Duration,
+    meter: &Meter,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let result = loop {
+        match next_chunk(&mut body, idle, meter).await {
+            Err(e) => break Err(e),
+            Ok(None) => break Ok(out),
+            Ok(Some(chunk)) => {
+                if out.len() + chunk.len() > limit {
+                    break Err(format!("the body is larger than the {limit}-byte limit"));
+                }
+                out.extend_from_slice(&chunk);
+            }
+        }
+    };
+    meter.finish();
+    result
+}
+
 /// `90 s`, `25 min`, `3.2 h`, `4.1 days`.
 fn human_seconds(seconds: f64) -> String {
     match seconds {

@@ -1,0 +1,311 @@
+//! The layer a failure happened in, from the innermost cause read in the order a pull meets
+//! them (proxy, node, DNS, TLS, connection, then what the registry answered).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::denied::{denied, is_bare_denied};
+use super::prose::{bare_eof_ambiguity, connect_refused_ambiguity};
+use super::{Ambiguity, re};
+use crate::failure_text::chain::Chain;
+use crate::vocab::Layer;
+
+pub(super) static STATUS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?:^|[\s:\[])(4\d\d|5\d\d)(?: [A-Z][A-Za-z ]+| response body| \()|HTTP (?:status|code)[: ]+(\d{3})|status code[= ](\d{3})|HTTP (\d{3}) response|(?:http code|StatusCode): (\d{3})|Status (\d{3}) trying to pull",
+    )
+});
+pub(super) static LOOKUP: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^lookup ([^\s]+?)(?: on ([^\s]+))?$"));
+/// Go's transport reports a proxy that answers CONNECT with anything but 200 as the bare reason
+/// phrase (net/http transport.go: `errors.New(text)` of `resp.Status`), with no code and no
+/// wrapping: `Get "https://r/v2/": Bad Gateway`.
+static REASON_PHRASE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[A-Z][a-z]+(?:[A-Z][a-z]+)*(?: [A-Z][a-z]+)*$"));
+
+/// The proxy itself failed: its dial, its authentication, its policy page.
+const PROXY_WORDS: [&str; 3] = [
+    "Proxy Authentication Required",
+    " 407 ",
+    "error connecting to proxy",
+];
+/// An answer that names the proxy or TLS-inspecting middlebox that made it (its block page, or
+/// the interception CA Go names as the candidate authority): the middlebox, not the registry.
+const MIDDLEBOX_WORDS: [&str; 10] = [
+    "Zscaler",
+    "zscaler",
+    "Squid",
+    "squid/",
+    "Blue Coat",
+    "BlueCoat",
+    "FortiGuard",
+    "Fortinet",
+    "Forcepoint",
+    "Netskope",
+];
+const DNS_WORDS: [&str; 7] = [
+    "no such host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "server misbehaving",
+    "Could not resolve host",
+    "could not resolve host",
+    "nodename nor servname",
+];
+const TLS_WORDS: [&str; 7] = [
+    "x509:",
+    "tls:",
+    "TLS handshake",
+    "certificate",
+    "server gave HTTP response to HTTPS client",
+    "first record does not look like a TLS handshake",
+    "\\x15\\x03",
+];
+const ROUTE_WORDS: [&str; 9] = [
+    "i/o timeout",
+    "network is unreachable",
+    "no route to host",
+    "host is unreachable",
+    "Client.Timeout exceeded",
+    "request canceled while waiting for connection",
+    "connection timed out",
+    "awaiting headers",
+    "cannot assign requested address",
+];
+const REFUSED_WORDS: [&str; 6] = [
+    "connection refused",
+    "connection reset by peer",
+    "broken pipe",
+    "server closed",
+    "unexpected EOF",
+    "GOAWAY",
+];
+const RATELIMIT_WORDS: [&str; 7] = [
+    "toomanyrequests",
+    "too many requests to registry",
+    "Too Many Requests",
+    "rate limit",
+    "Rate exceeded",
+    "pull rate limit",
+    "pull QPS exceeded",
+];
+const PLATFORM_WORDS: [&str; 11] = [
+    "no match for platform",
+    "no match for current platform",
+    "no matching manifest for",
+    "no image found in manifest list",
+    "no image found in image index",
+    "does not match the specified platform",
+    "image with reference",
+    "no manifest for platform",
+    "cannot be used on this platform",
+    "exec format error",
+    "exec user process caused: exec format",
+];
+/// The download finished but what arrived is not what the manifest promised.
+const INTEGRITY_WORDS: [&str; 6] = [
+    "Digest did not match",
+    "digest mismatch",
+    "unexpected commit digest",
+    "failed size validation",
+    "layer verification failed",
+    "filesystem layer verification failed",
+];
+/// On the node, before a request or after the download: unpacking, snapshots, disk, the
+/// kubelet's pull secrets and credential provider plugins, signature policy, the reference
+/// itself. A "not found" or "unauthorized" here is the node's own store, secret or plugin.
+pub(super) const NODE_WORDS: &[&str] = &[
+    "failed to extract layer",
+    // containers/image storage/storage_dest.go commits a downloaded, verified layer, and
+    // containers/storage unpacks it.
+    "adding layer with blob",
+    "processing tar file",
+    "error unpacking image",
+    "failed to resolve rootfs",
+    // CRI-O's short-name policy (containers/image pkg/shortnames): registries.conf decides.
+    "did not resolve to an alias",
+    "short-name resolution enforced",
+    "ErrImageNeverPull",
+    "failed to unpack image on snapshotter",
+    "failed to prepare extraction snapshot",
+    "content store",
+    "no space left on device",
+    "failed to mount",
+    "failed to register layer",
+    "Unable to retrieve pull secret",
+    "Source image rejected",
+    "A signature was required",
+    "signature verification failed",
+    "trying and failing to pull image",
+    "credential provider",
+    "credential-provider",
+    "CredentialProvider",
+    "error getting credentials",
+    "docker-credential-",
+    "invalid reference format",
+    "InvalidImageName",
+    "repository name must be lowercase",
+    "couldn't parse image reference",
+    "failed to parse image reference",
+    // The node's containers/image configuration itself (registries.conf, policy.json), and its
+    // digest check of a manifest already read (image/unparsed.go): no request failed.
+    "registries configuration",
+    "invalid policy in",
+    "Manifest does not match provided manifest digest",
+];
+const AUTH_WORDS: [&str; 8] = [
+    "unauthorized",
+    "authentication required",
+    "no basic auth credentials",
+    "incorrect username or password",
+    "UNAUTHORIZED",
+    "invalid username/password",
+    "authorization token has expired",
+    "Not Authorized",
+];
+const FORBIDDEN_WORDS: [&str; 6] = [
+    "insufficient_scope",
+    "forbidden",
+    "Forbidden",
+    "\"denied\"",
+    "DENIED",
+    "is not authorized to perform",
+];
+const NOTFOUND_WORDS: [&str; 7] = [
+    "manifest unknown",
+    "name unknown",
+    "blob unknown",
+    "unknown blob",
+    "not found",
+    "NAME_UNKNOWN",
+    "MANIFEST_UNKNOWN",
+];
+
+/// The mechanism of the innermost cause, in the order a pull meets them.
+pub(super) fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>) {
+    let text = chain.text.as_str();
+    let any = |needles: &[&str], hay: &str| needles.iter().any(|n| hay.contains(n));
+
+    // The proxy itself.
+    if chain.has_link(&["proxyconnect tcp"])
+        || any(&PROXY_WORDS, text)
+        || any(&MIDDLEBOX_WORDS, cause)
+    {
+        return (Layer::Proxy, None);
+    }
+    // On the node, with no request made: the node's words decide, whatever they wrap (an
+    // unpack that finds no manifest for the node's platform is still the platform).
+    if chain.requests.is_empty() && any(NODE_WORDS, text) && !any(&PLATFORM_WORDS, text) {
+        return (Layer::Other, None);
+    }
+    // DNS: a lookup clause decides, whatever failed inside it (timeout, refused, SERVFAIL).
+    let lookup = chain
+        .cause_links()
+        .iter()
+        .any(|l| LOOKUP.is_match(l) || l.starts_with("resolving host"));
+    if lookup || any(&DNS_WORDS, cause) {
+        return (Layer::Dns, None);
+    }
+    // TLS, before timeouts: "TLS handshake timeout" is a handshake that did not finish.
+    if any(&TLS_WORDS, cause) {
+        return (Layer::Tls, None);
+    }
+    // The connection. Go prints these in lowercase; a paste through a translator or a
+    // word processor may not (`dial TCP …: I/O timeout`).
+    let lowercase_cause = cause.to_ascii_lowercase();
+    if any(&ROUTE_WORDS, cause)
+        || any(&["i/o timeout", "no route to host"], &lowercase_cause)
+        || (cause.contains("context deadline exceeded") && chain.innermost_request().is_some())
+    {
+        return (Layer::Route, None);
+    }
+    if any(&REFUSED_WORDS, cause)
+        || chain
+            .cause_links()
+            .last()
+            .is_some_and(|l| l == "EOF" || l.ends_with(" EOF") || l.ends_with(": EOF"))
+    {
+        return (Layer::Refused, is_bare_eof(chain).then(bare_eof_ambiguity));
+    }
+    // A request answered by nothing but a reason phrase: the proxy refused CONNECT.
+    if let Some(r) = chain.innermost_request()
+        && chain.links.len() == r.link + 2
+        && chain
+            .links
+            .last()
+            .is_some_and(|l| l != "EOF" && REASON_PHRASE.is_match(l))
+    {
+        return (Layer::Proxy, Some(connect_refused_ambiguity()));
+    }
+    // What the registry answered: its error codes, then the HTTP status.
+    if any(&RATELIMIT_WORDS, text) {
+        return (Layer::RateLimit, None);
+    }
+    if any(&PLATFORM_WORDS, text) {
+        return (Layer::Platform, None);
+    }
+    if any(&INTEGRITY_WORDS, text) || any(NODE_WORDS, text) {
+        return (Layer::Other, None);
+    }
+    if text.contains("pull access denied")
+        || text.contains("repository does not exist or may require")
+        || text.contains("access to the resource is denied")
+        || text.contains("denied: ")
+        || is_bare_denied(chain)
+    {
+        return denied(chain, cause);
+    }
+    let status = status_code(cause).or_else(|| status_code(text));
+    if let Some(status) = status {
+        // The same reading of a status as the probe's.
+        return (Layer::from_http_status(status), None);
+    }
+    if any(&AUTH_WORDS, text) {
+        return (Layer::Auth, None);
+    }
+    if any(&FORBIDDEN_WORDS, text) {
+        return (Layer::Forbidden, None);
+    }
+    if any(&NOTFOUND_WORDS, text) {
+        return (Layer::NotFound, None);
+    }
+    // containerd handles 401 and 404 on HEAD itself: what reaches "unexpected status" without a
+    // code was most likely a 403, but the code is cut off.
+    if text.contains("unexpected status from HEAD request") {
+        return (
+            Layer::Forbidden,
+            Some(Ambiguity {
+                candidates: vec![
+                    (
+                        Layer::Forbidden,
+                        "403: the identity or a network rule of the registry refuses the node",
+                    ),
+                    (Layer::RateLimit, "429: the registry's pull limit"),
+                    (Layer::Other, "5xx: the registry failed"),
+                ],
+                decides: "the status code, which the text cuts off: the runtime's log, or a probe from the node",
+            }),
+        );
+    }
+    (Layer::Other, None)
+}
+
+/// `unexpected EOF` (or `EOF`) and nothing around it: no request, no operation. Most often the
+/// last line of a pull whose layer body was cut, but the text cannot say which request it was.
+pub(super) fn is_bare_eof(chain: &Chain) -> bool {
+    chain.requests.is_empty()
+        && chain.links.len() <= 2
+        && chain
+            .links
+            .last()
+            .is_some_and(|l| l == "unexpected EOF" || l == "EOF")
+}
+
+pub(super) fn status_code(text: &str) -> Option<u16> {
+    STATUS.captures_iter(text).find_map(|c| {
+        (1..=6)
+            .find_map(|i| c.get(i))
+            .and_then(|m| m.as_str().parse().ok())
+    })
+}
