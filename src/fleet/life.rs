@@ -469,7 +469,11 @@ mod tests {
             &origin(true),
         ));
         assert_eq!(p.kind(), "sandbox-not-created");
-        assert!(p.describe().contains("r.example/pause:3.10"), "{}", p.describe());
+        assert!(
+            p.describe().contains("r.example/pause:3.10"),
+            "{}",
+            p.describe()
+        );
     }
 
     #[test]
