@@ -313,4 +313,21 @@ mod tests {
                 "decides": "a probe report from this node"})
         );
     }
+
+    #[test]
+    fn explain_decides_a_pull_failure_and_leaves_text_about_no_pull_undecided() {
+        let explained = |text: &str| {
+            explain_report(&crate::failure_text::explain(text))
+                .expect("a report")
+                .verdict
+        };
+        let dns = explained(
+            r#"Failed to pull image "r.example/a:1": rpc error: code = Unknown desc = failed to pull and unpack image "r.example/a:1": failed to resolve reference "r.example/a:1": failed to do request: Head "https://r.example/v2/a/manifests/1": dial tcp: lookup r.example on 10.0.0.10:53: no such host"#,
+        );
+        assert!(matches!(&dns, Verdict::Failed(f) if f.fault.layer() == Layer::Dns));
+        let Verdict::Undecided(no_pull) = explained("the coffee machine is out of beans") else {
+            panic!("text about no pull is undecided");
+        };
+        assert!(no_pull.leaning.is_some() && no_pull.candidates.is_empty());
+    }
 }

@@ -335,6 +335,41 @@ mod tests {
     }
 
     #[test]
+    fn the_verdict_reads_back_into_its_states_and_a_failure_without_a_layer_is_refused() {
+        let report = |verdict: &str| {
+            format!(
+                r#"{{"schema": "pullpath.report/v1", "command": "probe", "verdict": {verdict}}}"#
+            )
+        };
+        let passed = from_log(&report(r#"{"passed": true, "decided": true}"#)).expect("passed");
+        assert_eq!(passed.verdict, Verdict::Passed);
+        let blob = from_log(&report(
+            r#"{"passed": false, "decided": true, "layer": "blob", "hop": "blob", "host": "s.example", "mechanism": "route"}"#,
+        ))
+        .expect("blob");
+        let fault = blob.verdict.fault().expect("a fault");
+        assert_eq!(
+            (fault.layer(), fault.mechanism(), fault.owner()),
+            (
+                Layer::Blob,
+                Some(Layer::Route),
+                crate::vocab::Owner::NetworkTeam
+            )
+        );
+        // An undecided report keeps its leaning; without `decided` a failure is undecided.
+        let leaning = from_log(&report(r#"{"passed": false, "layer": "dns"}"#)).expect("leaning");
+        assert!(
+            matches!(&leaning.verdict, Verdict::Undecided(u) if u.leaning.map(|f| f.layer()) == Some(Layer::Dns))
+        );
+        let nameless = report(r#"{"passed": false, "decided": true, "cause": "x"}"#);
+        assert!(
+            from_log(&nameless)
+                .expect_err("no layer")
+                .contains("without naming a layer")
+        );
+    }
+
+    #[test]
     fn the_probe_images_own_pull_failure_is_explained() {
         let message = "rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/tools/pullpath:0.1.0\": failed to resolve reference \"r.example/tools/pullpath:0.1.0\": failed to do request: Head \"https://r.example/v2/tools/pullpath/manifests/0.1.0\": dial tcp 10.0.0.5:443: i/o timeout";
         let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
