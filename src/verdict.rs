@@ -1,8 +1,9 @@
 //! The verdict every command reaches: passed, failed at one layer, or undecided.
 //!
 //! A closed set of states, so that no builder can say "failed" without a layer or give an owner
-//! to nothing. It does not serialize itself: the JSON report spells it through its own wire type,
-//! [`report::VerdictReport`](crate::report::VerdictReport) (docs/report-schema.md, `verdict`).
+//! to nothing. It carries no serde shape of its own: the report's `Serialize` for it writes its
+//! wire type, [`report::VerdictReport`](crate::report::VerdictReport) (docs/report-schema.md,
+//! `verdict`), so the JSON keeps its fields whatever these types become.
 
 use std::fmt;
 
