@@ -1,6 +1,6 @@
 //! Exit statuses: the outcome in a number scripts can branch on (documented in the README).
 
-use crate::report::Verdict;
+use crate::verdict::Verdict;
 use crate::vocab::Layer;
 
 /// Nothing failed.
@@ -21,18 +21,20 @@ pub fn for_layer(layer: Layer) -> u8 {
     10 + u8::try_from(index).unwrap_or(11)
 }
 
+/// The status of a verdict: passed, undecided, or its failing layer's.
 pub fn for_verdict(verdict: &Verdict) -> u8 {
-    match (verdict.passed, verdict.decided, verdict.layer) {
-        (true, _, _) => PASSED,
-        (false, false, _) => UNDECIDED,
-        (false, true, Some(layer)) => for_layer(layer),
-        (false, true, None) => INTERNAL,
+    match verdict {
+        Verdict::Passed => PASSED,
+        Verdict::Failed(failure) => for_layer(failure.fault.layer()),
+        Verdict::Undecided(_) => UNDECIDED,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::{Failure, Fault, Seen, Undecided};
+    use crate::vocab::Owner;
 
     #[test]
     fn every_layer_has_its_own_status() {
@@ -41,5 +43,23 @@ mod tests {
         assert_eq!(codes.len(), Layer::ALL.len());
         assert_eq!(for_layer(Layer::Dns), 10);
         assert_eq!(for_layer(Layer::Other), 21);
+    }
+
+    #[test]
+    fn each_verdict_has_its_status_and_an_undecided_leaning_is_not_a_failure() {
+        let fault = Fault::new(Layer::Tls, None, Owner::RegistryPki);
+        let failed = Verdict::Failed(Failure {
+            fault,
+            seen: Seen::default(),
+        });
+        let leaning = Verdict::Undecided(Undecided {
+            leaning: Some(fault),
+            seen: Seen::default(),
+            candidates: Vec::new(),
+            decides: None,
+        });
+        assert_eq!(for_verdict(&Verdict::Passed), PASSED);
+        assert_eq!(for_verdict(&failed), 13);
+        assert_eq!(for_verdict(&leaning), UNDECIDED);
     }
 }

@@ -36,5 +36,7 @@ pub mod report;
 pub mod runtime;
 /// The multi-finding report (several pods, `explain pod/NAME`, `scan`) and its grouping.
 pub mod scan_report;
+/// The verdict: passed, failed at one layer, or undecided.
+pub mod verdict;
 /// Layers, hops, owners, runtimes: the words every verdict uses.
 pub mod vocab;

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::advice::{Advice, Observed, advise_observed};
 use crate::failure_text::{Diagnosis, Explanation};
+use crate::verdict::{Candidate, Failure, Fault, Seen, Undecided, Verdict};
 use crate::vocab::{Hop, Layer, Owner, Runtime};
 
 mod probe;
@@ -15,9 +16,11 @@ pub use probe::*;
 /// Names the report format and its version.
 pub const SCHEMA: &str = "pullpath.report/v1";
 
-/// The one-line answer, the same for probe and explain.
+/// The verdict as the JSON report spells it (docs/report-schema.md, `verdict`): flags and
+/// optional fields, for readers in any language. Built only from a [`Verdict`], whose states all
+/// mean something; renaming a field of that type cannot change this format.
 #[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
+pub struct VerdictReport<'a> {
     /// True when no step failed.
     pub passed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -25,10 +28,10 @@ pub struct Verdict {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hop: Option<Hop>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
+    pub host: Option<&'a str>,
     /// The innermost cause observed, in the words it was observed in.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cause: Option<String>,
+    pub cause: Option<&'a str>,
     /// For layer `blob`: the mechanism on the blob hop (`dns`, `route`, `tls`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mechanism: Option<Layer>,
@@ -37,17 +40,54 @@ pub struct Verdict {
     /// False when the evidence fits more than one layer; `candidates` then lists them.
     pub decided: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<CandidateReport<'a>>,
     /// What would decide between the candidates.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub decides: Option<String>,
+    pub decides: Option<&'a str>,
 }
 
 /// One layer the evidence may mean.
 #[derive(Debug, Clone, Serialize)]
-pub struct Candidate {
+pub struct CandidateReport<'a> {
     pub layer: Layer,
-    pub why: String,
+    pub why: &'a str,
+}
+
+impl<'a> From<&'a Verdict> for VerdictReport<'a> {
+    fn from(verdict: &'a Verdict) -> VerdictReport<'a> {
+        let fault = verdict.fault();
+        let seen = verdict.seen();
+        let (candidates, decides) = match verdict {
+            Verdict::Undecided(u) => (u.candidates.as_slice(), u.decides.as_deref()),
+            Verdict::Passed | Verdict::Failed(_) => (&[][..], None),
+        };
+        VerdictReport {
+            passed: verdict.is_passed(),
+            layer: fault.map(Fault::layer),
+            hop: seen.and_then(|s| s.hop),
+            host: seen.and_then(|s| s.host.as_deref()),
+            cause: seen.and_then(|s| s.cause.as_deref()),
+            mechanism: fault.and_then(Fault::mechanism),
+            owner: fault.map(Fault::owner),
+            decided: verdict.is_decided(),
+            candidates: candidates
+                .iter()
+                .map(|c| CandidateReport {
+                    layer: c.layer,
+                    why: &c.why,
+                })
+                .collect(),
+            decides,
+        }
+    }
+}
+
+/// Every report holds the [`Verdict`] its renderers match on, and writes it as a
+/// [`VerdictReport`].
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        VerdictReport::from(self).serialize(serializer)
+    }
 }
 
 /// `pullpath explain --output json`.
@@ -83,23 +123,6 @@ pub struct MessageReport {
     pub cause: String,
 }
 
-impl Verdict {
-    pub fn passed() -> Verdict {
-        Verdict {
-            passed: true,
-            layer: None,
-            hop: None,
-            host: None,
-            cause: None,
-            mechanism: None,
-            owner: None,
-            decided: true,
-            candidates: Vec::new(),
-            decides: None,
-        }
-    }
-}
-
 /// Build the explain report from an explanation; `None` when the input held no message.
 pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
     let (primary_message, d) = explanation.primary.map(|i| &explanation.messages[i])?;
@@ -116,25 +139,28 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
     };
     let advice: Advice = advise_observed(d.layer, d.mechanism, d.hop, &host, &observed);
     let looks_like_pull = d.about_a_pull;
-    let verdict = Verdict {
-        passed: false,
-        layer: Some(d.layer),
+    let fault = Fault::new(d.layer, d.mechanism, advice.owner);
+    let seen = Seen {
         hop: Some(d.hop),
         host: d.host.clone(),
         cause: Some(d.cause.clone()),
-        mechanism: d.mechanism,
-        owner: Some(advice.owner),
-        decided: d.ambiguity.is_none() && looks_like_pull,
-        candidates: d
-            .ambiguity
-            .iter()
-            .flat_map(|a| a.candidates.iter())
-            .map(|(layer, why)| Candidate {
-                layer: *layer,
-                why: (*why).to_string(),
-            })
-            .collect(),
-        decides: d.ambiguity.as_ref().map(|a| a.decides.to_string()),
+    };
+    // Text that names no pull step is not a decided failure of a pull, ambiguous or not.
+    let verdict = match &d.ambiguity {
+        None if looks_like_pull => Verdict::Failed(Failure { fault, seen }),
+        ambiguity => Verdict::Undecided(Undecided {
+            leaning: Some(fault),
+            seen,
+            candidates: ambiguity
+                .iter()
+                .flat_map(|a| a.candidates.iter())
+                .map(|(layer, why)| Candidate {
+                    layer: *layer,
+                    why: (*why).to_string(),
+                })
+                .collect(),
+            decides: ambiguity.as_ref().map(|a| a.decides.to_string()),
+        }),
     };
     Some(ExplainReport {
         schema: SCHEMA,
@@ -181,4 +207,127 @@ fn next_checks(d: &Diagnosis) -> Vec<String> {
         checks.push(credential.next_check(&d.credential_host()));
     }
     checks
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn wire(verdict: &Verdict) -> serde_json::Value {
+        serde_json::to_value(VerdictReport::from(verdict)).expect("serializes")
+    }
+
+    fn seen(hop: Hop, host: &str, cause: &str) -> Seen {
+        Seen {
+            hop: Some(hop),
+            host: Some(host.into()),
+            cause: Some(cause.into()),
+        }
+    }
+
+    #[test]
+    fn a_pass_is_passed_and_decided_and_nothing_else() {
+        assert_eq!(
+            wire(&Verdict::Passed),
+            json!({"passed": true, "decided": true})
+        );
+    }
+
+    #[test]
+    fn a_failure_names_its_layer_hop_host_cause_and_owner() {
+        let failed = Verdict::Failed(Failure {
+            fault: Fault::new(Layer::Dns, None, Owner::DnsTeam),
+            seen: seen(Hop::Registry, "r.example", "no such host"),
+        });
+        assert_eq!(
+            wire(&failed),
+            json!({"passed": false, "layer": "dns", "hop": "registry", "host": "r.example",
+                "cause": "no such host", "owner": "dns-team", "decided": true})
+        );
+    }
+
+    #[test]
+    fn a_blob_failure_carries_its_mechanism() {
+        let blob = Verdict::Failed(Failure {
+            fault: Fault::new(Layer::Blob, Some(Layer::Route), Owner::NetworkTeam),
+            seen: seen(Hop::Blob, "store.example", "i/o timeout"),
+        });
+        assert_eq!(
+            wire(&blob),
+            json!({"passed": false, "layer": "blob", "hop": "blob", "host": "store.example",
+                "cause": "i/o timeout", "mechanism": "route", "owner": "network-team",
+                "decided": true})
+        );
+    }
+
+    #[test]
+    fn an_undecided_verdict_lists_its_candidates_and_what_decides_in_the_old_order() {
+        let undecided = Verdict::Undecided(Undecided {
+            leaning: Some(Fault::new(Layer::NotFound, None, Owner::ApplicationTeam)),
+            seen: seen(Hop::Registry, "r.example", "not found"),
+            candidates: vec![
+                Candidate {
+                    layer: Layer::NotFound,
+                    why: "the repository is missing".into(),
+                },
+                Candidate {
+                    layer: Layer::Forbidden,
+                    why: "the registry hides what it denies".into(),
+                },
+            ],
+            decides: Some("a probe with the pull secret".into()),
+        });
+        let expected = json!({"passed": false, "layer": "notfound", "hop": "registry",
+            "host": "r.example", "cause": "not found", "owner": "application-team",
+            "decided": false,
+            "candidates": [
+                {"layer": "notfound", "why": "the repository is missing"},
+                {"layer": "forbidden", "why": "the registry hides what it denies"}
+            ],
+            "decides": "a probe with the pull secret"});
+        assert_eq!(wire(&undecided), expected);
+        // The report writes the verdict itself through the wire type, fields in the order the
+        // report always had.
+        assert_eq!(
+            serde_json::to_string(&undecided).expect("serializes"),
+            r#"{"passed":false,"layer":"notfound","hop":"registry","host":"r.example","cause":"not found","owner":"application-team","decided":false,"candidates":[{"layer":"notfound","why":"the repository is missing"},{"layer":"forbidden","why":"the registry hides what it denies"}],"decides":"a probe with the pull secret"}"#
+        );
+    }
+
+    #[test]
+    fn an_undecided_verdict_without_a_leaning_says_only_what_was_seen() {
+        let unanswered = Verdict::Undecided(Undecided {
+            leaning: None,
+            seen: Seen {
+                cause: Some("not probed".into()),
+                ..Seen::default()
+            },
+            candidates: Vec::new(),
+            decides: Some("a probe report from this node".into()),
+        });
+        assert_eq!(
+            wire(&unanswered),
+            json!({"passed": false, "cause": "not probed", "decided": false,
+                "decides": "a probe report from this node"})
+        );
+    }
+
+    #[test]
+    fn explain_decides_a_pull_failure_and_leaves_text_about_no_pull_undecided() {
+        let explained = |text: &str| {
+            explain_report(&crate::failure_text::explain(text))
+                .expect("a report")
+                .verdict
+        };
+        let dns = explained(
+            r#"Failed to pull image "r.example/a:1": rpc error: code = Unknown desc = failed to pull and unpack image "r.example/a:1": failed to resolve reference "r.example/a:1": failed to do request: Head "https://r.example/v2/a/manifests/1": dial tcp: lookup r.example on 10.0.0.10:53: no such host"#,
+        );
+        assert!(matches!(&dns, Verdict::Failed(f) if f.fault.layer() == Layer::Dns));
+        let Verdict::Undecided(no_pull) = explained("the coffee machine is out of beans") else {
+            panic!("text about no pull is undecided");
+        };
+        assert!(no_pull.leaning.is_some() && no_pull.candidates.is_empty());
+    }
 }

@@ -12,7 +12,8 @@ use std::cmp::Ordering;
 use serde::Serialize;
 
 use crate::failure_text::Explained;
-use crate::report::{ExplainReport, Verdict, explain_report};
+use crate::report::{ExplainReport, explain_report};
+use crate::verdict::Verdict;
 use crate::vocab::Layer;
 
 /// Names the multi-finding format and its version.
@@ -254,7 +255,8 @@ pub fn findings_report(
     let mut groups: Vec<GroupReport> = Vec::new();
     for (i, (f, seen)) in built.iter().enumerate() {
         let v = &f.report.verdict;
-        let key = (v.layer, v.host.clone(), f.pool.clone());
+        let host = v.seen().and_then(|s| s.host.clone());
+        let key = (v.layer(), host, f.pool.clone());
         let at = match groups
             .iter()
             .position(|g| (g.layer, g.host.clone(), g.pool.clone()) == key)
@@ -276,7 +278,7 @@ pub fn findings_report(
             }
         };
         let g = &mut groups[at];
-        g.decided &= v.decided;
+        g.decided &= v.is_decided();
         g.count += 1;
         g.findings.push(i);
         let pod = match &f.pod.namespace {
@@ -312,7 +314,7 @@ pub fn findings_report(
     }
     let verdict = findings
         .first()
-        .map_or_else(Verdict::passed, |f| f.report.verdict.clone());
+        .map_or(Verdict::Passed, |f| f.report.verdict.clone());
     FindingsReport {
         schema: FINDINGS_SCHEMA,
         command,
@@ -380,7 +382,7 @@ mod tests {
         assert_eq!(report.groups[0].findings, vec![0, 1]);
         assert_eq!(report.groups[1].findings, vec![2]);
         assert_eq!(report.findings[2].pod.name, "b-1");
-        assert_eq!(report.verdict.layer, Some(Layer::Dns));
+        assert_eq!(report.verdict.layer(), Some(Layer::Dns));
     }
 
     #[test]
@@ -412,7 +414,7 @@ mod tests {
     #[test]
     fn nothing_failing_is_a_pass() {
         let report = findings_report("scan", &[], None, Vec::new());
-        assert!(report.verdict.passed);
+        assert!(report.verdict.is_passed());
         assert!(report.groups.is_empty());
     }
 }

@@ -511,7 +511,14 @@ async fn the_kubelets_own_pull_sits_beside_the_probes_verdict() {
     let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain);
     let config = server.kubeconfig(scratch.path(), "default");
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
-        .args(["fleet", PUBLIC, "--all-nodes", "--kubelet-pull", "-o", "json"])
+        .args([
+            "fleet",
+            PUBLIC,
+            "--all-nodes",
+            "--kubelet-pull",
+            "-o",
+            "json",
+        ])
         .arg("--kubeconfig")
         .arg(&config)
         .args(["-n", "shop", "--probe-image", &probe])
@@ -549,7 +556,11 @@ async fn the_kubelets_own_pull_sits_beside_the_probes_verdict() {
         .expect("pullpath fleet runs");
     let printed = String::from_utf8_lossy(&text.stdout);
     assert!(printed.contains("[kubelet agrees: pulled]"), "{printed}");
-    assert!(server.store.names().is_empty(), "{:?}", server.store.names());
+    assert!(
+        server.store.names().is_empty(),
+        "{:?}",
+        server.store.names()
+    );
     assert!(
         kubelet.settled(Duration::from_secs(30)),
         "sandboxes left: {:?}",

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::render::Style;
+use crate::verdict::{Fault, Verdict};
 
 use super::wire::AzureReport;
 
@@ -54,36 +55,28 @@ pub fn render(report: &AzureReport, style: Style) -> String {
         );
         for e in &pool.endpoints {
             let v = &e.verdict;
-            let (mark, what) = if v.passed {
-                (
+            let named = v.fault().map_or("?".to_string(), Fault::to_string);
+            let step = e.step.map_or("", |s| s.as_str());
+            let (mark, what) = match v {
+                Verdict::Passed => (
                     style.paint("32", "✓"),
                     format!("→ {}", e.resolves_to.as_deref().unwrap_or("-")),
-                )
-            } else {
-                let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
-                let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
-                let step = e.step.map_or("", |s| s.as_str());
-                if v.decided {
-                    (
-                        style.paint("1;31", "✗"),
-                        format!("{layer}{mechanism} at step {step}"),
-                    )
-                } else {
-                    (
-                        style.paint("1;33", "?"),
-                        format!("undecided ({layer}{mechanism}) at step {step}"),
-                    )
-                }
+                ),
+                Verdict::Failed(_) => (style.paint("1;31", "✗"), format!("{named} at step {step}")),
+                Verdict::Undecided(_) => (
+                    style.paint("1;33", "?"),
+                    format!("undecided ({named}) at step {step}"),
+                ),
             };
             let _ = writeln!(
                 out,
                 "  {mark} {:<44} {what}",
                 format!("{} [{}]", e.host, e.role)
             );
-            if v.passed {
+            if v.is_passed() {
                 continue;
             }
-            if let Some(cause) = &v.cause {
+            if let Some(cause) = v.cause() {
                 line(&mut out, 6, "cause", cause);
             }
             if let Some(resource) = &e.resource {
@@ -104,10 +97,17 @@ pub fn render(report: &AzureReport, style: Style) -> String {
             if let Some(show) = &e.show {
                 line(&mut out, 6, "show", show);
             }
-            if let Some(owner) = v.owner {
-                line(&mut out, 6, "owner", &style.paint("1", owner.title()));
+            if let Some(fault) = v.fault() {
+                line(
+                    &mut out,
+                    6,
+                    "owner",
+                    &style.paint("1", fault.owner().title()),
+                );
             }
-            if let Some(decides) = &v.decides {
+            if let Verdict::Undecided(undecided) = v
+                && let Some(decides) = &undecided.decides
+            {
                 line(&mut out, 6, "decides", decides);
             }
             lines(
@@ -134,18 +134,17 @@ pub fn render(report: &AzureReport, style: Style) -> String {
     }
     let _ = writeln!(out);
     let v = &report.verdict;
-    let headline = if v.passed {
+    let headline = if v.is_passed() {
         style.paint(
             "1;32",
             "✓ passed: every pool reaches every endpoint as far as the exports show",
         )
     } else {
-        let layer = v.layer.map_or("?".to_string(), |l| l.to_string());
-        let mechanism = v.mechanism.map(|m| format!(" ({m})")).unwrap_or_default();
+        let named = v.fault().map_or("?".to_string(), Fault::to_string);
         let (pool, host) = match &report.decided_by {
             Some(d) => (d.pool.as_str(), d.host.as_str()),
             None => {
-                let cause = v.cause.as_deref().unwrap_or("nothing analysed");
+                let cause = v.cause().unwrap_or("nothing analysed");
                 let _ = writeln!(
                     out,
                     "{}",
@@ -154,15 +153,12 @@ pub fn render(report: &AzureReport, style: Style) -> String {
                 return out;
             }
         };
-        if v.decided {
-            style.paint(
-                "1;31",
-                &format!("✗ {layer}{mechanism} · pool {pool} · {host}"),
-            )
+        if v.is_decided() {
+            style.paint("1;31", &format!("✗ {named} · pool {pool} · {host}"))
         } else {
             style.paint(
                 "1;33",
-                &format!("? {layer}{mechanism} · pool {pool} · {host} · undecided"),
+                &format!("? {named} · pool {pool} · {host} · undecided"),
             )
         }
     };

@@ -1,12 +1,12 @@
 //! The report of `pullpath azure analyse`: serialize-only types built from the analysis
 //! (documented in docs/azure.md, schema docs/azure-report.schema.json).
-//! Each endpoint's verdict is the report family's [`Verdict`](crate::report::Verdict); advice comes from
+//! Each endpoint's verdict is the report family's [`Verdict`](crate::verdict::Verdict); advice comes from
 //! [`crate::advice::advise`], led by the exact resource and field. [`text`](crate::azure::text) prints it.
 
 use serde::Serialize;
 
 use crate::advice::advise;
-use crate::report::{Candidate, Verdict};
+use crate::verdict::{Candidate, Failure, Fault, Seen, Undecided, Verdict};
 use crate::vocab::{Hop, Layer, Owner};
 
 use super::analyse::{Analysis, EndpointAnalysis, Outcome, PoolAnalysis, RoutesFrom};
@@ -106,36 +106,34 @@ pub struct StepReport {
 /// The verdict of one endpoint's outcome.
 fn verdict(hop: Hop, host: &str, outcome: &Outcome) -> Verdict {
     let (finding, decided) = match outcome {
-        Outcome::Passed => return Verdict::passed(),
+        Outcome::Passed => return Verdict::Passed,
         Outcome::Failed(f) => (f, true),
         Outcome::Undecided(f) => (f, false),
     };
     // The vocabulary's blob rule: anything failing on the blob hop is layer `blob`, the
     // mechanism beside it.
-    let (layer, mechanism) = if hop == Hop::Blob {
-        (Layer::Blob, Some(finding.layer))
+    let fault = if hop == Hop::Blob {
+        Fault::new(Layer::Blob, Some(finding.layer), finding.owner)
     } else {
-        (finding.layer, None)
+        Fault::new(finding.layer, None, finding.owner)
     };
-    Verdict {
-        passed: false,
-        layer: Some(layer),
+    let seen = Seen {
         hop: Some(hop),
         host: Some(host.to_string()),
         cause: Some(finding.cause.clone()),
-        mechanism,
-        owner: Some(finding.owner),
-        decided,
-        candidates: if decided {
-            Vec::new()
-        } else {
-            vec![Candidate {
-                layer,
-                why: finding.cause.clone(),
-            }]
-        },
-        decides: finding.decides.clone(),
+    };
+    if decided {
+        return Verdict::Failed(Failure { fault, seen });
     }
+    Verdict::Undecided(Undecided {
+        leaning: Some(fault),
+        seen,
+        candidates: vec![Candidate {
+            layer: fault.layer(),
+            why: finding.cause.clone(),
+        }],
+        decides: finding.decides.clone(),
+    })
 }
 
 fn endpoint_report(e: &EndpointAnalysis) -> EndpointReport {
@@ -145,9 +143,9 @@ fn endpoint_report(e: &EndpointAnalysis) -> EndpointReport {
         Outcome::Passed => None,
         Outcome::Failed(f) | Outcome::Undecided(f) => Some(f),
     };
-    let (where_to_look, will_not_help) = match (finding, verdict.layer) {
-        (Some(f), Some(layer)) => {
-            let advice = advise(layer, verdict.mechanism, hop, &e.endpoint.host);
+    let (where_to_look, will_not_help) = match (finding, verdict.fault()) {
+        (Some(f), Some(fault)) => {
+            let advice = advise(fault.layer(), fault.mechanism(), hop, &e.endpoint.host);
             let mut look = vec![if f.field.is_empty() {
                 format!("{}: `{}`", f.resource, f.show)
             } else {
@@ -225,8 +223,8 @@ pub fn report(analysis: &Analysis, exports: &Exports) -> AzureReport {
             .iter()
             .flat_map(|p| p.endpoints.iter().map(move |e| (p, e)))
     };
-    let first_failed = all().find(|(_, e)| !e.verdict.passed && e.verdict.decided);
-    let first_undecided = all().find(|(_, e)| !e.verdict.decided);
+    let first_failed = all().find(|(_, e)| matches!(e.verdict, Verdict::Failed(_)));
+    let first_undecided = all().find(|(_, e)| !e.verdict.is_decided());
     let decider = first_failed.or(first_undecided);
     let decided_by = decider.map(|(p, e)| DecidedBy {
         pool: p.pool.clone(),
@@ -234,19 +232,17 @@ pub fn report(analysis: &Analysis, exports: &Exports) -> AzureReport {
     });
     let verdict = match decider {
         Some((_, e)) => e.verdict.clone(),
-        None if all().next().is_none() => Verdict {
-            passed: false,
-            layer: Some(Layer::Other),
-            hop: Some(Hop::Unknown),
-            host: None,
-            cause: Some("no pool × endpoint could be analysed from these exports".into()),
-            mechanism: None,
-            owner: Some(Owner::NetworkTeam),
-            decided: false,
+        None if all().next().is_none() => Verdict::Undecided(Undecided {
+            leaning: Some(Fault::new(Layer::Other, None, Owner::NetworkTeam)),
+            seen: Seen {
+                hop: Some(Hop::Unknown),
+                host: None,
+                cause: Some("no pool × endpoint could be analysed from these exports".into()),
+            },
             candidates: Vec::new(),
             decides: analysis.unconcluded.first().cloned(),
-        },
-        None => Verdict::passed(),
+        }),
+        None => Verdict::Passed,
     };
     AzureReport {
         schema: SCHEMA,

@@ -5,10 +5,12 @@
 
 use serde::Deserialize;
 
+use crate::advice::advise;
 use crate::failure_text;
 use crate::pod;
 use crate::report::{self, ExplainReport};
-use crate::vocab::Layer;
+use crate::verdict::{Failure, Fault, Seen, Undecided, Verdict};
+use crate::vocab::{Hop, Layer};
 
 /// The probe report's schema this reader understands.
 const PROBE_SCHEMA: &str = "pullpath.report/v1";
@@ -110,17 +112,10 @@ pub struct RuntimeAnswer {
     pub cleanup: Option<String>,
 }
 
-/// The probe's verdict on one node.
+/// The probe's report on one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeAnswer {
-    pub passed: bool,
-    pub decided: bool,
-    pub layer: Option<Layer>,
-    pub hop: Option<String>,
-    pub host: Option<String>,
-    pub cause: Option<String>,
-    /// For layer `blob`: how the blob hop failed.
-    pub mechanism: Option<Layer>,
+    pub verdict: Verdict,
     /// What works now but not on a replaced node (an /etc/hosts entry for a registry host).
     pub hand_fixes: Vec<String>,
     /// `pod` when the probe saw a pod's resolver, not the node's.
@@ -134,7 +129,7 @@ pub struct ProbeAnswer {
 /// What a probe pod yielded.
 #[derive(Debug, Clone)]
 pub enum Answer {
-    Probe(ProbeAnswer),
+    Probe(Box<ProbeAnswer>),
     /// The probe pod's own image did not pull (`ErrImagePull`, `ImagePullBackOff`, …).
     ProbeImagePull {
         reason: String,
@@ -178,23 +173,8 @@ pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
             wire.schema, wire.command
         ));
     }
-    let layer = match wire.verdict.layer.as_deref() {
-        Some(name) => Some(layer_named(name).ok_or_else(|| {
-            format!("the probe report names layer {name:?}, which this version does not know")
-        })?),
-        None => None,
-    };
-    if !wire.verdict.passed && layer.is_none() && wire.verdict.decided {
-        return Err("the probe report failed without naming a layer".to_string());
-    }
     Ok(ProbeAnswer {
-        passed: wire.verdict.passed,
-        decided: wire.verdict.decided || wire.verdict.passed,
-        layer,
-        hop: wire.verdict.hop,
-        host: wire.verdict.host,
-        cause: wire.verdict.cause,
-        mechanism: wire.verdict.mechanism.as_deref().and_then(layer_named),
+        verdict: verdict_of(wire.verdict)?,
         hand_fixes: wire.hand_fixes,
         view: wire.view,
         elapsed_ms: wire.elapsed_ms,
@@ -221,6 +201,55 @@ pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
             })
             .collect(),
     })
+}
+
+/// The probe's verdict read back; the owner is the advice's, as the probe's own report derives
+/// it. A failure that names no layer is not a report this version wrote.
+fn verdict_of(wire: WireVerdict) -> Result<Verdict, String> {
+    let layer = match wire.layer.as_deref() {
+        Some(name) => Some(layer_named(name).ok_or_else(|| {
+            format!("the probe report names layer {name:?}, which this version does not know")
+        })?),
+        None => None,
+    };
+    if wire.passed {
+        return Ok(Verdict::Passed);
+    }
+    let hop = wire.hop.as_deref().and_then(hop_named);
+    let mechanism = wire.mechanism.as_deref().and_then(layer_named);
+    let host = wire.host.as_deref().unwrap_or_default();
+    let fault = layer.map(|layer| {
+        let owner = advise(layer, mechanism, hop.unwrap_or(Hop::Unknown), host).owner;
+        Fault::new(layer, mechanism, owner)
+    });
+    let seen = Seen {
+        hop,
+        host: wire.host,
+        cause: wire.cause,
+    };
+    match (wire.decided, fault) {
+        (true, Some(fault)) => Ok(Verdict::Failed(Failure { fault, seen })),
+        (true, None) => Err("the probe report failed without naming a layer".to_string()),
+        (false, leaning) => Ok(Verdict::Undecided(Undecided {
+            leaning,
+            seen,
+            candidates: Vec::new(),
+            decides: None,
+        })),
+    }
+}
+
+fn hop_named(name: &str) -> Option<Hop> {
+    [
+        Hop::Registry,
+        Hop::Auth,
+        Hop::Blob,
+        Hop::Proxy,
+        Hop::Mirror,
+        Hop::Unknown,
+    ]
+    .into_iter()
+    .find(|h| h.as_str() == name)
 }
 
 /// The last line of a log, short, for an error that quotes it.
@@ -254,7 +283,7 @@ pub fn probe_image_pull(probe_pod: &k8s_openapi::api::core::v1::Pod) -> Option<A
         .unwrap_or_else(|| format!("{}: {}", wait.reason, wait.image));
     let explanation = failure_text::explain(&message);
     let explained = report::explain_report(&explanation)?;
-    if wait.reason == "ImagePullBackOff" && explained.verdict.layer == Some(Layer::Other) {
+    if wait.reason == "ImagePullBackOff" && explained.verdict.layer() == Some(Layer::Other) {
         return None;
     }
     Some(Answer::ProbeImagePull {
@@ -273,10 +302,13 @@ mod tests {
     fn a_report_among_other_lines_with_unknown_fields() {
         let log = "pullpath: warning: something\n{\n  \"schema\": \"pullpath.report/v1\", \"command\": \"probe\", \"future\": [1],\n  \"verdict\": {\"passed\": false, \"decided\": true, \"layer\": \"refused\", \"hop\": \"registry\", \"host\": \"r.example:5000\", \"cause\": \"connection refused\"},\n  \"hand_fixes\": [\"/etc/hosts maps r.example\"], \"elapsed_ms\": 12\n}\n";
         let a = from_log(log).expect("parsed");
-        assert_eq!(a.layer, Some(Layer::Refused));
-        assert_eq!(a.host.as_deref(), Some("r.example:5000"));
+        let Verdict::Failed(failure) = &a.verdict else {
+            panic!("not a failure: {:?}", a.verdict);
+        };
+        assert_eq!(failure.fault.layer(), Layer::Refused);
+        assert_eq!(failure.seen.hop, Some(Hop::Registry));
+        assert_eq!(failure.seen.host.as_deref(), Some("r.example:5000"));
         assert_eq!(a.hand_fixes.len(), 1);
-        assert!(!a.passed);
     }
 
     #[test]
@@ -303,6 +335,41 @@ mod tests {
     }
 
     #[test]
+    fn the_verdict_reads_back_into_its_states_and_a_failure_without_a_layer_is_refused() {
+        let report = |verdict: &str| {
+            format!(
+                r#"{{"schema": "pullpath.report/v1", "command": "probe", "verdict": {verdict}}}"#
+            )
+        };
+        let passed = from_log(&report(r#"{"passed": true, "decided": true}"#)).expect("passed");
+        assert_eq!(passed.verdict, Verdict::Passed);
+        let blob = from_log(&report(
+            r#"{"passed": false, "decided": true, "layer": "blob", "hop": "blob", "host": "s.example", "mechanism": "route"}"#,
+        ))
+        .expect("blob");
+        let fault = blob.verdict.fault().expect("a fault");
+        assert_eq!(
+            (fault.layer(), fault.mechanism(), fault.owner()),
+            (
+                Layer::Blob,
+                Some(Layer::Route),
+                crate::vocab::Owner::NetworkTeam
+            )
+        );
+        // An undecided report keeps its leaning; without `decided` a failure is undecided.
+        let leaning = from_log(&report(r#"{"passed": false, "layer": "dns"}"#)).expect("leaning");
+        assert!(
+            matches!(&leaning.verdict, Verdict::Undecided(u) if u.leaning.map(|f| f.layer()) == Some(Layer::Dns))
+        );
+        let nameless = report(r#"{"passed": false, "decided": true, "cause": "x"}"#);
+        assert!(
+            from_log(&nameless)
+                .expect_err("no layer")
+                .contains("without naming a layer")
+        );
+    }
+
+    #[test]
     fn the_probe_images_own_pull_failure_is_explained() {
         let message = "rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/tools/pullpath:0.1.0\": failed to resolve reference \"r.example/tools/pullpath:0.1.0\": failed to do request: Head \"https://r.example/v2/tools/pullpath/manifests/0.1.0\": dial tcp 10.0.0.5:443: i/o timeout";
         let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
@@ -319,8 +386,11 @@ mod tests {
             panic!("not explained");
         };
         assert_eq!(reason, "ErrImagePull");
-        assert_eq!(explained.verdict.layer, Some(Layer::Route));
-        assert_eq!(explained.verdict.host.as_deref(), Some("r.example"));
+        assert_eq!(explained.verdict.layer(), Some(Layer::Route));
+        assert_eq!(
+            explained.verdict.seen().and_then(|s| s.host.as_deref()),
+            Some("r.example")
+        );
         // A back-off that names no cause is waited past; one that carries it is explained.
         let backoff = |text: &str| {
             let mut p = pod.clone();

@@ -21,7 +21,8 @@ use serde_json::json;
 
 use super::pod_spec::{MANAGED_BY, NODE_ANNOTATION, RUN_LABEL};
 use crate::failure_text;
-use crate::report::{self, Verdict};
+use crate::report;
+use crate::verdict::{Failure, Verdict};
 use crate::vocab::Layer;
 
 /// The container's command: a path no image holds, so the workload never runs.
@@ -180,7 +181,10 @@ pub struct KubeletPullReport {
 
 /// The layer a failed verdict decides.
 fn decided_layer(v: &Verdict) -> Option<Layer> {
-    v.layer.filter(|_| v.decided && !v.passed)
+    match v {
+        Verdict::Failed(Failure { fault, .. }) => Some(fault.layer()),
+        _ => None,
+    }
 }
 
 /// The report's view of `pull` beside `probe` (the node's row verdict).
@@ -190,7 +194,7 @@ pub fn report(pull: &KubeletPull, probe: &Verdict, pod: String) -> KubeletPullRe
             outcome: "pulled",
             message: evidence.clone(),
             layer: None,
-            agrees: probe.decided.then_some(probe.passed),
+            agrees: probe.is_decided().then_some(probe.is_passed()),
             pod,
         },
         KubeletPull::Failed {
@@ -200,8 +204,8 @@ pub fn report(pull: &KubeletPull, probe: &Verdict, pod: String) -> KubeletPullRe
         } => {
             let layer = *layer;
             // Both failed: they agree unless both name a layer and the layers differ.
-            let agrees = probe.decided.then(|| {
-                !probe.passed
+            let agrees = probe.is_decided().then(|| {
+                !probe.is_passed()
                     && match (layer, decided_layer(probe)) {
                         (Some(kubelet), Some(probe)) => kubelet == probe,
                         _ => true,
@@ -310,14 +314,11 @@ mod tests {
             message: "m".into(),
             layer: Some(layer),
         };
-        let passed = Verdict::passed();
-        // The probe's verdict as its report gives it.
-        let tls: Verdict = {
-            let mut v = Verdict::passed();
-            v.passed = false;
-            v.layer = Some(Layer::Tls);
-            v
-        };
+        let passed = Verdict::Passed;
+        let tls = Verdict::Failed(Failure {
+            fault: crate::verdict::Fault::new(Layer::Tls, None, crate::vocab::Owner::RegistryPki),
+            seen: Default::default(),
+        });
         let pulled = KubeletPull::Pulled {
             evidence: "imageID sha256:ab".into(),
         };

@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::answer::{Answer, ProbeAnswer, RuntimeAnswer, TrustSeen};
+use super::answer::{Answer, RuntimeAnswer, TrustSeen};
 use super::kubelet_pull::{self, KubeletPullReport};
 use super::run::{Ending, RunOutcome};
 use super::select::Candidate;
-use crate::advice::advise;
-use crate::report::Verdict;
+use crate::verdict::{Seen, Undecided, Verdict};
 use crate::vocab::Layer;
 
 /// Names the format and its version. Adding fields is compatible; a field that changes meaning
@@ -153,79 +152,51 @@ pub struct Header {
     pub elapsed_ms: u64,
 }
 
+/// The verdict on a node the run could not hear from: no layer, only why.
 fn undecided(why: &str) -> Verdict {
-    Verdict {
-        passed: false,
-        decided: false,
-        cause: Some(why.to_string()),
+    Verdict::Undecided(Undecided {
+        leaning: None,
+        seen: Seen {
+            cause: Some(why.to_string()),
+            ..Seen::default()
+        },
+        candidates: Vec::new(),
         decides: Some(
             "a probe report from this node: rerun fleet for it, or look at the probe pod's events"
                 .into(),
         ),
-        ..Verdict::passed()
-    }
-}
-
-fn from_probe(p: &ProbeAnswer) -> Verdict {
-    if p.passed {
-        return Verdict::passed();
-    }
-    let owner = p.layer.map(|layer| {
-        let host = p.host.clone().unwrap_or_default();
-        let hop = p
-            .hop
-            .as_deref()
-            .and_then(hop_named)
-            .unwrap_or(crate::vocab::Hop::Unknown);
-        advise(layer, p.mechanism, hop, &host).owner
-    });
-    Verdict {
-        passed: false,
-        layer: p.layer,
-        hop: p.hop.as_deref().and_then(hop_named),
-        host: p.host.clone(),
-        cause: p.cause.clone(),
-        mechanism: p.mechanism,
-        owner,
-        decided: p.decided,
-        ..Verdict::passed()
-    }
-}
-
-fn hop_named(name: &str) -> Option<crate::vocab::Hop> {
-    use crate::vocab::Hop;
-    [
-        Hop::Registry,
-        Hop::Auth,
-        Hop::Blob,
-        Hop::Proxy,
-        Hop::Mirror,
-        Hop::Unknown,
-    ]
-    .into_iter()
-    .find(|h| h.as_str() == name)
+    })
 }
 
 /// Worse verdicts sort first: a decided failure (earlier layer on the pull path first), then
 /// an undecided one, then a pass.
 fn severity(v: &Verdict) -> (u8, usize) {
-    match (v.passed, v.decided, v.layer) {
-        (true, _, _) => (2, 0),
-        (false, true, Some(layer)) => (0, Layer::ALL.iter().position(|l| *l == layer).unwrap_or(0)),
-        (false, _, _) => (1, 0),
+    match v {
+        Verdict::Failed(failure) => {
+            let layer = failure.fault.layer();
+            (0, Layer::ALL.iter().position(|l| *l == layer).unwrap_or(0))
+        }
+        Verdict::Undecided(_) => (1, 0),
+        Verdict::Passed => (2, 0),
     }
 }
 
 fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> NodeRow {
     let (status, verdict, hand_fixes, source, message) = match run.map(|r| &r.answer) {
         Some(Answer::Probe(p)) => {
-            let status = match (p.passed, p.decided, candidate.listed || candidate.running) {
-                (true, _, _) => "passed",
-                (false, _, true) => "works-from-cache",
-                (false, true, false) => "failed",
-                (false, false, false) => "undecided",
+            let status = match (&p.verdict, candidate.listed || candidate.running) {
+                (Verdict::Passed, _) => "passed",
+                (_, true) => "works-from-cache",
+                (Verdict::Failed(_), false) => "failed",
+                (Verdict::Undecided(_), false) => "undecided",
             };
-            (status, from_probe(p), p.hand_fixes.clone(), "probe", None)
+            (
+                status,
+                p.verdict.clone(),
+                p.hand_fixes.clone(),
+                "probe",
+                None,
+            )
         }
         Some(Answer::ProbeImagePull {
             explained, message, ..
@@ -303,20 +274,21 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
 
 /// What a verdict says in a few words: `refused on the registry hop to r.example:5000`.
 pub fn verdict_words(v: &Verdict) -> String {
-    if v.passed {
-        return "passes".to_string();
-    }
-    let Some(layer) = v.layer.filter(|_| v.decided) else {
-        return format!(
-            "has no decided answer ({})",
-            v.cause.as_deref().unwrap_or("undecided")
-        );
+    let failure = match v {
+        Verdict::Passed => return "passes".to_string(),
+        Verdict::Undecided(_) => {
+            return format!(
+                "has no decided answer ({})",
+                v.cause().unwrap_or("undecided")
+            );
+        }
+        Verdict::Failed(failure) => failure,
     };
-    let mut words = format!("fails at {}", layer.as_str());
-    if let Some(hop) = v.hop {
+    let mut words = format!("fails at {}", failure.fault.layer().as_str());
+    if let Some(hop) = failure.seen.hop {
         words.push_str(&format!(" on the {} hop", hop.as_str()));
     }
-    if let Some(host) = &v.host {
+    if let Some(host) = &failure.seen.host {
         words.push_str(&format!(" to {host}"));
     }
     words
@@ -333,7 +305,7 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
     } else {
         Some(members.iter().any(|m| matches!(m.eligible, Some(Ok(())))))
     };
-    let passed = rows.iter().filter(|r| r.verdict.passed).count();
+    let passed = rows.iter().filter(|r| r.verdict.is_passed()).count();
     let failed = rows.len() - passed;
     let cached_nodes = members.iter().filter(|m| m.listed || m.running).count();
     let mut summary = if rows.is_empty() {
@@ -345,11 +317,7 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
             if rows.len() == 1 { "" } else { "s" }
         )
     } else {
-        let cause = worst
-            .cause
-            .as_deref()
-            .map(|c| format!(": {c}"))
-            .unwrap_or_default();
+        let cause = worst.cause().map(|c| format!(": {c}")).unwrap_or_default();
         format!(
             "pool `{pool}` {}{} on {failed} of {} probed node{}{cause}",
             verdict_words(&worst),
@@ -494,7 +462,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
             if pools.is_empty() {
                 undecided("no node was probed")
             } else {
-                Verdict::passed()
+                Verdict::Passed
             }
         });
     let summary = pools.iter().map(|p| p.summary.clone()).collect();
@@ -567,7 +535,10 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
 mod tests {
     use super::*;
     use crate::cluster::nodes::NodeFacts;
+    use crate::fleet::answer::ProbeAnswer;
     use crate::fleet::run::{Cleanup, NodeRun};
+    use crate::verdict::{Failure, Fault};
+    use crate::vocab::Hop;
     use std::time::Duration;
 
     fn seen(host: &str, issuer: &str, verified: bool) -> TrustSeen {
@@ -618,21 +589,27 @@ mod tests {
         }
     }
 
-    fn probe(passed: bool, layer: Option<Layer>, hand_fixes: &[&str]) -> Answer {
-        Answer::Probe(ProbeAnswer {
-            passed,
-            decided: true,
-            layer,
-            hop: layer.map(|_| "registry".to_string()),
-            host: layer.map(|_| "r.example".to_string()),
-            cause: layer.map(|l| format!("{l} observed")),
-            mechanism: None,
+    /// A probe report that fails at `failing`, or passes.
+    fn probe(failing: Option<Layer>, hand_fixes: &[&str]) -> Answer {
+        let verdict = failing.map_or(Verdict::Passed, |layer| {
+            let owner = crate::advice::advise(layer, None, Hop::Registry, "r.example").owner;
+            Verdict::Failed(Failure {
+                fault: Fault::new(layer, None, owner),
+                seen: Seen {
+                    hop: Some(Hop::Registry),
+                    host: Some("r.example".to_string()),
+                    cause: Some(format!("{layer} observed")),
+                },
+            })
+        });
+        Answer::Probe(Box::new(ProbeAnswer {
+            verdict,
             hand_fixes: hand_fixes.iter().map(|h| h.to_string()).collect(),
             view: None,
             elapsed_ms: Some(5),
             runtime: None,
             trust: vec![],
-        })
+        }))
     }
 
     fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetReport {
@@ -683,13 +660,13 @@ mod tests {
         let r = build_of(
             &candidates,
             vec![
-                ("gpu-1", probe(false, Some(Layer::Dns), &[])),
-                ("user-1", probe(true, None, &[])),
-                ("user-2", probe(false, Some(Layer::Tls), &[])),
+                ("gpu-1", probe(Some(Layer::Dns), &[])),
+                ("user-1", probe(None, &[])),
+                ("user-2", probe(Some(Layer::Tls), &[])),
             ],
         );
         // user fails at tls (its cached node): that is the verdict, not gpu's dns.
-        assert_eq!(r.verdict.layer, Some(Layer::Tls));
+        assert_eq!(r.verdict.layer(), Some(Layer::Tls));
         assert_eq!(r.pools[0].pool, "user");
         assert_eq!(r.pools[1].eligible, Some(false));
         assert!(
@@ -719,10 +696,7 @@ mod tests {
         let r = build_of(
             &candidates,
             vec![
-                (
-                    "a",
-                    probe(true, None, &["/etc/hosts maps r.example to 10.0.0.5"]),
-                ),
+                ("a", probe(None, &["/etc/hosts maps r.example to 10.0.0.5"])),
                 (
                     "b",
                     Answer::Missing {
@@ -739,13 +713,13 @@ mod tests {
             a.summary
         );
         // An eligible pool without an answer makes the run undecided (exit 3).
-        assert!(!r.verdict.passed && !r.verdict.decided);
+        assert!(matches!(r.verdict, Verdict::Undecided(_)));
         assert_eq!(crate::exit::for_verdict(&r.verdict), crate::exit::UNDECIDED);
         let passing = build_of(
             &candidates,
-            vec![("a", probe(true, None, &[])), ("b", probe(true, None, &[]))],
+            vec![("a", probe(None, &[])), ("b", probe(None, &[]))],
         );
-        assert!(passing.verdict.passed);
+        assert!(passing.verdict.is_passed());
         assert_eq!(
             passing.summary,
             vec![

@@ -443,7 +443,7 @@ async fn read_log(api: &Api<Pod>, name: &str, pod: &Pod) -> Answer {
         return Answer::Problem(arch);
     }
     match answer::from_log(&log) {
-        Ok(probe) => Answer::Probe(probe),
+        Ok(probe) => Answer::Probe(Box::new(probe)),
         Err(why) => Answer::Missing {
             why: format!("{why}{}", terminated(pod)),
         },

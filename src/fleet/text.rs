@@ -23,12 +23,12 @@ fn result(row: &NodeRow) -> String {
         "works-from-cache" => format!("works from cache; a fresh pull {}", verdict_words(v)),
         "probe-image-failed" => format!("probe pod's own image pull {}", verdict_words(v)),
         "no-answer" if row.problem.is_some() => "run problem (below); no verdict".to_string(),
-        "no-answer" => format!("no answer: {}", v.cause.as_deref().unwrap_or("")),
+        "no-answer" => format!("no answer: {}", v.cause().unwrap_or("")),
         _ => verdict_words(v),
     };
-    if !v.passed
+    if !v.is_passed()
         && row.status != "no-answer"
-        && let Some(cause) = &v.cause
+        && let Some(cause) = v.cause()
     {
         text.push_str(&format!(" ({cause})"));
     }
@@ -107,7 +107,7 @@ pub fn render(report: &FleetReport, style: Style) -> String {
     }
     let _ = writeln!(out);
     for (pool, summary) in report.pools.iter().zip(&report.summary) {
-        let mark = if pool.verdict.passed {
+        let mark = if pool.verdict.is_passed() {
             style.paint("1;32", "✓")
         } else {
             style.paint("1;31", "✗")

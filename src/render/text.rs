@@ -3,24 +3,23 @@
 use std::fmt::Write;
 
 use super::Style;
-use crate::report::{ExplainReport, Verdict};
+use crate::report::ExplainReport;
+use crate::verdict::{Fault, Verdict};
 
 pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
-    if verdict.passed {
-        return style.paint("1;32", "✓ passed");
-    }
-    let layer = verdict.layer.map_or("?".to_string(), |l| l.to_string());
-    let mut line = format!("✗ {layer}");
-    if let Some(m) = verdict.mechanism {
-        let _ = write!(line, " ({m})");
-    }
-    if let Some(hop) = verdict.hop {
+    let (fault, seen) = match verdict {
+        Verdict::Passed => return style.paint("1;32", "✓ passed"),
+        Verdict::Failed(failure) => (Some(&failure.fault), &failure.seen),
+        Verdict::Undecided(undecided) => (undecided.leaning.as_ref(), &undecided.seen),
+    };
+    let mut line = format!("✗ {}", fault.map_or("?".to_string(), Fault::to_string));
+    if let Some(hop) = seen.hop {
         let _ = write!(line, " · hop {hop}");
     }
-    if let Some(host) = &verdict.host {
+    if let Some(host) = &seen.host {
         let _ = write!(line, " · {}", super::terminal::inline(host));
     }
-    if !verdict.decided {
+    if !verdict.is_decided() {
         line.push_str(" · undecided");
     }
     style.paint("1;31", &line)
@@ -33,16 +32,19 @@ pub(super) fn field(out: &mut String, name: &str, value: &str) {
 
 /// The owner, then what else the evidence may mean and what decides.
 fn owner_and_candidates(out: &mut String, v: &Verdict, style: Style) {
-    if let Some(owner) = v.owner {
-        field(out, "owner", &style.paint("1", owner.title()));
+    if let Some(fault) = v.fault() {
+        field(out, "owner", &style.paint("1", fault.owner().title()));
     }
-    let items: Vec<String> = v
+    let Verdict::Undecided(undecided) = v else {
+        return;
+    };
+    let items: Vec<String> = undecided
         .candidates
         .iter()
         .map(|c| format!("{}: {}", c.layer, c.why))
         .collect();
     list(out, "could be", &items);
-    if let Some(decides) = &v.decides {
+    if let Some(decides) = &undecided.decides {
         field(out, "decides", decides);
     }
 }
@@ -60,7 +62,7 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
     if let Some(note) = &report.note {
         field(&mut out, "note", note);
     }
-    if let Some(cause) = &v.cause {
+    if let Some(cause) = v.cause() {
         field(&mut out, "cause", cause);
     }
     if let Some(url) = &report.url {
@@ -265,7 +267,7 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", headline(&report.verdict, style));
     let v = &report.verdict;
-    if v.passed {
+    if v.is_passed() {
         let verified = report.blobs.iter().filter(|b| b.verified).count();
         let _ = writeln!(
             out,
@@ -274,7 +276,7 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
             report.blobs.len()
         );
     }
-    if let Some(cause) = &v.cause {
+    if let Some(cause) = v.cause() {
         field(&mut out, "cause", cause);
     }
     owner_and_candidates(&mut out, v, style);

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::Serialize;
 
-use super::{SCHEMA, Verdict};
+use super::SCHEMA;
 use crate::advice::{Advice, Observed, advise_observed};
 use crate::probe::host::HostCheck;
 use crate::probe::kubelet_creds::{Attempt, CredentialPlan, SourceOutcome};
@@ -17,7 +17,8 @@ use crate::probe::stop::Stop;
 use crate::probe::walk::{Blob, Fallback, Outcome};
 use crate::probe::{connect, dns, route, tls};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
-use crate::vocab::{Hop, Layer};
+use crate::verdict::{Failure, Fault, Seen, Verdict};
+use crate::vocab::{Hop, Layer, Owner};
 
 /// `pullpath probe --output json`.
 #[derive(Debug, Clone, Serialize)]
@@ -93,10 +94,10 @@ impl ProbeReport {
             .filter_map(|h| h.dns.hand_fix.clone())
             .collect();
         let (verdict, advice) = match &outcome.result {
-            Ok(()) => (Verdict::passed(), None),
+            Ok(()) => (Verdict::Passed, None),
             Err(stop) => {
                 let advice = advise_stop(stop, &outcome.hosts, &context.image);
-                (Verdict::stopped(stop, advice.owner), Some(advice))
+                (stopped(stop, advice.owner), Some(advice))
             }
         };
         let mut warnings = context.warnings;
@@ -190,7 +191,7 @@ impl ProbeReport {
         };
         let agrees = match &pulled.answer {
             Answer::Unasked(_) => None,
-            answer => Some(matches!(answer, Answer::Pulled(_)) == self.verdict.passed),
+            answer => Some(matches!(answer, Answer::Pulled(_)) == self.verdict.is_passed()),
         };
         let (cleanup, cleanup_detail) = match &pulled.cleanup {
             Cleanup::Nothing => ("nothing", None),
@@ -198,7 +199,7 @@ impl ProbeReport {
             Cleanup::Kept(why) => ("kept", Some(why.clone())),
         };
         if agrees == Some(false) {
-            let probe = if self.verdict.passed {
+            let probe = if self.verdict.is_passed() {
                 "passed"
             } else {
                 "failed"
@@ -505,22 +506,16 @@ fn advise_stop(stop: &Stop, hosts: &[HostCheck], image: &str) -> Advice {
     )
 }
 
-impl Verdict {
-    /// A probe that stopped at `stop`.
-    pub fn stopped(stop: &Stop, owner: crate::vocab::Owner) -> Verdict {
-        Verdict {
-            passed: false,
-            layer: Some(stop.layer),
+/// The verdict of a probe that stopped at `stop`; `owner` is the advice's.
+fn stopped(stop: &Stop, owner: Owner) -> Verdict {
+    Verdict::Failed(Failure {
+        fault: Fault::new(stop.layer, stop.mechanism, owner),
+        seen: Seen {
             hop: Some(stop.hop),
             host: Some(stop.authority.to_string()),
             cause: Some(stop.detail.clone()),
-            mechanism: stop.mechanism,
-            owner: Some(owner),
-            decided: true,
-            candidates: vec![],
-            decides: None,
-        }
-    }
+        },
+    })
 }
 
 /// One hop of the path as walked, in order, with its steps.
