@@ -770,6 +770,22 @@ def fetch_runtimes():
         run("dpkg-deb", "-x", os.path.join(work, deb), target)
 
 
+# A pod without hostNetwork (fleet's kubelet-pull pod) needs a pod network: Debian's
+# containernetworking-plugins, a bridge inside the node's own namespace with no gateway and no
+# route out, addresses from host-local kept under the node's state (not the machine-wide
+# /var/lib/cni), so each node allocates its own.
+CNI_PLUGINS = "/usr/lib/cni"
+
+
+def write_cni_conf(base: str):
+    write(os.path.join(base, "cni", "conf", "10-lab-pods.conflist"), json.dumps({
+        "cniVersion": "1.0.0", "name": "lab-pods",
+        "plugins": [{"type": "bridge", "bridge": "lab-pods0", "isGateway": False, "ipMasq": False,
+                     "ipam": {"type": "host-local", "subnet": "10.88.0.0/24",
+                              "dataDir": os.path.join(base, "cni", "ipam")}}],
+    }, indent=2))
+
+
 def restrict_oom() -> str:
     """The sandbox's spec asks for oom_score_adj -998 (the pause container's), and lowering it
     needs CAP_SYS_RESOURCE, which some machines' root lacks (a Firecracker VM's, as here): runc
@@ -831,7 +847,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [plugins."io.containerd.cri.v1.runtime"]
 {restrict_oom()}
 [plugins."io.containerd.cri.v1.runtime".cni]
-  bin_dir = "{base}/cni/bin"
+  bin_dir = "{CNI_PLUGINS}"
   conf_dir = "{base}/cni/conf"
 """
     return f"""version = 2
@@ -842,7 +858,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{base}/cni/bin"
+    bin_dir = "{CNI_PLUGINS}"
     conf_dir = "{base}/cni/conf"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "{base}/certs.d"
@@ -978,6 +994,7 @@ ca = "{PKI}/ca.pem"
         write(os.path.join(base, "certs.d", directory, "hosts.toml"), text)
     conf = os.path.join(base, "config.toml")
     write(conf, containerd_config(base))
+    write_cni_conf(base)
     # `ip netns exec` gives the command a fresh /sys without this machine's cgroup mounts, and
     # runc cannot run a pod's containers without them ("no cgroup mount found in mountinfo"):
     # containerd starts after they are mounted again in its own mount namespace.

@@ -13,6 +13,9 @@ packages=(docker-registry containerd nginx-light dnsmasq-base skopeo nftables ip
           # the lab's pod sandbox image (lab/pause.c, built static) and the runtime that runs
           # pods for tests/support/cri_kubelet.rs
           gcc runc
+          # the lab nodes' pod network (a bridge inside each node's namespace), for pods without
+          # hostNetwork such as fleet's kubelet-pull pod
+          containernetworking-plugins
           # the real kubectl is installed from PyPI into a venv (tests/kubectl.rs)
           python3-venv)
 missing=()

@@ -9,10 +9,11 @@
 //!    `generateVolumeMsg`: `MountVolume.SetUp failed for volume "NAME" : ERROR`), and the pod
 //!    stays Pending in ContainerCreating. Nothing a hostPath names is created, except for the
 //!    `…OrCreate` types, which the kubelet creates too;
-//! 2. the image is pulled by that node's containerd (CRI `ImageStatus`, `PullImage`) as
-//!    `imagePullPolicy` says: `Never` and absent is `ErrImageNeverPull`, a failed pull is
-//!    `ErrImagePull` with containerd's own message and a `Failed` event;
-//! 3. `RunPodSandbox` (the pod's host namespaces: `hostNetwork` → network `NODE`, `hostPID` →
+//! 2. `RunPodSandbox` first, as the kubelet's `SyncPod` does, then the image, pulled by that
+//!    node's containerd (CRI `ImageStatus`, `PullImage`) as `imagePullPolicy` says: `Never` and
+//!    absent is `ErrImageNeverPull`, a failed pull is `ErrImagePull` with containerd's own
+//!    message and a `Failed` event (the sandbox stays until the pod is deleted);
+//! 3. the sandbox (the pod's host namespaces: `hostNetwork` → network `NODE`, `hostPID` →
 //!    pid `NODE`; the kubelet's resolv.conf, the node's `/etc/resolv.conf`, for `dnsPolicy:
 //!    Default`), `CreateContainer` (command and args, mounts — a hostPath is that path inside
 //!    the node's root directory, read-only as the pod says —, user, capabilities, read-only
@@ -442,6 +443,62 @@ impl Pod {
         }
     }
 
+    /// The image, as `imagePullPolicy` says, pulled into the sandbox's node as the kubelet's
+    /// `startContainer` does (`EnsureImageExists`, after the sandbox exists); `None` when the pod
+    /// is then stuck (never pulled, a failed pull) until it is deleted or its deadline passes.
+    async fn ensure_image(&self, started_at: Instant, started: &str) -> Option<String> {
+        let started = &started.to_string();
+        let image = self.container()["image"].as_str().unwrap_or("").to_string();
+        let policy = self.container()["imagePullPolicy"]
+            .as_str()
+            .unwrap_or("IfNotPresent");
+        let mut images = match ImageService::connect(&self.sim.socket, CRI_TIMEOUT).await {
+            Ok(images) => images,
+            Err(e) => {
+                self.set_status(self.waiting(&started, "ContainerCreating", Some(&e.to_string())));
+                return None;
+            }
+        };
+        let held = images.cached(&image).await.ok().flatten();
+        let image_id = match (policy, held) {
+            (_, Some(id)) if policy != "Always" => id,
+            ("Never", None) => {
+                let message =
+                    format!("Container image \"{image}\" is not present with pull policy of Never");
+                self.event(
+                    "Warning",
+                    "ErrImageNeverPull",
+                    &message,
+                    Some("spec.containers{probe}"),
+                );
+                let state = json!({"waiting": {"reason": "ErrImageNeverPull", "message": message}});
+                self.set_status(self.waiting(&started, "ErrImageNeverPull", Some(&message)));
+                self.stuck(started_at, &started, state).await;
+                return None;
+            }
+            _ => match images.pull(&image, None).await {
+                Ok(PullOutcome::Pulled { image_ref }) => image_ref,
+                Ok(PullOutcome::Failed { code, message }) => {
+                    let rpc = format!("rpc error: code = {code} desc = {message}");
+                    let event = format!("Failed to pull image \"{image}\": {rpc}");
+                    self.event("Warning", "Failed", &event, Some("spec.containers{probe}"));
+                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
+                    let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
+                    self.stuck(started_at, &started, state).await;
+                    return None;
+                }
+                Err(e) => {
+                    let rpc = e.to_string();
+                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
+                    let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
+                    self.stuck(started_at, &started, state).await;
+                    return None;
+                }
+            },
+        };
+        Some(image_id)
+    }
+
     async fn run(self) {
         let started_at = Instant::now();
         let started = now_rfc3339();
@@ -474,55 +531,6 @@ impl Pod {
             }
             host_paths.insert(name.to_string(), path.to_string());
         }
-        // 2. The image, as imagePullPolicy says.
-        let image = self.container()["image"].as_str().unwrap_or("").to_string();
-        let policy = self.container()["imagePullPolicy"]
-            .as_str()
-            .unwrap_or("IfNotPresent");
-        let mut images = match ImageService::connect(&self.sim.socket, CRI_TIMEOUT).await {
-            Ok(images) => images,
-            Err(e) => {
-                self.set_status(self.waiting(&started, "ContainerCreating", Some(&e.to_string())));
-                return;
-            }
-        };
-        let held = images.cached(&image).await.ok().flatten();
-        let image_id = match (policy, held) {
-            (_, Some(id)) if policy != "Always" => id,
-            ("Never", None) => {
-                let message =
-                    format!("Container image \"{image}\" is not present with pull policy of Never");
-                self.event(
-                    "Warning",
-                    "ErrImageNeverPull",
-                    &message,
-                    Some("spec.containers{probe}"),
-                );
-                let state = json!({"waiting": {"reason": "ErrImageNeverPull", "message": message}});
-                self.set_status(self.waiting(&started, "ErrImageNeverPull", Some(&message)));
-                self.stuck(started_at, &started, state).await;
-                return;
-            }
-            _ => match images.pull(&image, None).await {
-                Ok(PullOutcome::Pulled { image_ref }) => image_ref,
-                Ok(PullOutcome::Failed { code, message }) => {
-                    let rpc = format!("rpc error: code = {code} desc = {message}");
-                    let event = format!("Failed to pull image \"{image}\": {rpc}");
-                    self.event("Warning", "Failed", &event, Some("spec.containers{probe}"));
-                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
-                    let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
-                    self.stuck(started_at, &started, state).await;
-                    return;
-                }
-                Err(e) => {
-                    let rpc = e.to_string();
-                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
-                    let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
-                    self.stuck(started_at, &started, state).await;
-                    return;
-                }
-            },
-        };
         // 3. The sandbox and the container.
         let channel = match channel(&self.sim.socket, CRI_TIMEOUT).await {
             Ok(c) => c,
@@ -557,16 +565,20 @@ impl Pod {
             .lock()
             .expect("live")
             .insert((self.sim.socket.clone(), sandbox.clone()));
-        self.run_in_sandbox(
-            &mut runtime,
-            &sandbox,
-            sandbox_config,
-            &image_id,
-            &host_paths,
-            started_at,
-            &started,
-        )
-        .await;
+        // 2. The image, once the sandbox exists (the kubelet's SyncPod makes the sandbox first;
+        // its containers' images are pulled as each starts).
+        if let Some(image_id) = self.ensure_image(started_at, &started).await {
+            self.run_in_sandbox(
+                &mut runtime,
+                &sandbox,
+                sandbox_config,
+                &image_id,
+                &host_paths,
+                started_at,
+                &started,
+            )
+            .await;
+        }
         // 5. Deleted: the sandbox goes, with its container.
         while !self.deleted() {
             tokio::time::sleep(POLL).await;
