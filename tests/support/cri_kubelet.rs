@@ -447,7 +447,6 @@ impl Pod {
     /// `startContainer` does (`EnsureImageExists`, after the sandbox exists); `None` when the pod
     /// is then stuck (never pulled, a failed pull) until it is deleted or its deadline passes.
     async fn ensure_image(&self, started_at: Instant, started: &str) -> Option<String> {
-        let started = &started.to_string();
         let image = self.container()["image"].as_str().unwrap_or("").to_string();
         let policy = self.container()["imagePullPolicy"]
             .as_str()
@@ -455,7 +454,7 @@ impl Pod {
         let mut images = match ImageService::connect(&self.sim.socket, CRI_TIMEOUT).await {
             Ok(images) => images,
             Err(e) => {
-                self.set_status(self.waiting(&started, "ContainerCreating", Some(&e.to_string())));
+                self.set_status(self.waiting(started, "ContainerCreating", Some(&e.to_string())));
                 return None;
             }
         };
@@ -472,8 +471,8 @@ impl Pod {
                     Some("spec.containers{probe}"),
                 );
                 let state = json!({"waiting": {"reason": "ErrImageNeverPull", "message": message}});
-                self.set_status(self.waiting(&started, "ErrImageNeverPull", Some(&message)));
-                self.stuck(started_at, &started, state).await;
+                self.set_status(self.waiting(started, "ErrImageNeverPull", Some(&message)));
+                self.stuck(started_at, started, state).await;
                 return None;
             }
             _ => match images.pull(&image, None).await {
@@ -482,16 +481,16 @@ impl Pod {
                     let rpc = format!("rpc error: code = {code} desc = {message}");
                     let event = format!("Failed to pull image \"{image}\": {rpc}");
                     self.event("Warning", "Failed", &event, Some("spec.containers{probe}"));
-                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
+                    self.set_status(self.waiting(started, "ErrImagePull", Some(&rpc)));
                     let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
-                    self.stuck(started_at, &started, state).await;
+                    self.stuck(started_at, started, state).await;
                     return None;
                 }
                 Err(e) => {
                     let rpc = e.to_string();
-                    self.set_status(self.waiting(&started, "ErrImagePull", Some(&rpc)));
+                    self.set_status(self.waiting(started, "ErrImagePull", Some(&rpc)));
                     let state = json!({"waiting": {"reason": "ErrImagePull", "message": rpc}});
-                    self.stuck(started_at, &started, state).await;
+                    self.stuck(started_at, started, state).await;
                     return None;
                 }
             },
