@@ -253,6 +253,9 @@ scenarios! {
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:
 /// a route lookup for outside addresses fails in each of them (nothing is sent).
+/// The bridge of a lab node's pod network (lab/lab.py `write_cni_conf`).
+const POD_BRIDGE: &str = "lab-pods0";
+
 #[test]
 fn lab_has_no_route_out() {
     let lab = lab();
@@ -291,6 +294,36 @@ fn lab_has_no_route_out() {
                 .split("link-netns ")
                 .nth(1)
                 .map(|rest| rest.split_whitespace().next().unwrap_or(""));
+            // The node's pod network (lab.py's CNI bridge): the bridge itself, and the veths of
+            // pods on it, whose other ends are in pod namespaces the node's containerd made,
+            // which have no route out either.
+            let name = line.split(": ").nth(1).unwrap_or("");
+            if name == POD_BRIDGE {
+                let detail = std::process::Command::new("ip")
+                    .args(["-n", ns, "-d", "link", "show", POD_BRIDGE])
+                    .output()
+                    .expect("ip link show");
+                assert!(
+                    String::from_utf8_lossy(&detail.stdout).contains("bridge"),
+                    "{ns}: {POD_BRIDGE} is not a bridge: {line}"
+                );
+                continue;
+            }
+            if line.contains(&format!("master {POD_BRIDGE} "))
+                && let Some(pod) = peer.filter(|p| p.starts_with("cni-"))
+            {
+                for outside in ["8.8.8.8", "10.0.0.1", "2001:db8::1"] {
+                    let out = std::process::Command::new("ip")
+                        .args(["-n", pod, "route", "get", outside])
+                        .output()
+                        .expect("ip route get");
+                    assert!(
+                        !out.status.success(),
+                        "pod namespace {pod} on {ns} has a route to {outside}"
+                    );
+                }
+                continue;
+            }
             assert!(
                 peer.is_some_and(|peer| names.iter().any(|n| n.as_str() == peer)),
                 "{ns} has a link that does not end in a lab namespace: {line}"

@@ -487,6 +487,57 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
         "{:?}",
         server.store.names()
     );
+
+    // The same node through `explain pod/NAME --probe`: a workload pod there waits on the image
+    // with an anonymous pull's words (as where the plugin is missing); the explanation reads
+    // the text, then the node itself answers, with its plugin, as fleet did.
+    let message = format!(
+        "failed to pull and unpack image \"{IMAGE}\": failed to resolve reference \"{IMAGE}\": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://auth.example.test/token?scope=repository%3Ateam-a%2Fsmall%3Apull&service=registry.example.test: 401 Unauthorized"
+    );
+    let pod = json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web-6d8f7c9b5-zz9kq", "namespace": "shop", "uid": "uid-web-zz9kq", "creationTimestamp": "2026-12-02T08:30:00Z"},
+        "spec": {"nodeName": NODE, "containers": [{"name": "web", "image": IMAGE}]},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "web", "image": IMAGE, "imageID": "",
+            "ready": false, "restartCount": 0, "started": false,
+            "state": {"waiting": {"reason": "ErrImagePull", "message": message}}}]}});
+    let explain_server = ApiServer::start(
+        World::from_objects(vec![node_object(NODE), pod]).with_kubelet(kubelet.clone()),
+    );
+    let config = explain_server.kubeconfig(scratch.path(), "default");
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "explain",
+            "pod/web-6d8f7c9b5-zz9kq",
+            "-n",
+            "shop",
+            "--probe",
+        ])
+        .args(["--probe-image", &probe])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath explain runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fleet_part = text
+        .find(&format!("pullpath fleet {IMAGE}"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no fleet report:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(text[..fleet_part].contains("auth"), "{text}");
+    assert!(
+        text[fleet_part..].contains(NODE) && text[fleet_part..].contains("passes"),
+        "{text}"
+    );
+    assert!(!text.contains(secret), "the plugin's password is printed");
+    assert!(
+        explain_server.store.names().is_empty(),
+        "{:?}",
+        explain_server.store.names()
+    );
     assert!(
         kubelet.settled(Duration::from_secs(30)),
         "sandboxes left: {:?}",
