@@ -318,8 +318,12 @@ async fn probe_node(
         };
     }
     let answer = wait_and_read(api, &plan.name, settings, seen).await;
-    // Best effort: the run's cleanup deletes by label whatever this leaves.
-    let _ = api.delete(&plan.name, &now()).await;
+    // Best effort, and off the node's slot: the next node's pod need not wait for this delete
+    // (a request per node in every wave); the run's cleanup deletes by label whatever is left.
+    let (api, name) = (api.clone(), plan.name.clone());
+    tokio::spawn(async move {
+        let _ = api.delete(&name, &now()).await;
+    });
     answer
 }
 
