@@ -417,3 +417,27 @@ fn the_held_out_sample_is_scored_without_showing_a_row() {
         },
     );
 }
+
+/// The fourth batch (issue 28): 84 messages from public threads, none in the samples above,
+/// collected on 2026-12-04 and scored once before any rule was written from it
+/// (tests/fixtures/corpus/README.md): layer 80/84, hop 82/84. The rules it led to (a proxy
+/// named only by its address, Windows' socket messages, a v1 layer path, an ingest the local
+/// store lost) brought it to layer 83/84 and hop 84/84. The hop has its own floor beside the
+/// layer's (the issue's targets: layer 97%, hop 92%). Its misses are printed to read for
+/// families, not to tune single rows to.
+#[test]
+fn the_fourth_batch_keeps_its_families() {
+    score_sample(
+        "fourth batch",
+        "fourth-batch-pull-failures.jsonl",
+        84,
+        true,
+        Floors {
+            layer_decidable: 98,
+            layer_all: Some(98),
+            hop: 100,
+            host_named: 90,
+            runtime: 85,
+        },
+    );
+}

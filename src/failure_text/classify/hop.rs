@@ -15,6 +15,9 @@ static STORAGE_HOST: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)(\.blob\.core\.windows\.net|\.data\.azurecr\.io|cloudflare|\.cdn\.|cdn\d*\.|^cdn|\.s3[.-]|s3\.amazonaws\.com|storage\.googleapis\.com|\.cloudfront\.net|prod-registry-k8s-io|\.r2\.cloudflarestorage|quay-registry\.s3|\.blob\.)",
     )
 });
+/// The v1 protocol's layer download, `GET /v1/images/ID/layer` (moby registry/session.go,
+/// `GetRemoteImageLayer`: `registry + "images/" + imgID + "/layer"`).
+static V1_LAYER: LazyLock<Regex> = LazyLock::new(|| re(r"/v1/images/[0-9a-f]+/layer$"));
 /// containerd's ingest reference names the kind of content it was writing
 /// (core/remotes/handlers.go, `MakeRefKey`): `manifest-`, `index-`, `config-`, `layer-`.
 static REF_KIND: LazyLock<Regex> = LazyLock::new(|| re(r#"failed commit on ref "([a-z]+)-"#));
@@ -61,54 +64,77 @@ enum Content {
     Blob,
 }
 
-fn content(chain: &Chain, request: Option<&Request>) -> Option<Content> {
+/// What in the text decided the hop, for the explanation's evidence.
+pub type HopEvidence = &'static str;
+
+fn content(chain: &Chain, request: Option<&Request>) -> Option<(Content, HopEvidence)> {
     if let Some(kind) = REF_KIND.captures(&chain.text) {
+        let by = "containerd's ingest reference names the content it was writing";
         return match &kind[1] {
-            "manifest" | "index" => Some(Content::Manifest),
-            _ => Some(Content::Blob),
+            "manifest" | "index" => Some((Content::Manifest, by)),
+            _ => Some((Content::Blob, by)),
         };
     }
     // An object store's XML error document (S3, Google Cloud Storage, Azure Blob Storage all
     // answer `<Error><Code>…</Code>`): registries answer JSON, so this came from where the
     // registry keeps its blobs.
     if chain.text.contains("<Error><Code>") {
-        return Some(Content::Blob);
+        return Some((Content::Blob, "an object store's XML error document"));
     }
     let r = request?;
     if r.path.contains("/manifests/") {
-        Some(Content::Manifest)
+        Some((Content::Manifest, "the request's /manifests/ path"))
     } else if r.path.contains("/blobs/") {
         // containerd resolves a digest reference with HEAD on /manifests/, then on /blobs/
         // (core/remotes/docker/resolver.go): a HEAD while resolving is the manifest step.
         let resolving = r.method == "HEAD" && chain.text.contains("resolve");
         Some(if resolving {
-            Content::Manifest
+            (
+                Content::Manifest,
+                "a HEAD on /blobs/ while resolving the reference",
+            )
         } else {
-            Content::Blob
+            (Content::Blob, "the request's /blobs/ path")
         })
+    } else if V1_LAYER.is_match(&r.path) {
+        Some((Content::Blob, "the request's v1 /images/ID/layer path"))
     } else if STORAGE_HOST.is_match(&r.host) {
-        Some(Content::Blob)
+        Some((Content::Blob, "the request's host is blob storage"))
     } else {
         None
     }
 }
 
-pub(super) fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) -> Hop {
+pub(super) fn hop(
+    chain: &Chain,
+    request: Option<&Request>,
+    mechanism: Layer,
+) -> (Hop, HopEvidence) {
     let text = &chain.text;
     if mechanism == Layer::Proxy {
-        return Hop::Proxy;
+        return (
+            Hop::Proxy,
+            "the proxy's own failure (its dial, its address or its answer)",
+        );
     }
     // The node's own store failed after the bytes arrived (containers/image's
     // `writing blob: adding layer with blob …` is storage applying a verified layer): no hop.
     if request.is_none() && mechanism == Layer::Other && is_local(text, mechanism) {
-        return Hop::Unknown;
+        return (
+            Hop::Unknown,
+            "no request failed: the node's own store or runtime did",
+        );
     }
     let blob = match content(chain, request) {
-        Some(kind) => kind == Content::Blob,
-        None => chain.has_link(&BLOB_OPERATIONS) || is_bare_eof(chain),
+        Some((kind, by)) => (kind == Content::Blob).then_some(by),
+        None if chain.has_link(&BLOB_OPERATIONS) => {
+            Some("a blob download step in the runtime's words")
+        }
+        None if is_bare_eof(chain) => Some("a bare EOF, most often a layer body cut off"),
+        None => None,
     };
-    if blob {
-        return Hop::Blob;
+    if let Some(by) = blob {
+        return (Hop::Blob, by);
     }
     let auth_context = chain.has_link(&[
         "failed to fetch oauth token",
@@ -119,6 +145,9 @@ pub(super) fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) ->
         "Requesting bearer token",
         "Requesting bear token",
     ]);
+    if auth_context {
+        return (Hop::Auth, "the runtime's token step");
+    }
     let auth_request = request.is_some_and(|r| {
         r.path.ends_with("/token")
             || r.path.contains("/oauth2/token")
@@ -127,8 +156,8 @@ pub(super) fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) ->
             || r.host.starts_with("api.ecr.")
             || (r.url.contains("scope=") && r.url.contains("service="))
     });
-    if auth_context || auth_request {
-        return Hop::Auth;
+    if auth_request {
+        return (Hop::Auth, "the request's token URL");
     }
     let registry_signal = request.is_some()
         || mechanism != Layer::Other
@@ -143,9 +172,17 @@ pub(super) fn hop(chain: &Chain, request: Option<&Request>, mechanism: Layer) ->
         .iter()
         .any(|m| text.contains(m));
     if registry_signal && !is_local(text, mechanism) && !is_bare_backoff(text) {
-        Hop::Registry
+        let by = if request.is_some() {
+            "a request to the registry (ping or manifest)"
+        } else {
+            "the registry's answer, with no URL"
+        };
+        (Hop::Registry, by)
     } else {
-        Hop::Unknown
+        (
+            Hop::Unknown,
+            "nothing in the text names the failing request",
+        )
     }
 }
 
@@ -173,7 +210,7 @@ mod tests {
     fn the_content_kind_decides_blob_or_registry() {
         let kind = |text: &str| {
             let c = one(text);
-            content(&c, c.innermost_request())
+            content(&c, c.innermost_request()).map(|(kind, _)| kind)
         };
         assert_eq!(
             kind(r#"failed commit on ref "layer-sha256:abc": unexpected commit digest"#),
@@ -203,5 +240,46 @@ mod tests {
             Some(Content::Blob)
         );
         assert_eq!(kind("failed to copy: unexpected EOF"), None);
+    }
+}
+
+#[cfg(test)]
+mod evidence {
+    use super::super::one;
+    use super::*;
+
+    fn hop_of(text: &str) -> (Hop, HopEvidence) {
+        let c = one(text);
+        let (mechanism, _) = super::super::layer::mechanism(&c, &c.cause_links().join(": "));
+        hop(&c, c.innermost_request(), mechanism)
+    }
+
+    #[test]
+    fn a_v1_layer_path_is_the_blob_hop() {
+        // moby/moby#8163: a 1 GB layer read from a v1 registry timed out.
+        let (h, by) = hop_of(
+            "2014/09/22 14:25:06 Error pulling image (1) from private-docker-registry.example.com:5000/foo/bar, Get http://private-docker-registry.example.com:5000/v1/images/11b019d183c6557531fefbd843feb742c348add458fa4b9780920f4545f2107a/layer: read tcp xxx.xxx.xxx.xxx:5000: i/o timeout",
+        );
+        assert_eq!(h, Hop::Blob);
+        assert!(by.contains("layer path"), "{by}");
+    }
+
+    #[test]
+    fn the_hop_says_what_decided_it() {
+        // ketches/registry-proxy#3: the token URL on auth.docker.io.
+        let (h, by) = hop_of(
+            r#"ctr: failed to resolve reference "docker.ketches.cn/library/nginx:latest": failed to authorize: failed to fetch anonymous token: Get "https://auth.docker.io/token?scope=repository%3Alibrary%2Fnginx%3Apull&service=registry.docker.io": dial tcp 199.59.148.222:443: i/o timeout"#,
+        );
+        assert_eq!((h, by), (Hop::Auth, "the runtime's token step"));
+        // kuard#16: the config blob on Google Cloud Storage.
+        let (h, by) = hop_of(
+            "error pulling image configuration: Get https://storage.googleapis.com/artifacts.kuar-demo.appspot.com/containers/images/sha256:a92d: x509: certificate signed by unknown authority",
+        );
+        assert_eq!((h, by), (Hop::Blob, "the request's host is blob storage"));
+        // conda-forge/status#205: a 500 on /blobs/ is the blob hop's failure.
+        let (h, by) = hop_of(
+            "unknown: failed to copy: httpReadSeeker: failed open: unexpected status from GET request to https://quay.io/v2/condaforge/linux-anvil-x86_64/blobs/sha256:96c9: 500 Internal Server Error",
+        );
+        assert_eq!((h, by), (Hop::Blob, "the request's /blobs/ path"));
     }
 }

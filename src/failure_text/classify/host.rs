@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::layer::LOOKUP;
+use super::layer::{LOOKUP, unnamed_proxy};
 use super::re;
 use crate::failure_text::chain::{Chain, Request};
 use crate::image_ref::named_registry;
@@ -63,7 +63,8 @@ pub(super) fn failing_host(
             c.get(1)
                 .or(c.get(2))
                 .map(|m| m.as_str().to_ascii_lowercase())
-        });
+        })
+        .or_else(|| (hop == Hop::Proxy).then(|| unnamed_proxy(chain)).flatten());
     let named = || {
         NAMED_HOST.captures(&chain.text).and_then(|c| {
             let host = c

@@ -24,6 +24,67 @@ pub(super) static LOOKUP: LazyLock<Regex> =
 static REASON_PHRASE: LazyLock<Regex> =
     LazyLock::new(|| re(r"^[A-Z][a-z]+(?:[A-Z][a-z]+)*(?: [A-Z][a-z]+)*$"));
 
+/// A dial (`dial tcp A:P`, Docker Desktop's `connecting to A:P`) to an address other than the
+/// request's. Go's transport dials `cm.addr()`, the proxy's address when a proxy is set
+/// (net/http transport.go, `dialConn`), so the address in the error is the one it dialled.
+static DIALED: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?:dial tcp|connecting to) (\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.-]+):(\d+)(?::|\s|$)")
+});
+/// Docker Desktop's own HTTP proxy, which its engine and containerd use
+/// (docs.docker.com, Desktop networking: `http.docker.internal:3128`).
+const DESKTOP_PROXY_HOSTS: [&str; 1] = ["http.docker.internal"];
+
+/// A proxy named only by its address: the runtime asked for a registry that is not on this
+/// machine, yet dialled a loopback port other than the registry's (a local proxy such as
+/// `127.0.0.1:7890`, a SOCKS port), or Docker Desktop's proxy host. The text need not say
+/// "proxy": the address is what gives it away. `dial tcp [::1]:443` for a registry whose name
+/// resolved to loopback is the registry's port, and stays the registry's.
+pub(super) fn unnamed_proxy(chain: &Chain) -> Option<String> {
+    // Cheap words first: most texts name no loopback address and no Desktop proxy at all.
+    if !["127.", "[::1]", "localhost", "docker.internal"]
+        .iter()
+        .any(|m| chain.text.contains(m))
+    {
+        return None;
+    }
+    let request = chain.innermost_request()?;
+    let (host, port) = match request.host.rsplit_once(':') {
+        Some((h, p))
+            if p.bytes().all(|b| b.is_ascii_digit())
+                && (!h.starts_with('[') || h.ends_with(']')) =>
+        {
+            (h, p)
+        }
+        _ => (
+            request.host.as_str(),
+            if request.url.starts_with("http://") {
+                "80"
+            } else {
+                "443"
+            },
+        ),
+    };
+    if is_loopback(host) {
+        return None;
+    }
+    let dialled = DIALED.captures_iter(&chain.text).find_map(|c| {
+        let (addr, dial_port) = (c[1].to_ascii_lowercase(), &c[2]);
+        let proxy = DESKTOP_PROXY_HOSTS.contains(&addr.as_str())
+            || (is_loopback(&addr) && dial_port != port);
+        proxy.then(|| format!("{addr}:{dial_port}"))
+    });
+    dialled.or_else(|| {
+        chain.cause_links().iter().find_map(|l| {
+            let name = LOOKUP.captures(l)?.get(1)?.as_str().to_ascii_lowercase();
+            DESKTOP_PROXY_HOSTS.contains(&name.as_str()).then_some(name)
+        })
+    })
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.starts_with("127.") || host == "[::1]" || host.eq_ignore_ascii_case("localhost")
+}
+
 /// The proxy itself failed: its dial, its authentication, its policy page.
 const PROXY_WORDS: [&str; 3] = [
     "Proxy Authentication Required",
@@ -62,7 +123,10 @@ const TLS_WORDS: [&str; 7] = [
     "first record does not look like a TLS handshake",
     "\\x15\\x03",
 ];
-const ROUTE_WORDS: [&str; 9] = [
+/// Windows spells the socket errors in its own words: Go's `syscall.Errno.Error` on Windows asks
+/// `FormatMessage` (go/src/syscall/syscall_windows.go), so `connectex:` and `wsarecv:` carry the
+/// system's message for WSAETIMEDOUT (10060), WSAECONNREFUSED (10061), WSAECONNRESET (10054).
+const ROUTE_WORDS: [&str; 10] = [
     "i/o timeout",
     "network is unreachable",
     "no route to host",
@@ -72,9 +136,12 @@ const ROUTE_WORDS: [&str; 9] = [
     "connection timed out",
     "awaiting headers",
     "cannot assign requested address",
+    "did not properly respond after a period of time",
 ];
-const REFUSED_WORDS: [&str; 6] = [
+const REFUSED_WORDS: [&str; 8] = [
     "connection refused",
+    "actively refused it",
+    "forcibly closed by the remote host",
     "connection reset by peer",
     "broken pipe",
     "server closed",
@@ -130,6 +197,10 @@ pub(super) const NODE_WORDS: &[&str] = &[
     "failed to unpack image on snapshotter",
     "failed to prepare extraction snapshot",
     "content store",
+    // containerd's local content store, for an ingest it no longer holds
+    // (core/content/local/store.go: `ingest ref %q: not found`): the node's store, not the
+    // registry's 404.
+    "ingest ref ",
     "no space left on device",
     "failed to mount",
     "failed to register layer",
@@ -191,6 +262,7 @@ pub(super) fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>
     if chain.has_link(&["proxyconnect tcp"])
         || any(&PROXY_WORDS, text)
         || any(&MIDDLEBOX_WORDS, cause)
+        || unnamed_proxy(chain).is_some()
     {
         return (Layer::Proxy, None);
     }
@@ -308,4 +380,86 @@ pub(super) fn status_code(text: &str) -> Option<u16> {
             .find_map(|i| c.get(i))
             .and_then(|m| m.as_str().parse().ok())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{classify, one};
+    use super::*;
+    use crate::vocab::{Hop, Runtime};
+
+    fn verdict(text: &str) -> (Layer, Hop, Option<String>) {
+        let d = classify(&one(text), Runtime::Unknown);
+        (d.layer, d.hop, d.host)
+    }
+
+    #[test]
+    fn a_proxy_named_only_by_its_loopback_address_is_the_proxy() {
+        // docker/for-win#13994: Docker Desktop relays to the user's proxy on 127.0.0.1:1081.
+        assert_eq!(
+            verdict(
+                r#"Error response from daemon: Get "https://registry-1.docker.io/v2/": writing response to registry-1.docker.io:443: connecting to 127.0.0.1:1081: dial tcp 127.0.0.1:1081: connectex: No connection could be made because the target machine actively refused it."#
+            ),
+            (Layer::Proxy, Hop::Proxy, Some("127.0.0.1:1081".into()))
+        );
+        assert_eq!(
+            verdict(
+                r#"Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup http.docker.internal on 192.168.65.7:53: no such host"#
+            ),
+            (
+                Layer::Proxy,
+                Hop::Proxy,
+                Some("http.docker.internal".into())
+            )
+        );
+    }
+
+    #[test]
+    fn a_loopback_dial_on_the_registrys_own_port_stays_the_registrys() {
+        // docker/for-mac#1556: the registry's name resolved to loopback.
+        assert_eq!(
+            verdict("Get https://registry-1.docker.io/v2/: dial tcp [::1]:443: getsockopt: connection refused").0,
+            Layer::Refused
+        );
+        // containers/buildah#5270: the registry is localhost.
+        assert_eq!(
+            verdict(
+                r#"Error: initializing source docker://localhost/x:1: pinging container registry localhost: Get "https://localhost/v2/": dial tcp [::1]:443: connect: connection refused"#
+            )
+            .0,
+            Layer::Refused
+        );
+        // docker-archive/docker-registry#1006: a registry on localhost:5000.
+        assert_eq!(
+            verdict("FATA[0000] Error: v1 ping attempt failed with error: Get http://localhost:5000/v1/_ping: dial tcp 127.0.0.1:5000: connection refused").0,
+            Layer::Refused
+        );
+    }
+
+    #[test]
+    fn windows_socket_messages_are_read_as_the_errors_they_are() {
+        // moby/moby#37127, wrapped by PowerShell inside the sentence.
+        assert_eq!(
+            verdict(
+                "docker : Error response from daemon: Get https://registry-1.docker.io/v2/: dial tcp 35.169.231.249:443: connectex: No connection could be made because the target \nmachine actively refused it."
+            )
+            .0,
+            Layer::Refused
+        );
+        assert_eq!(
+            verdict(
+                r#"failed to do request: Get "https://mcr.microsoft.com/v2/windows/servercore/blobs/sha256:44": dial tcp 204.79.197.219:443: connectex: A connection attempt failed because the connected party did not properly respond after a period of time, or established connection failed because connected host has failed to respond."#
+            ),
+            (Layer::Blob, Hop::Blob, Some("mcr.microsoft.com".into()))
+        );
+    }
+
+    #[test]
+    fn an_ingest_the_local_store_lost_is_the_node_not_the_registry() {
+        // containerd core/content/local/store.go: `ingest ref %q: not found`.
+        let (layer, hop, _) = verdict(
+            r#"failed to pull and unpack image "docker.io/library/nginx:latest": failed commit on ref "layer-sha256:abc": failed to commit: ingest ref "layer-sha256:abc": not found"#,
+        );
+        assert_eq!((layer, hop), (Layer::Other, Hop::Unknown));
+    }
 }

@@ -39,6 +39,8 @@ pub struct Diagnosis {
     /// For layer `blob`: how the blob hop failed (dns, route, refused, tls, a status → other …).
     pub mechanism: Option<Layer>,
     pub hop: Hop,
+    /// What in the text decided the hop (a token URL, a `/blobs/` path, a proxy's words …).
+    pub hop_by: &'static str,
     /// The failing host (`host[:port]`), or the image's registry when the text names no URL.
     pub host: Option<String>,
     pub url: Option<String>,
@@ -92,7 +94,7 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     } else {
         mechanism(chain, &cause_text)
     };
-    let hop = hop(chain, request, mechanism);
+    let (hop, hop_by) = hop(chain, request, mechanism);
     let layer = match hop {
         Hop::Blob => Layer::Blob,
         Hop::Proxy => Layer::Proxy,
@@ -112,6 +114,7 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         layer,
         mechanism: (layer == Layer::Blob).then_some(mechanism),
         hop,
+        hop_by,
         host,
         url: request.map(|r| r.url.clone()),
         runtime,
