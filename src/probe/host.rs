@@ -139,7 +139,7 @@ pub async fn check(
         check.failure = Some(Failure {
             layer: Layer::Tls,
             step: "tls",
-            detail: problem.clone(),
+            detail: problem.to_string(),
         });
     }
     check.tls = Some(evidence);
@@ -253,7 +253,7 @@ pub async fn check_through_proxy(
             through_tunnel(check, session, host, port, proxy, trust, timeouts).await
         }
         (evidence, None) => {
-            let problem = evidence.problem.unwrap_or_default();
+            let problem = evidence.problem.map(|p| p.to_string()).unwrap_or_default();
             fail(
                 &mut check,
                 Layer::Tls,

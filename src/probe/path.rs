@@ -131,7 +131,7 @@ impl Path {
         let hop = check.hop;
         if let Some(tls) = &check.tls {
             let detail = match (&tls.problem, tls.chain.first()) {
-                (Some(p), _) => p.clone(),
+                (Some(p), _) => p.to_string(),
                 (None, Some(leaf)) => format!(
                     "{} issued by {}, valid until {}",
                     leaf.names.join(", "),

@@ -790,6 +790,10 @@ pub struct TlsReport {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// `problem` as a stable kind (`unknown-authority`, `expired` …, docs/report-schema.md):
+    /// what a machine reader matches on, since `problem`'s words are for people.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem_kind: Option<&'static str>,
     pub chain: Vec<CertReport>,
     /// Where the trusted roots came from.
     pub trusted: Vec<String>,
@@ -907,7 +911,8 @@ impl From<&tls::TlsEvidence> for TlsReport {
         TlsReport {
             server_name: t.server_name.clone(),
             ok: t.ok,
-            problem: t.problem.clone(),
+            problem: t.problem.as_ref().map(ToString::to_string),
+            problem_kind: t.problem.as_ref().map(tls::TlsProblem::kind),
             chain: t
                 .chain
                 .iter()

@@ -215,7 +215,7 @@ impl Network for Scripted {
             tls = Some(crate::probe::tls::TlsEvidence {
                 server_name: target.authority.host.clone(),
                 ok: false,
-                problem: Some("plain HTTP".into()),
+                problem: Some(crate::probe::tls::TlsProblem::PlainHttp),
                 chain: vec![],
                 trusted: vec![],
                 skipped: None,
