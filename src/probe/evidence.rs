@@ -196,6 +196,16 @@ mod tests {
         }
     }
 
+    fn unroutable(ip: &str) -> RouteLookup {
+        RouteLookup {
+            destination: ip.parse().expect("ip"),
+            interface: None,
+            gateway: None,
+            source: None,
+            error: Some("Network is unreachable".into()),
+        }
+    }
+
     /// Each variant's words are the sentence the code wrote before the evidence was typed
     /// (`dns::Resolution::failure`, `host::check`, `host::check_through_proxy`, `walk::http`).
     #[test]
@@ -218,46 +228,7 @@ mod tests {
                 "no nameserver configured in resolv.conf",
             ),
             (
-                dns(Outcome::NxDomain),
-                "NXDOMAIN for r.example from 10.0.0.10",
-            ),
-            (
-                dns(Outcome::NoData),
-                "no address for r.example from 10.0.0.10",
-            ),
-            (
-                dns(Outcome::ServFail),
-                "SERVFAIL for r.example from 10.0.0.10",
-            ),
-            (
-                dns(Outcome::Refused),
-                "REFUSED for r.example from 10.0.0.10",
-            ),
-            (
-                dns(Outcome::Timeout),
-                "no answer for r.example from 10.0.0.10 within 2000 ms",
-            ),
-            (
-                dns(Outcome::Error),
-                "query for r.example to 10.0.0.10 failed",
-            ),
-            (
-                Evidence::NoRoute(vec![
-                    RouteLookup {
-                        destination: "10.0.0.5".parse().expect("ip"),
-                        interface: None,
-                        gateway: None,
-                        source: None,
-                        error: Some("Network is unreachable".into()),
-                    },
-                    RouteLookup {
-                        destination: "10.0.0.6".parse().expect("ip"),
-                        interface: None,
-                        gateway: None,
-                        source: None,
-                        error: Some("Network is unreachable".into()),
-                    },
-                ]),
+                Evidence::NoRoute(["10.0.0.5", "10.0.0.6"].map(unroutable).to_vec()),
                 "10.0.0.5: no route (Network is unreachable); 10.0.0.6: no route (Network is unreachable)",
             ),
             (
@@ -344,6 +315,20 @@ mod tests {
         ];
         for (evidence, words) in cases {
             assert_eq!(evidence.to_string(), words, "{evidence:?}");
+        }
+        let answers = [
+            (Outcome::NxDomain, "NXDOMAIN for r.example from 10.0.0.10"),
+            (Outcome::NoData, "no address for r.example from 10.0.0.10"),
+            (Outcome::ServFail, "SERVFAIL for r.example from 10.0.0.10"),
+            (Outcome::Refused, "REFUSED for r.example from 10.0.0.10"),
+            (
+                Outcome::Timeout,
+                "no answer for r.example from 10.0.0.10 within 2000 ms",
+            ),
+            (Outcome::Error, "query for r.example to 10.0.0.10 failed"),
+        ];
+        for (outcome, words) in answers {
+            assert_eq!(dns(outcome).to_string(), words, "{outcome:?}");
         }
     }
 }
