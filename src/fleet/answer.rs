@@ -52,8 +52,9 @@ struct WireHost {
 #[derive(Debug, Clone, Deserialize)]
 struct WireTls {
     ok: bool,
+    /// The handshake's problem as a stable kind (`unknown-authority` …), never its words.
     #[serde(default)]
-    problem: Option<String>,
+    problem_kind: Option<String>,
     #[serde(default)]
     chain: Vec<WireCert>,
 }
@@ -193,10 +194,7 @@ pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
                     host: format!("{}:{}", h.host, h.port),
                     issuer: tls.chain.last()?.issuer.clone(),
                     verified: tls.ok,
-                    unknown_authority: tls
-                        .problem
-                        .as_deref()
-                        .is_some_and(|p| p.contains("unknown authority")),
+                    unknown_authority: tls.problem_kind.as_deref() == Some("unknown-authority"),
                 })
             })
             .collect(),
@@ -309,6 +307,37 @@ mod tests {
         assert_eq!(failure.seen.hop, Some(Hop::Registry));
         assert_eq!(failure.seen.host.as_deref(), Some("r.example:5000"));
         assert_eq!(a.hand_fixes.len(), 1);
+    }
+
+    #[test]
+    fn an_unknown_authority_is_read_from_the_problems_kind_not_its_words() {
+        let report = |tls: &str| {
+            format!(
+                r#"{{"schema": "pullpath.report/v1", "command": "probe", "verdict": {{"passed": false, "decided": true, "layer": "tls"}},
+                "hosts": [{{"host": "r.example", "port": 443, "tls": {tls}}}]}}"#
+            )
+        };
+        let unknown = from_log(&report(
+            r#"{"ok": false, "problem": "certificate signed by unknown authority: issuer \"CN=Corp\" is not in the trusted roots", "problem_kind": "unknown-authority", "chain": [{"issuer": "CN=Corp"}]}"#,
+        ))
+        .expect("report");
+        assert_eq!(
+            unknown.trust,
+            [TrustSeen {
+                host: "r.example:443".into(),
+                issuer: "CN=Corp".into(),
+                verified: false,
+                unknown_authority: true,
+            }]
+        );
+        // The words alone decide nothing; another kind is not an unknown authority.
+        for tls in [
+            r#"{"ok": false, "problem": "unknown authority", "chain": [{"issuer": "CN=Corp"}]}"#,
+            r#"{"ok": false, "problem": "certificate expired", "problem_kind": "expired", "chain": [{"issuer": "CN=Corp"}]}"#,
+        ] {
+            let read = from_log(&report(tls)).expect("report");
+            assert!(!read.trust[0].unknown_authority, "{tls}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub enum ConnectOutcome {
     Error,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub address: SocketAddr,
     pub outcome: ConnectOutcome,

@@ -12,6 +12,7 @@ use hickory_proto::rr::{Name, RData, RecordType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
+use super::evidence::Evidence;
 use super::resolv::ResolverConfig;
 
 /// What one nameserver said about one name.
@@ -121,35 +122,23 @@ impl Resolution {
         })
     }
 
-    /// Why the name did not resolve, in words, or `None` when it did.
-    pub fn failure(&self) -> Option<String> {
+    /// Why the name did not resolve (the answer for the host itself), or `None` when it did.
+    pub fn failure(&self) -> Option<Evidence> {
         if !self.addresses.is_empty() {
             return None;
         }
-        if self.servers.is_empty() {
-            return Some("no nameserver configured in resolv.conf".into());
-        }
-        let describe = |a: &ServerAnswer| match a.outcome {
-            Outcome::NxDomain => format!("NXDOMAIN for {} from {}", a.name, a.server),
-            Outcome::NoData => format!("no address for {} from {}", a.name, a.server),
-            Outcome::ServFail => format!("SERVFAIL for {} from {}", a.name, a.server),
-            Outcome::Refused => format!("REFUSED for {} from {}", a.name, a.server),
-            Outcome::Timeout => format!(
-                "no answer for {} from {} within {} ms",
-                a.name, a.server, a.elapsed_ms
-            ),
-            Outcome::Error => format!("query for {} to {} failed", a.name, a.server),
-            Outcome::Answer => format!("{} answered {}", a.server, a.name),
-        };
         // Name the answer for the host itself first (not a search-domain variant).
         let main = self
             .servers
             .iter()
             .find(|a| a.name == self.host)
-            .or(self.servers.first())
-            .map(describe)
-            .unwrap_or_default();
-        Some(main)
+            .or(self.servers.first());
+        Some(main.map_or(Evidence::NoNameserver, |a| Evidence::Dns {
+            name: a.name.clone(),
+            server: a.server,
+            outcome: a.outcome,
+            elapsed_ms: a.elapsed_ms,
+        }))
     }
 }
 

@@ -4,8 +4,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::connect::{self, Attempt, ConnectOutcome};
+use super::connect::{self, Attempt};
 use super::dns::{self, Resolution};
+use super::evidence::Evidence;
 use super::resolv::ResolverConfig;
 use super::route::{self, RouteLookup};
 use super::tls::{self, TlsEvidence, Trust};
@@ -25,7 +26,8 @@ pub struct Timeouts {
 pub struct Failure {
     pub layer: Layer,
     pub step: &'static str,
-    pub detail: String,
+    /// What was observed.
+    pub evidence: Evidence,
 }
 
 /// Everything observed about one host.
@@ -81,7 +83,7 @@ pub async fn check(
         check.failure = Some(Failure {
             layer: Layer::Dns,
             step: "dns",
-            detail: why,
+            evidence: why,
         });
         return check;
     }
@@ -97,16 +99,10 @@ pub async fn check(
         .map(|r| r.destination)
         .collect();
     if routable.is_empty() {
-        let detail = check
-            .routes
-            .iter()
-            .map(RouteLookup::describe)
-            .collect::<Vec<_>>()
-            .join("; ");
         check.failure = Some(Failure {
             layer: Layer::Route,
             step: "route",
-            detail,
+            evidence: Evidence::NoRoute(check.routes.clone()),
         });
         return check;
     }
@@ -115,16 +111,10 @@ pub async fn check(
     let Some((address, stream)) = winner else {
         let worst = connect::worst(&check.connect);
         let layer = worst.map_or(Layer::Route, |a| a.outcome.layer());
-        let detail = check
-            .connect
-            .iter()
-            .map(|a| format!("{}: {}", a.address, outcome_words(a)))
-            .collect::<Vec<_>>()
-            .join("; ");
         check.failure = Some(Failure {
             layer,
             step: "connect",
-            detail,
+            evidence: Evidence::Connect(check.connect.clone()),
         });
         return check;
     };
@@ -139,28 +129,11 @@ pub async fn check(
         check.failure = Some(Failure {
             layer: Layer::Tls,
             step: "tls",
-            detail: problem.clone(),
+            evidence: Evidence::from(problem.clone()),
         });
     }
     check.tls = Some(evidence);
     check
-}
-
-fn outcome_words(a: &Attempt) -> String {
-    match a.outcome {
-        ConnectOutcome::Timeout => format!(
-            "timeout after {} ms (silently dropped, or replies cannot come back)",
-            a.elapsed_ms
-        ),
-        ConnectOutcome::Refused => {
-            "connection refused (the address answers, nothing accepts on this port)".into()
-        }
-        ConnectOutcome::Unreachable => {
-            format!("unreachable ({})", a.error.as_deref().unwrap_or(""))
-        }
-        ConnectOutcome::Connected => "connected".into(),
-        ConnectOutcome::Error => a.error.clone().unwrap_or_default(),
-    }
 }
 
 /// A host with nothing checked yet: what a check starts from, and all there is for a host the
@@ -196,11 +169,11 @@ pub async fn check_through_proxy(
 ) -> HostCheck {
     let shown = super::proxy::redact_proxy(proxy);
     let mut check = unchecked(host, port, hop);
-    let fail = |check: &mut HostCheck, layer: Layer, step: &'static str, detail: String| {
+    let fail = |check: &mut HostCheck, layer: Layer, step: &'static str, evidence: Evidence| {
         check.failure = Some(Failure {
             layer,
             step,
-            detail,
+            evidence,
         });
     };
     let stream =
@@ -213,20 +186,21 @@ pub async fn check_through_proxy(
                 } else {
                     Layer::Route
                 };
-                fail(
-                    &mut check,
-                    layer,
-                    "connect",
-                    format!("{address} (the proxy {shown}): {e}"),
-                );
+                let evidence = Evidence::ProxyDial {
+                    address,
+                    proxy: shown,
+                    error: e.to_string(),
+                };
+                fail(&mut check, layer, "connect", evidence);
                 return check;
             }
             Err(_) => {
-                let detail = format!(
-                    "{address} (the proxy {shown}): no answer within {} ms",
-                    timeouts.connect.as_millis()
-                );
-                fail(&mut check, Layer::Route, "connect", detail);
+                let evidence = Evidence::ProxyDialTimeout {
+                    address,
+                    proxy: shown,
+                    ms: timeouts.connect.as_millis(),
+                };
+                fail(&mut check, Layer::Route, "connect", evidence);
                 return check;
             }
         };
@@ -244,7 +218,7 @@ pub async fn check_through_proxy(
             &mut check,
             Layer::Other,
             "proxy tls",
-            format!("no trust to verify the proxy {shown} with"),
+            Evidence::ProxyUntrusted { proxy: shown },
         );
         return check;
     };
@@ -253,13 +227,11 @@ pub async fn check_through_proxy(
             through_tunnel(check, session, host, port, proxy, trust, timeouts).await
         }
         (evidence, None) => {
-            let problem = evidence.problem.unwrap_or_default();
-            fail(
-                &mut check,
-                Layer::Tls,
-                "proxy tls",
-                format!("TLS to the proxy {shown}: {problem}"),
-            );
+            let evidence = Evidence::ProxyTls {
+                proxy: shown,
+                problem: evidence.problem,
+            };
+            fail(&mut check, Layer::Tls, "proxy tls", evidence);
             check
         }
     }
@@ -286,15 +258,14 @@ where
         ..tunnel
     };
     let Some(stream) = stream else {
-        let detail = format!(
-            "CONNECT {host}:{port} through {}: {}",
-            tunnel.proxy, tunnel.detail
-        );
-        check.tunnel = Some(tunnel);
+        check.tunnel = Some(tunnel.clone());
         check.failure = Some(Failure {
             layer: Layer::Proxy,
             step: "CONNECT",
-            detail,
+            evidence: Evidence::Tunnel {
+                target: format!("{host}:{port}"),
+                tunnel,
+            },
         });
         return check;
     };
@@ -304,13 +275,13 @@ where
     };
     let (evidence, _) = tls::handshake_over(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
-        let detail = format!(
-            "{problem} (through the proxy: a proxy that inspects TLS presents a certificate of its own CA)"
-        );
         check.failure = Some(Failure {
             layer: Layer::Tls,
             step: "tls",
-            detail,
+            evidence: Evidence::Tls {
+                problem: problem.clone(),
+                through_proxy: true,
+            },
         });
     }
     check.tls = Some(evidence);

@@ -112,7 +112,9 @@ impl Network for LiveNetwork {
                         failure: Some(host::Failure {
                             layer: crate::vocab::Layer::Other,
                             step: "CONNECT",
-                            detail: format!("the proxy {} was not checked first", proxy.authority),
+                            evidence: crate::probe::evidence::Evidence::ProxyUnchecked {
+                                proxy: proxy.authority.to_string(),
+                            },
                         }),
                         ..host::unchecked(&target.authority.host, target.authority.port, hop)
                     };
@@ -145,7 +147,8 @@ impl Network for LiveNetwork {
                     check.failure = Some(host::Failure {
                         layer: crate::vocab::Layer::Other,
                         step: "http",
-                        detail: format!("cannot build an HTTP client: {}", error_chain(&e)),
+                        evidence: format!("cannot build an HTTP client: {}", error_chain(&e))
+                            .into(),
                     })
                 }
             }

@@ -14,6 +14,7 @@ pub mod connect;
 pub mod containerd_config;
 pub mod creds;
 pub mod dns;
+pub mod evidence;
 pub mod host;
 pub mod hosts_toml;
 pub mod http;

@@ -80,7 +80,7 @@ impl Path {
         }
         if check.dns.source == Source::Proxy {
             if let Some(f) = &check.failure {
-                self.record(hop, authority, f.step, false, f.detail.clone(), None);
+                self.record(hop, authority, f.step, false, f.evidence.to_string(), None);
             }
             return;
         }
@@ -110,7 +110,7 @@ impl Path {
                     .map_or(0, |c| c.elapsed_ms);
                 format!("{a} in {ms} ms")
             }
-            (None, Some(f)) => f.detail.clone(),
+            (None, Some(f)) => f.evidence.to_string(),
             (None, None) => String::new(),
         };
         self.record(
@@ -123,7 +123,7 @@ impl Path {
         );
         self.record_tls(authority, check);
         if let Some(f) = check.failure.as_ref().filter(|f| f.step == "http") {
-            self.record(hop, authority, "http", false, f.detail.clone(), None);
+            self.record(hop, authority, "http", false, f.evidence.to_string(), None);
         }
     }
 
@@ -131,7 +131,7 @@ impl Path {
         let hop = check.hop;
         if let Some(tls) = &check.tls {
             let detail = match (&tls.problem, tls.chain.first()) {
-                (Some(p), _) => p.clone(),
+                (Some(p), _) => p.to_string(),
                 (None, Some(leaf)) => format!(
                     "{} issued by {}, valid until {}",
                     leaf.names.join(", "),
@@ -150,7 +150,7 @@ impl Path {
 fn dns_words(check: &HostCheck) -> String {
     let dns = &check.dns;
     if let Some(why) = dns.failure() {
-        return why;
+        return why.to_string();
     }
     if dns.source == Source::IpLiteral {
         return "IP literal, no lookup".into();

@@ -4,6 +4,7 @@
 //! mechanism beside it.
 
 use super::authority::Authority;
+use super::evidence::Evidence;
 use crate::vocab::{Hop, Layer};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,8 +17,9 @@ pub struct Stop {
     pub mechanism: Option<Layer>,
     /// The step that failed (`dns`, `tls`, `GET /v2/`, `manifest v1`, `layer sha256:…`).
     pub step: String,
-    /// What was observed, in words.
-    pub detail: String,
+    /// What was observed, as a value; its `Display` is the report's `cause`. Boxed: a stop is
+    /// every step's error, and the evidence of a proxy or a certificate is large.
+    pub evidence: Box<Evidence>,
 }
 
 impl Stop {
@@ -26,7 +28,7 @@ impl Stop {
         authority: &Authority,
         layer: Layer,
         step: impl Into<String>,
-        detail: impl Into<String>,
+        evidence: impl Into<Evidence>,
     ) -> Stop {
         let (layer, mechanism) = match (hop, layer) {
             (Hop::Blob, Layer::Blob) => (Layer::Blob, Some(Layer::Other)),
@@ -40,7 +42,7 @@ impl Stop {
             layer,
             mechanism,
             step: step.into(),
-            detail: detail.into(),
+            evidence: Box::new(evidence.into()),
         }
     }
 

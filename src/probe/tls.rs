@@ -10,7 +10,8 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore,
+    SignatureScheme,
 };
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -92,8 +93,8 @@ pub struct CertSummary {
 pub struct TlsEvidence {
     pub server_name: String,
     pub ok: bool,
-    /// What was wrong, in words: unknown CA, wrong name, expired, timeout, plain HTTP.
-    pub problem: Option<String>,
+    /// What was wrong: unknown CA, wrong name, expired, timeout, plain HTTP.
+    pub problem: Option<TlsProblem>,
     pub chain: Vec<CertSummary>,
     pub trusted: Vec<String>,
     /// Set when `skip_verify` accepted a certificate that does not verify: what was wrong.
@@ -112,6 +113,178 @@ impl TlsEvidence {
     /// handshake timeout.
     pub fn containerd_retries_over_http(&self) -> bool {
         !self.ok && (self.answered_plain_http || self.timed_out)
+    }
+}
+
+/// What was wrong with a handshake, kept typed from rustls's error so readers decide on the
+/// kind (fleet asks "unknown authority?") and never on our English. `Display` is the sentence
+/// the report has always carried in `hosts[].tls.problem`, `failure.detail` and `cause`: those
+/// are wire fields, so the words must not move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsProblem {
+    /// The chain ends at a CA outside the trusted roots; `issuer` is the leaf's issuer (`None`
+    /// when no certificate was seen).
+    UnknownAuthority {
+        issuer: Option<String>,
+    },
+    /// The leaf is not for the name asked; `presented` are its names.
+    NameMismatch {
+        presented: Option<Vec<String>>,
+        server_name: String,
+    },
+    Expired {
+        not_after: Option<String>,
+    },
+    NotYetValid {
+        not_before: Option<String>,
+    },
+    /// Another certificate error rustls reports, as rustls names it (`{:?}`).
+    Rejected(String),
+    /// The server sent a fatal alert during the handshake.
+    Alert(AlertDescription),
+    /// The answer was not TLS at all.
+    NotTls,
+    /// The answer to the ClientHello began `HTTP/` (containerd retries such a host over HTTP).
+    PlainHttp,
+    /// No TLS answer within the handshake timeout (containerd retries this too).
+    Timeout {
+        ms: u128,
+    },
+    /// The host's name cannot be a TLS server name.
+    ServerName {
+        name: String,
+        reason: String,
+    },
+    /// The client configuration could not be built from the trust (no handshake was tried).
+    Setup(String),
+    /// Any other handshake failure, in rustls's or the transport's words.
+    Other(String),
+}
+
+impl TlsProblem {
+    /// The stable name of the problem (`hosts[].tls.problem_kind`, docs/report-schema.md):
+    /// what machine readers match on instead of the sentence.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TlsProblem::UnknownAuthority { .. } => "unknown-authority",
+            TlsProblem::NameMismatch { .. } => "name-mismatch",
+            TlsProblem::Expired { .. } => "expired",
+            TlsProblem::NotYetValid { .. } => "not-yet-valid",
+            TlsProblem::Rejected(_) => "certificate-rejected",
+            TlsProblem::Alert(_) => "alert",
+            TlsProblem::NotTls => "not-tls",
+            TlsProblem::PlainHttp => "plain-http",
+            TlsProblem::Timeout { .. } => "timeout",
+            TlsProblem::ServerName { .. } => "server-name",
+            TlsProblem::Setup(_) => "setup",
+            TlsProblem::Other(_) => "other",
+        }
+    }
+
+    /// Every kind, for the schema's enum and its test.
+    pub const KINDS: [&'static str; 12] = [
+        "unknown-authority",
+        "name-mismatch",
+        "expired",
+        "not-yet-valid",
+        "certificate-rejected",
+        "alert",
+        "not-tls",
+        "plain-http",
+        "timeout",
+        "server-name",
+        "setup",
+        "other",
+    ];
+
+    /// rustls's error (when the failure was one) mapped to its kind, with the facts of the
+    /// presented leaf a person needs; `error` is the transport's words for anything else.
+    fn of(
+        rustls_error: Option<&rustls::Error>,
+        error: &str,
+        chain: &[CertSummary],
+        server_name: &str,
+    ) -> TlsProblem {
+        let leaf = chain.first();
+        match rustls_error {
+            Some(rustls::Error::InvalidCertificate(cert)) => match cert {
+                CertificateError::UnknownIssuer => TlsProblem::UnknownAuthority {
+                    issuer: leaf.map(|c| c.issuer.clone()),
+                },
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => TlsProblem::NameMismatch {
+                    presented: leaf.map(|c| c.names.clone()),
+                    server_name: server_name.to_string(),
+                },
+                CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                    TlsProblem::Expired {
+                        not_after: leaf.map(|c| c.not_after.clone()),
+                    }
+                }
+                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                    TlsProblem::NotYetValid {
+                        not_before: leaf.map(|c| c.not_before.clone()),
+                    }
+                }
+                other => TlsProblem::Rejected(format!("{other:?}")),
+            },
+            Some(rustls::Error::InvalidMessage(_))
+            | Some(rustls::Error::InappropriateMessage { .. }) => TlsProblem::NotTls,
+            Some(rustls::Error::AlertReceived(alert)) => TlsProblem::Alert(*alert),
+            Some(other) => TlsProblem::Other(other.to_string()),
+            None => TlsProblem::Other(error.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for TlsProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let or_unknown = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".to_string());
+        match self {
+            TlsProblem::UnknownAuthority { issuer } => write!(
+                f,
+                "certificate signed by unknown authority: issuer {:?} is not in the trusted roots",
+                issuer.as_deref().unwrap_or("?")
+            ),
+            TlsProblem::NameMismatch {
+                presented,
+                server_name,
+            } => write!(
+                f,
+                "certificate is for {}, not {server_name}",
+                presented.as_ref().map_or("?".to_string(), |n| n.join(", "))
+            ),
+            TlsProblem::Expired { not_after } => write!(
+                f,
+                "certificate expired: not valid after {}",
+                or_unknown(not_after)
+            ),
+            TlsProblem::NotYetValid { not_before } => write!(
+                f,
+                "certificate not valid yet: not before {}",
+                or_unknown(not_before)
+            ),
+            TlsProblem::Rejected(what) => write!(f, "certificate rejected: {what}"),
+            TlsProblem::Alert(alert) => write!(
+                f,
+                "TLS handshake failed: {}",
+                rustls::Error::AlertReceived(*alert)
+            ),
+            TlsProblem::NotTls => {
+                f.write_str("the server did not answer TLS (plain HTTP on an HTTPS port?)")
+            }
+            TlsProblem::PlainHttp => {
+                f.write_str("the server answered TLS with plain HTTP (an http:// endpoint?)")
+            }
+            TlsProblem::Timeout { ms } => {
+                write!(f, "handshake timeout: no TLS answer within {ms} ms")
+            }
+            TlsProblem::ServerName { name, reason } => {
+                write!(f, "{name} is not a valid TLS server name: {reason}")
+            }
+            TlsProblem::Setup(why) => f.write_str(why),
+            TlsProblem::Other(words) => write!(f, "TLS handshake failed: {words}"),
+        }
     }
 }
 
@@ -383,7 +556,7 @@ where
     let (recording, config) = match built {
         Ok(pair) => pair,
         Err(e) => {
-            evidence.problem = Some(e.to_string());
+            evidence.problem = Some(TlsProblem::Setup(e.to_string()));
             return (evidence, None);
         }
     };
@@ -395,7 +568,10 @@ where
     ) {
         Ok(n) => n,
         Err(e) => {
-            evidence.problem = Some(format!("{server_name} is not a valid TLS server name: {e}"));
+            evidence.problem = Some(TlsProblem::ServerName {
+                name: server_name.to_string(),
+                reason: e.to_string(),
+            });
             return (evidence, None);
         }
     };
@@ -414,10 +590,9 @@ where
     match result {
         Err(_) => {
             evidence.timed_out = true;
-            evidence.problem = Some(format!(
-                "handshake timeout: no TLS answer within {} ms",
-                timeout.as_millis()
-            ))
+            evidence.problem = Some(TlsProblem::Timeout {
+                ms: timeout.as_millis(),
+            })
         }
         Ok(Ok(tls)) => {
             session = Some(tls);
@@ -426,14 +601,14 @@ where
             evidence.skipped = overruled.map(|e| {
                 format!(
                     "skip_verify accepted it: {}",
-                    describe_rustls(Some(&e), &e.to_string(), &evidence.chain, server_name)
+                    TlsProblem::of(Some(&e), &e.to_string(), &evidence.chain, server_name)
                 )
             });
         }
         Ok(Err((e, stream))) => {
             evidence.answered_plain_http = stream.is_http();
             evidence.problem = Some(if evidence.answered_plain_http {
-                "the server answered TLS with plain HTTP (an http:// endpoint?)".to_string()
+                TlsProblem::PlainHttp
             } else {
                 describe(&e, &evidence.chain, server_name)
             });
@@ -442,50 +617,12 @@ where
     (evidence, session)
 }
 
-/// Name what was wrong, rustls-style, with the facts a person needs.
-fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) -> String {
+/// Name what was wrong from the handshake's I/O error, which wraps rustls's own.
+fn describe(error: &std::io::Error, chain: &[CertSummary], server_name: &str) -> TlsProblem {
     let rustls_error = error
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>());
-    describe_rustls(rustls_error, &error.to_string(), chain, server_name)
-}
-
-fn describe_rustls(
-    rustls_error: Option<&rustls::Error>,
-    error: &str,
-    chain: &[CertSummary],
-    server_name: &str,
-) -> String {
-    let leaf = chain.first();
-    match rustls_error {
-        Some(rustls::Error::InvalidCertificate(cert)) => match cert {
-            CertificateError::UnknownIssuer => format!(
-                "certificate signed by unknown authority: issuer {:?} is not in the trusted roots",
-                leaf.map_or("?", |c| c.issuer.as_str())
-            ),
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                format!(
-                    "certificate is for {}, not {server_name}",
-                    leaf.map_or("?".to_string(), |c| c.names.join(", "))
-                )
-            }
-            CertificateError::Expired | CertificateError::ExpiredContext { .. } => format!(
-                "certificate expired: not valid after {}",
-                leaf.map_or("?", |c| c.not_after.as_str())
-            ),
-            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => format!(
-                "certificate not valid yet: not before {}",
-                leaf.map_or("?", |c| c.not_before.as_str())
-            ),
-            other => format!("certificate rejected: {other:?}"),
-        },
-        Some(rustls::Error::InvalidMessage(_))
-        | Some(rustls::Error::InappropriateMessage { .. }) => {
-            "the server did not answer TLS (plain HTTP on an HTTPS port?)".to_string()
-        }
-        Some(other) => format!("TLS handshake failed: {other}"),
-        None => format!("TLS handshake failed: {error}"),
-    }
+    TlsProblem::of(rustls_error, &error.to_string(), chain, server_name)
 }
 
 fn summarize(der: &CertificateDer<'_>) -> Option<CertSummary> {
@@ -561,7 +698,144 @@ mod tests {
         .await;
         assert!(!evidence.ok);
         assert!(evidence.answered_plain_http, "{:?}", evidence.problem);
+        assert_eq!(evidence.problem, Some(TlsProblem::PlainHttp));
         assert!(evidence.containerd_retries_over_http());
+    }
+
+    fn leaf() -> CertSummary {
+        CertSummary {
+            subject: "CN=r.example".into(),
+            issuer: "CN=Corp Root".into(),
+            names: vec!["r.example".into(), "*.r.example".into()],
+            not_before: "Jan  1 00:00:00 2024 +00:00".into(),
+            not_after: "Jan  1 00:00:00 2025 +00:00".into(),
+        }
+    }
+
+    /// The sentences as `describe_rustls` wrote them before the problem was typed: the words
+    /// are wire fields (`problem`, `failure.detail`, `cause`) and must not move.
+    #[test]
+    fn rustls_errors_map_to_their_kind_and_keep_their_words() {
+        let chain = [leaf()];
+        let cert = |e: CertificateError| rustls::Error::InvalidCertificate(e);
+        let cases = [
+            (
+                cert(CertificateError::UnknownIssuer),
+                "unknown-authority",
+                r#"certificate signed by unknown authority: issuer "CN=Corp Root" is not in the trusted roots"#
+                    .to_string(),
+            ),
+            (
+                cert(CertificateError::NotValidForName),
+                "name-mismatch",
+                "certificate is for r.example, *.r.example, not other.example".to_string(),
+            ),
+            (
+                cert(CertificateError::Expired),
+                "expired",
+                "certificate expired: not valid after Jan  1 00:00:00 2025 +00:00".to_string(),
+            ),
+            (
+                cert(CertificateError::NotValidYet),
+                "not-yet-valid",
+                "certificate not valid yet: not before Jan  1 00:00:00 2024 +00:00".to_string(),
+            ),
+            (
+                cert(CertificateError::BadSignature),
+                "certificate-rejected",
+                "certificate rejected: BadSignature".to_string(),
+            ),
+            (
+                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                "not-tls",
+                "the server did not answer TLS (plain HTTP on an HTTPS port?)".to_string(),
+            ),
+            (
+                rustls::Error::AlertReceived(AlertDescription::HandshakeFailure),
+                "alert",
+                format!(
+                    "TLS handshake failed: {}",
+                    rustls::Error::AlertReceived(AlertDescription::HandshakeFailure)
+                ),
+            ),
+            (
+                rustls::Error::General("boom".into()),
+                "other",
+                format!("TLS handshake failed: {}", rustls::Error::General("boom".into())),
+            ),
+        ];
+        for (error, kind, words) in cases {
+            let problem = TlsProblem::of(Some(&error), "io", &chain, "other.example");
+            assert_eq!(problem.kind(), kind, "{error:?}");
+            assert_eq!(problem.to_string(), words, "{error:?}");
+            assert!(TlsProblem::KINDS.contains(&kind));
+        }
+        // No certificate seen: the facts read `?`, as before.
+        let unseen = TlsProblem::of(
+            Some(&cert(CertificateError::UnknownIssuer)),
+            "io",
+            &[],
+            "r.example",
+        );
+        assert_eq!(
+            unseen.to_string(),
+            r#"certificate signed by unknown authority: issuer "?" is not in the trusted roots"#
+        );
+        // Not rustls's error at all: the transport's words.
+        let io = TlsProblem::of(None, "connection reset by peer", &chain, "r.example");
+        assert_eq!(
+            io.to_string(),
+            "TLS handshake failed: connection reset by peer"
+        );
+    }
+
+    #[test]
+    fn the_problems_found_without_rustls_keep_their_words() {
+        let cases = [
+            (
+                TlsProblem::PlainHttp,
+                "plain-http",
+                "the server answered TLS with plain HTTP (an http:// endpoint?)",
+            ),
+            (
+                TlsProblem::Timeout { ms: 5000 },
+                "timeout",
+                "handshake timeout: no TLS answer within 5000 ms",
+            ),
+            (
+                TlsProblem::ServerName {
+                    name: "bad_name".into(),
+                    reason: "invalid dns name".into(),
+                },
+                "server-name",
+                "bad_name is not a valid TLS server name: invalid dns name",
+            ),
+            (
+                TlsProblem::Setup("no usable trust roots: x".into()),
+                "setup",
+                "no usable trust roots: x",
+            ),
+        ];
+        for (problem, kind, words) in cases {
+            assert_eq!(
+                (problem.kind(), problem.to_string().as_str()),
+                (kind, words)
+            );
+        }
+    }
+
+    #[test]
+    fn the_schema_enumerates_exactly_the_kinds() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/report.schema.json")).expect("schema");
+        let tls = &schema["$defs"]["probe"]["properties"]["hosts"]["items"]["properties"]["tls"];
+        let listed: Vec<&str> = tls["properties"]["problem_kind"]["enum"]
+            .as_array()
+            .expect("the enum")
+            .iter()
+            .filter_map(|k| k.as_str())
+            .collect();
+        assert_eq!(listed, TlsProblem::KINDS);
     }
 
     #[tokio::test]

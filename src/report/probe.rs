@@ -373,7 +373,10 @@ impl CredentialsReport {
                 username: a.candidate.as_ref().map(|c| c.credentials.username.clone()),
                 passed: a.stop.is_none(),
                 layer: a.stop.as_ref().map(|s| s.mechanism_or_layer()),
-                detail: a.stop.as_ref().map(|s| format!("{}: {}", s.step, s.detail)),
+                detail: a
+                    .stop
+                    .as_ref()
+                    .map(|s| format!("{}: {}", s.step, s.evidence)),
             })
             .collect();
         let refused = attempts.last().is_some_and(Attempt::refused);
@@ -448,7 +451,7 @@ fn fallback_warnings(fallbacks: &[Fallback]) -> Vec<String> {
     for f in fallbacks {
         let words = format!(
             "{} {} failed ({} at {}: {})",
-            f.hop, f.endpoint, f.stop.layer, f.stop.authority, f.stop.detail
+            f.hop, f.endpoint, f.stop.layer, f.stop.authority, f.stop.evidence
         );
         match seen.iter_mut().find(|(w, _)| *w == words) {
             Some((_, count)) => *count += 1,
@@ -513,7 +516,7 @@ fn stopped(stop: &Stop, owner: Owner) -> Verdict {
         seen: Seen {
             hop: Some(stop.hop),
             host: Some(stop.authority.to_string()),
-            cause: Some(stop.detail.clone()),
+            cause: Some(stop.evidence.to_string()),
         },
     })
 }
@@ -622,7 +625,7 @@ impl From<&Fallback> for FallbackReport {
             what: f.what.clone(),
             layer: f.stop.layer,
             host: f.stop.authority.to_string(),
-            cause: f.stop.detail.clone(),
+            cause: f.stop.evidence.to_string(),
         }
     }
 }
@@ -790,6 +793,10 @@ pub struct TlsReport {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// `problem` as a stable kind (`unknown-authority`, `expired` …, docs/report-schema.md):
+    /// what a machine reader matches on, since `problem`'s words are for people.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem_kind: Option<&'static str>,
     pub chain: Vec<CertReport>,
     /// Where the trusted roots came from.
     pub trusted: Vec<String>,
@@ -834,7 +841,7 @@ impl From<&HostCheck> for HostReport {
             failure: h.failure.as_ref().map(|f| FailureReport {
                 layer: f.layer,
                 step: f.step,
-                detail: f.detail.clone(),
+                detail: f.evidence.to_string(),
             }),
         }
     }
@@ -907,7 +914,8 @@ impl From<&tls::TlsEvidence> for TlsReport {
         TlsReport {
             server_name: t.server_name.clone(),
             ok: t.ok,
-            problem: t.problem.clone(),
+            problem: t.problem.as_ref().map(ToString::to_string),
+            problem_kind: t.problem.as_ref().map(tls::TlsProblem::kind),
             chain: t
                 .chain
                 .iter()

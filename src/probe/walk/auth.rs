@@ -365,7 +365,11 @@ mod tests {
         let (outcome, net) = walk(net, vec![endpoint("r.test", true)], false).await;
         let stop = stop(&outcome);
         assert_eq!((stop.hop, stop.layer), (Hop::Auth, Layer::Forbidden));
-        assert!(stop.detail.contains("OAuth POST"), "{}", stop.detail);
+        assert!(
+            stop.evidence.to_string().contains("OAuth POST"),
+            "{}",
+            stop.evidence
+        );
         assert_eq!(net.requests_to("auth.test/token").len(), 1);
     }
 

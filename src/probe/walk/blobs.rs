@@ -238,9 +238,10 @@ mod tests {
         );
         assert_eq!(s.authority.host, "store.test");
         assert!(
-            s.detail.contains(layer.as_str()) && s.detail.contains("hash to sha256:"),
+            s.evidence.to_string().contains(layer.as_str())
+                && s.evidence.to_string().contains("hash to sha256:"),
             "{}",
-            s.detail
+            s.evidence.to_string()
         );
     }
 
@@ -262,10 +263,11 @@ mod tests {
             (Hop::Blob, Layer::Blob, "store.test")
         );
         assert!(
-            s.detail
+            s.evidence
+                .to_string()
                 .contains("stalled: no data for 5000 ms after 100 bytes"),
             "{}",
-            s.detail
+            s.evidence.to_string()
         );
 
         // The same silence in a manifest body.
@@ -277,6 +279,6 @@ mod tests {
             },
         );
         let (outcome, _) = walk(net, vec![endpoint("r.test", true)], false).await;
-        assert!(stop(&outcome).detail.contains("stalled"));
+        assert!(stop(&outcome).evidence.to_string().contains("stalled"));
     }
 }

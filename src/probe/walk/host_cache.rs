@@ -16,10 +16,10 @@ impl<N: Network> Walk<N> {
                 Ok(()) => Ok(()),
                 Err(earlier) => {
                     let earlier = earlier.clone();
-                    let detail = format!("failed before at {}: {}", earlier.step, earlier.detail);
+                    let detail = format!("failed before at {}: {}", earlier.step, earlier.evidence);
                     self.path.record(hop, at, "host", false, detail, None);
                     let layer = earlier.mechanism_or_layer();
-                    Err(Stop::new(hop, at, layer, earlier.step, earlier.detail))
+                    Err(Stop::new(hop, at, layer, earlier.step, *earlier.evidence))
                 }
             };
         }
@@ -42,10 +42,10 @@ impl<N: Network> Walk<N> {
                     &proxy.authority,
                     f.layer,
                     f.step,
-                    f.detail.clone(),
+                    f.evidence.clone(),
                 ))
             }
-            (Some(f), _) => Err(Stop::new(hop, at, f.layer, f.step, f.detail.clone())),
+            (Some(f), _) => Err(Stop::new(hop, at, f.layer, f.step, f.evidence.clone())),
         };
         self.hosts.push(check);
         self.checked.insert(target.clone(), result.clone());
@@ -59,6 +59,7 @@ mod tests {
 
     use super::super::scripted::*;
     use super::*;
+    use crate::probe::evidence::Evidence;
     use crate::vocab::Layer;
 
     #[tokio::test]
@@ -72,7 +73,11 @@ mod tests {
             (s.hop, s.layer, s.mechanism, s.authority.host.as_str()),
             (Hop::Blob, Layer::Blob, Some(Layer::Tls), "store.test")
         );
-        assert!(s.detail.contains("scripted tls failure"), "{}", s.detail);
+        assert!(
+            s.evidence.to_string().contains("scripted tls failure"),
+            "{}",
+            s.evidence
+        );
         // The broken host was checked once; the second endpoint met the cached failure, on record.
         let checks = net
             .checked
@@ -107,7 +112,15 @@ mod tests {
             (s.hop, s.layer, s.authority.to_string().as_str()),
             (Hop::Proxy, Layer::Proxy, "proxy.test:3128")
         );
-        assert!(s.detail.contains("CONNECT store.test"), "{}", s.detail);
+        assert_eq!(
+            s.evidence.to_string(),
+            "CONNECT store.test through proxy.test:3128: 407"
+        );
+        assert!(
+            matches!(&*s.evidence, Evidence::Tunnel { tunnel, .. } if tunnel.status == Some(407)),
+            "{:?}",
+            s.evidence
+        );
 
         let net = registry(Scripted::default(), "r.test", "store.test", &image).broken(
             "proxy.test:3128",
@@ -126,6 +139,10 @@ mod tests {
             (s.hop, s.layer, s.authority.to_string().as_str()),
             (Hop::Proxy, Layer::Proxy, "proxy.test:3128")
         );
-        assert!(s.detail.contains("scripted dns failure"), "{}", s.detail);
+        assert!(
+            s.evidence.to_string().contains("scripted dns failure"),
+            "{}",
+            s.evidence
+        );
     }
 }

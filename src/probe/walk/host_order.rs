@@ -380,6 +380,10 @@ mod tests {
             .await;
         let s = stop(&outcome);
         assert_eq!((s.hop, s.layer), (Hop::Registry, Layer::Other));
-        assert!(s.detail.contains("digest mismatch"), "{}", s.detail);
+        assert!(
+            s.evidence.to_string().contains("digest mismatch"),
+            "{}",
+            s.evidence
+        );
     }
 }

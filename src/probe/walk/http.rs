@@ -8,6 +8,7 @@ use url::Url;
 
 use super::Walk;
 use crate::probe::authority::{Authority, Scheme};
+use crate::probe::evidence::Evidence;
 use crate::probe::net::{Network, Request, Response, Target, Transport};
 use crate::probe::redirect::{self, MAX_REDIRECTS, Next};
 use crate::probe::stop::Stop;
@@ -107,22 +108,18 @@ impl<N: Network> Walk<N> {
             {
                 Ok(Ok(response)) => response,
                 Ok(Err(transport)) => {
-                    let detail = transport.to_string();
+                    let layer = transport_layer(&transport);
+                    let stop = Stop::new(hop, &at, layer, step, Evidence::Transport(transport));
                     self.path
-                        .record(hop, &at, step, false, detail.clone(), None);
-                    return Err(Stop::new(
-                        hop,
-                        &at,
-                        transport_layer(&transport),
-                        step,
-                        detail,
-                    ));
+                        .record(hop, &at, step, false, stop.evidence.to_string(), None);
+                    return Err(stop);
                 }
                 Err(_) => {
-                    let detail = format!("no response headers within {} ms", timeout.as_millis());
+                    let ms = timeout.as_millis();
+                    let stop = Stop::new(hop, &at, Layer::Route, step, Evidence::NoHeaders { ms });
                     self.path
-                        .record(hop, &at, step, false, detail.clone(), None);
-                    return Err(Stop::new(hop, &at, Layer::Route, step, detail));
+                        .record(hop, &at, step, false, stop.evidence.to_string(), None);
+                    return Err(stop);
                 }
             };
             match redirect::interpret_redirect(&url, response.status, response.header("location")) {
@@ -209,7 +206,8 @@ mod tests {
         let (outcome, _) = walk(net, vec![endpoint("r.test", true)], false).await;
         let s = stop(&outcome);
         assert_eq!((s.hop, s.layer), (Hop::Registry, Layer::Route));
-        assert!(s.detail.contains("5000 ms"));
+        assert_eq!(*s.evidence, Evidence::NoHeaders { ms: 5000 });
+        assert_eq!(s.evidence.to_string(), "no response headers within 5000 ms");
     }
 
     #[tokio::test]
@@ -250,7 +248,11 @@ mod tests {
         let (outcome, _) = walk(looping, vec![endpoint("r.test", true)], false).await;
         let s = stop(&outcome);
         assert_eq!((s.layer, s.mechanism), (Layer::Blob, Some(Layer::Other)));
-        assert!(s.detail.contains("after 10 redirects"), "{}", s.detail);
+        assert!(
+            s.evidence.to_string().contains("after 10 redirects"),
+            "{}",
+            s.evidence
+        );
     }
 
     #[tokio::test]
@@ -288,9 +290,11 @@ mod tests {
         let stop = stop(&outcome);
         assert_eq!((stop.hop, stop.layer), (Hop::Auth, Layer::Other));
         assert!(
-            stop.detail.contains("does not send the password"),
+            stop.evidence
+                .to_string()
+                .contains("does not send the password"),
             "{}",
-            stop.detail
+            stop.evidence
         );
         assert!(
             net.posted
@@ -340,7 +344,8 @@ mod tests {
             .await;
             let s = stop(&outcome);
             assert_eq!((s.hop, s.layer), (Hop::Registry, layer), "{transport:?}");
-            assert!(s.detail.contains(&transport.to_string()), "{}", s.detail);
+            assert_eq!(*s.evidence, Evidence::Transport(transport.clone()));
+            assert_eq!(s.evidence.to_string(), transport.to_string());
         }
     }
 

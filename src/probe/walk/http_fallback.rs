@@ -55,7 +55,7 @@ impl<N: Network> Walk<N> {
                 }
                 let detail = format!(
                     "hosts.toml names http://{plain} with TLS settings: containerd 1.7+ tried HTTPS first, and retries in plain HTTP ({})",
-                    stop.detail
+                    stop.evidence
                 );
                 self.path
                     .record(hop, &plain, "http fallback", true, detail, None);

@@ -389,7 +389,10 @@ mod tests {
             .await;
         let s = stop(&outcome);
         assert_eq!(s.layer, Layer::Platform);
-        assert!(s.detail.contains("offers linux/amd64") && !s.detail.contains("unknown"));
+        assert!(
+            s.evidence.to_string().contains("offers linux/amd64")
+                && !s.evidence.to_string().contains("unknown")
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -410,7 +413,11 @@ mod tests {
             (s.hop, s.layer, s.mechanism),
             (Hop::Blob, Layer::Blob, Some(Layer::Other))
         );
-        assert!(s.detail.contains("deadline of 3 s"), "{}", s.detail);
+        assert!(
+            s.evidence.to_string().contains("deadline of 3 s"),
+            "{}",
+            s.evidence
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -436,14 +443,24 @@ mod tests {
             (s.hop, s.layer, s.authority.host.as_str()),
             (Hop::Blob, Layer::Blob, "store.test"),
             "{}",
-            s.detail
+            s.evidence
         );
-        assert!(s.detail.contains("trickled"), "{}", s.detail);
-        assert!(s.detail.contains("of 3000 bytes"), "{}", s.detail);
         assert!(
-            s.detail.contains("image_pull_progress_timeout"),
+            s.evidence.to_string().contains("trickled"),
             "{}",
-            s.detail
+            s.evidence
+        );
+        assert!(
+            s.evidence.to_string().contains("of 3000 bytes"),
+            "{}",
+            s.evidence
+        );
+        assert!(
+            s.evidence
+                .to_string()
+                .contains("image_pull_progress_timeout"),
+            "{}",
+            s.evidence
         );
     }
 }

@@ -191,7 +191,10 @@ impl Network for Scripted {
                 check.failure = Some(Failure {
                     layer: Layer::Proxy,
                     step: "CONNECT",
-                    detail: format!("CONNECT {name} through {proxy}: {status}"),
+                    evidence: crate::probe::evidence::Evidence::Tunnel {
+                        target: name.clone(),
+                        tunnel: check.tunnel.clone().expect("the tunnel"),
+                    },
                 });
             }
             return check;
@@ -203,19 +206,19 @@ impl Network for Scripted {
         let mut failure = self.broken_hosts.get(&name).map(|(layer, step)| Failure {
             layer: *layer,
             step,
-            detail: format!("scripted {step} failure of {name}"),
+            evidence: format!("scripted {step} failure of {name}").into(),
         });
         let mut tls = None;
         if self.plain_http.contains(&name) && target.scheme == Scheme::Https {
             failure = Some(Failure {
                 layer: Layer::Tls,
                 step: "tls",
-                detail: "the server answered TLS with plain HTTP".into(),
+                evidence: crate::probe::tls::TlsProblem::PlainHttp.into(),
             });
             tls = Some(crate::probe::tls::TlsEvidence {
                 server_name: target.authority.host.clone(),
                 ok: false,
-                problem: Some("plain HTTP".into()),
+                problem: Some(crate::probe::tls::TlsProblem::PlainHttp),
                 chain: vec![],
                 trusted: vec![],
                 skipped: None,

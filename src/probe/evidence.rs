@@ -1,0 +1,334 @@
+//! What a failing step observed, as a value: the resolver's answer, the routes, the connect
+//! attempts, the proxy's part, the TLS problem, what broke after connecting. Readers decide on
+//! the variant and its fields, never on our English; `Display` is the sentence the report has
+//! always carried (`verdict.cause`, `fallbacks[].cause`, `hosts[].failure.detail`: wire fields,
+//! so the words must not move). What the walk still only has in words is `Other`.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+use super::connect::{Attempt, ConnectOutcome};
+use super::dns::Outcome;
+use super::host::Tunnel;
+use super::net::Transport;
+use super::route::RouteLookup;
+use super::tls::TlsProblem;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// resolv.conf names no nameserver, so nothing could be asked.
+    NoNameserver,
+    /// The resolver's answer for the host (`outcome` is never an address: that resolved).
+    Dns {
+        name: String,
+        server: IpAddr,
+        outcome: Outcome,
+        elapsed_ms: u64,
+    },
+    /// No kernel route to any address the host resolved to, each lookup as made.
+    NoRoute(Vec<RouteLookup>),
+    /// Every connect attempt failed (refused, unreachable, timeout), each with its address.
+    Connect(Vec<Attempt>),
+    /// The runtime's proxy could not be dialled at its proven address.
+    ProxyDial {
+        address: SocketAddr,
+        /// The proxy as shown (credentials redacted).
+        proxy: String,
+        error: String,
+    },
+    /// The runtime's proxy did not accept the connection within the connect timeout.
+    ProxyDialTimeout {
+        address: SocketAddr,
+        proxy: String,
+        ms: u128,
+    },
+    /// An `https://` proxy with no trust to verify it with.
+    ProxyUntrusted { proxy: String },
+    /// The TLS handshake with an `https://` proxy failed.
+    ProxyTls {
+        proxy: String,
+        problem: Option<TlsProblem>,
+    },
+    /// A host behind a proxy whose own check had not been made: the tool's own mistake.
+    ProxyUnchecked { proxy: String },
+    /// The proxy refused `CONNECT target` (or never answered it): its status and words.
+    Tunnel { target: String, tunnel: Tunnel },
+    /// The handshake with the host failed; `through_proxy` when inside a proxy's tunnel.
+    Tls {
+        problem: TlsProblem,
+        through_proxy: bool,
+    },
+    /// A request to a connected host got no answer: what broke.
+    Transport(Transport),
+    /// No response headers within the HTTP timeout.
+    NoHeaders { ms: u128 },
+    /// What the walk still reports only in words (HTTP statuses and bodies, manifests,
+    /// redirects, hosts.toml, the deadline).
+    Other(String),
+}
+
+impl From<String> for Evidence {
+    fn from(words: String) -> Evidence {
+        Evidence::Other(words)
+    }
+}
+
+impl From<&str> for Evidence {
+    fn from(words: &str) -> Evidence {
+        Evidence::Other(words.to_string())
+    }
+}
+
+impl From<TlsProblem> for Evidence {
+    fn from(problem: TlsProblem) -> Evidence {
+        Evidence::Tls {
+            problem,
+            through_proxy: false,
+        }
+    }
+}
+
+impl fmt::Display for Evidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Evidence::NoNameserver => f.write_str("no nameserver configured in resolv.conf"),
+            Evidence::Dns {
+                name,
+                server,
+                outcome,
+                elapsed_ms,
+            } => match outcome {
+                Outcome::NxDomain => write!(f, "NXDOMAIN for {name} from {server}"),
+                Outcome::NoData => write!(f, "no address for {name} from {server}"),
+                Outcome::ServFail => write!(f, "SERVFAIL for {name} from {server}"),
+                Outcome::Refused => write!(f, "REFUSED for {name} from {server}"),
+                Outcome::Timeout => write!(
+                    f,
+                    "no answer for {name} from {server} within {elapsed_ms} ms"
+                ),
+                Outcome::Error => write!(f, "query for {name} to {server} failed"),
+                Outcome::Answer => write!(f, "{server} answered {name}"),
+            },
+            Evidence::NoRoute(routes) => {
+                let each: Vec<String> = routes.iter().map(RouteLookup::describe).collect();
+                f.write_str(&each.join("; "))
+            }
+            Evidence::Connect(attempts) => {
+                let each: Vec<String> = attempts
+                    .iter()
+                    .map(|a| format!("{}: {}", a.address, attempt_words(a)))
+                    .collect();
+                f.write_str(&each.join("; "))
+            }
+            Evidence::ProxyDial {
+                address,
+                proxy,
+                error,
+            } => write!(f, "{address} (the proxy {proxy}): {error}"),
+            Evidence::ProxyDialTimeout { address, proxy, ms } => {
+                write!(f, "{address} (the proxy {proxy}): no answer within {ms} ms")
+            }
+            Evidence::ProxyUntrusted { proxy } => {
+                write!(f, "no trust to verify the proxy {proxy} with")
+            }
+            Evidence::ProxyTls { proxy, problem } => {
+                write!(f, "TLS to the proxy {proxy}: ")?;
+                match problem {
+                    Some(problem) => write!(f, "{problem}"),
+                    None => Ok(()),
+                }
+            }
+            Evidence::ProxyUnchecked { proxy } => {
+                write!(f, "the proxy {proxy} was not checked first")
+            }
+            Evidence::Tunnel { target, tunnel } => write!(
+                f,
+                "CONNECT {target} through {}: {}",
+                tunnel.proxy, tunnel.detail
+            ),
+            Evidence::Tls {
+                problem,
+                through_proxy: false,
+            } => write!(f, "{problem}"),
+            Evidence::Tls {
+                problem,
+                through_proxy: true,
+            } => write!(
+                f,
+                "{problem} (through the proxy: a proxy that inspects TLS presents a certificate of its own CA)"
+            ),
+            Evidence::Transport(transport) => write!(f, "{transport}"),
+            Evidence::NoHeaders { ms } => write!(f, "no response headers within {ms} ms"),
+            Evidence::Other(words) => f.write_str(words),
+        }
+    }
+}
+
+/// One connect attempt's outcome, as a person reads it.
+fn attempt_words(a: &Attempt) -> String {
+    match a.outcome {
+        ConnectOutcome::Timeout => format!(
+            "timeout after {} ms (silently dropped, or replies cannot come back)",
+            a.elapsed_ms
+        ),
+        ConnectOutcome::Refused => {
+            "connection refused (the address answers, nothing accepts on this port)".into()
+        }
+        ConnectOutcome::Unreachable => {
+            format!("unreachable ({})", a.error.as_deref().unwrap_or(""))
+        }
+        ConnectOutcome::Connected => "connected".into(),
+        ConnectOutcome::Error => a.error.clone().unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::tls::TlsProblem;
+
+    fn attempt(outcome: ConnectOutcome, error: Option<&str>) -> Attempt {
+        Attempt {
+            address: "10.0.0.5:443".parse().expect("address"),
+            outcome,
+            elapsed_ms: 3000,
+            error: error.map(String::from),
+        }
+    }
+
+    fn unroutable(ip: &str) -> RouteLookup {
+        RouteLookup {
+            destination: ip.parse().expect("ip"),
+            interface: None,
+            gateway: None,
+            source: None,
+            error: Some("Network is unreachable".into()),
+        }
+    }
+
+    /// Each variant's words are the sentence the code wrote before the evidence was typed
+    /// (`dns::Resolution::failure`, `host::check`, `host::check_through_proxy`, `walk::http`).
+    #[test]
+    fn each_variant_says_what_the_report_always_said() {
+        let server: IpAddr = "10.0.0.10".parse().expect("server");
+        let dns = |outcome| Evidence::Dns {
+            name: "r.example".into(),
+            server,
+            outcome,
+            elapsed_ms: 2000,
+        };
+        let address: SocketAddr = "10.0.0.7:3128".parse().expect("address");
+        let proxy = "http://proxy.example:3128/".to_string();
+        let expired = TlsProblem::Expired {
+            not_after: Some("Jan  1 00:00:00 2025 +00:00".into()),
+        };
+        let cases = [
+            (
+                Evidence::NoNameserver,
+                "no nameserver configured in resolv.conf",
+            ),
+            (
+                Evidence::NoRoute(["10.0.0.5", "10.0.0.6"].map(unroutable).to_vec()),
+                "10.0.0.5: no route (Network is unreachable); 10.0.0.6: no route (Network is unreachable)",
+            ),
+            (
+                Evidence::Connect(vec![
+                    attempt(ConnectOutcome::Timeout, None),
+                    attempt(ConnectOutcome::Refused, None),
+                    attempt(ConnectOutcome::Unreachable, Some("No route to host")),
+                    attempt(ConnectOutcome::Error, Some("Permission denied")),
+                ]),
+                "10.0.0.5:443: timeout after 3000 ms (silently dropped, or replies cannot come back); \
+                 10.0.0.5:443: connection refused (the address answers, nothing accepts on this port); \
+                 10.0.0.5:443: unreachable (No route to host); \
+                 10.0.0.5:443: Permission denied",
+            ),
+            (
+                Evidence::ProxyDial {
+                    address,
+                    proxy: proxy.clone(),
+                    error: "Connection refused (os error 111)".into(),
+                },
+                "10.0.0.7:3128 (the proxy http://proxy.example:3128/): Connection refused (os error 111)",
+            ),
+            (
+                Evidence::ProxyDialTimeout {
+                    address,
+                    proxy: proxy.clone(),
+                    ms: 3000,
+                },
+                "10.0.0.7:3128 (the proxy http://proxy.example:3128/): no answer within 3000 ms",
+            ),
+            (
+                Evidence::ProxyUntrusted {
+                    proxy: proxy.clone(),
+                },
+                "no trust to verify the proxy http://proxy.example:3128/ with",
+            ),
+            (
+                Evidence::ProxyTls {
+                    proxy: proxy.clone(),
+                    problem: Some(expired.clone()),
+                },
+                "TLS to the proxy http://proxy.example:3128/: certificate expired: not valid after Jan  1 00:00:00 2025 +00:00",
+            ),
+            (
+                Evidence::ProxyUnchecked {
+                    proxy: "proxy.example:3128".into(),
+                },
+                "the proxy proxy.example:3128 was not checked first",
+            ),
+            (
+                Evidence::Tunnel {
+                    target: "r.example:443".into(),
+                    tunnel: Tunnel {
+                        proxy: proxy.clone(),
+                        status: Some(407),
+                        detail: "HTTP/1.1 407 Proxy Authentication Required".into(),
+                    },
+                },
+                "CONNECT r.example:443 through http://proxy.example:3128/: HTTP/1.1 407 Proxy Authentication Required",
+            ),
+            (
+                Evidence::from(expired.clone()),
+                "certificate expired: not valid after Jan  1 00:00:00 2025 +00:00",
+            ),
+            (
+                Evidence::Tls {
+                    problem: expired,
+                    through_proxy: true,
+                },
+                "certificate expired: not valid after Jan  1 00:00:00 2025 +00:00 (through the proxy: a proxy that inspects TLS presents a certificate of its own CA)",
+            ),
+            (
+                Evidence::Transport(Transport::Reset("connection reset by peer".into())),
+                "connection reset: connection reset by peer",
+            ),
+            (
+                Evidence::NoHeaders { ms: 5000 },
+                "no response headers within 5000 ms",
+            ),
+            (
+                Evidence::from("the platform's entry is itself an index"),
+                "the platform's entry is itself an index",
+            ),
+        ];
+        for (evidence, words) in cases {
+            assert_eq!(evidence.to_string(), words, "{evidence:?}");
+        }
+        let answers = [
+            (Outcome::NxDomain, "NXDOMAIN for r.example from 10.0.0.10"),
+            (Outcome::NoData, "no address for r.example from 10.0.0.10"),
+            (Outcome::ServFail, "SERVFAIL for r.example from 10.0.0.10"),
+            (Outcome::Refused, "REFUSED for r.example from 10.0.0.10"),
+            (
+                Outcome::Timeout,
+                "no answer for r.example from 10.0.0.10 within 2000 ms",
+            ),
+            (Outcome::Error, "query for r.example to 10.0.0.10 failed"),
+        ];
+        for (outcome, words) in answers {
+            assert_eq!(dns(outcome).to_string(), words, "{outcome:?}");
+        }
+    }
+}
