@@ -106,6 +106,8 @@ pub struct ExplainReport {
     pub next_checks: Vec<String>,
     /// Which message decided, and every message read.
     pub decided_by: Option<String>,
+    /// What in that message decided the hop (`the request's /blobs/ path`).
+    pub hop_by: &'static str,
     pub messages: Vec<MessageReport>,
     /// Set when the input does not look like an image pull failure at all.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -173,6 +175,7 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
         will_not_help: advice.will_not_help,
         next_checks: next_checks(d),
         decided_by: Some(primary_message.origin.clone()),
+        hop_by: d.hop_by,
         messages: explanation
             .messages
             .iter()
@@ -246,6 +249,16 @@ mod tests {
             json!({"passed": false, "layer": "dns", "hop": "registry", "host": "r.example",
                 "cause": "no such host", "owner": "dns-team", "decided": true})
         );
+    }
+
+    #[test]
+    fn the_explanation_says_what_decided_the_hop() {
+        let text = "failed to copy: httpReadSeeker: failed open: failed to do request: Get \"https://r.example/v2/a/blobs/sha256:abc\": dial tcp 10.0.0.5:443: i/o timeout";
+        let report = explain_report(&crate::failure_text::explain(text)).expect("a report");
+        assert_eq!(report.verdict.seen().and_then(|s| s.hop), Some(Hop::Blob));
+        assert!(report.hop_by.contains("/blobs/"), "{}", report.hop_by);
+        let json = serde_json::to_value(&report).expect("JSON");
+        assert_eq!(json["hop_by"], report.hop_by);
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
         field(&mut out, "image", image);
     }
     field(&mut out, "runtime", report.runtime.as_str());
+    if !report.hop_by.is_empty() {
+        field(&mut out, "hop from", report.hop_by);
+    }
     owner_and_candidates(&mut out, v, style);
     list(&mut out, "look at", &report.where_to_look);
     list(&mut out, "won't help", &report.will_not_help);
