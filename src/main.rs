@@ -406,7 +406,7 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
         return Ok(exit::INTERNAL);
     };
     let report = match runtime.block_on(probe::run(config)) {
-        Ok(report) => report,
+        Ok(run) => report::ProbeReport::from_run(run),
         Err(e) => {
             print_error(&e);
             return Ok(exit::INTERNAL);

@@ -114,6 +114,20 @@ impl Hop {
             Hop::Unknown => "unknown",
         }
     }
+
+    /// The vocabulary's hop rule (shared/DESIGN.md), the one place it is written: anything
+    /// failing on the blob hop is layer `blob`, with how it failed beside it as the mechanism
+    /// (`other` when the blob itself is what failed: a digest mismatch); anything failing on the
+    /// proxy hop is layer `proxy`; elsewhere the mechanism is the layer. Probe, explain and the
+    /// Azure analysis all name their layer through it.
+    pub fn layer_of(self, mechanism: Layer) -> (Layer, Option<Layer>) {
+        match (self, mechanism) {
+            (Hop::Blob, Layer::Blob) => (Layer::Blob, Some(Layer::Other)),
+            (Hop::Blob, mechanism) => (Layer::Blob, Some(mechanism)),
+            (Hop::Proxy, _) => (Layer::Proxy, None),
+            (_, layer) => (layer, None),
+        }
+    }
 }
 
 /// Who fixes it.
@@ -190,3 +204,24 @@ macro_rules! display_as_str {
     )*};
 }
 display_as_str!(Layer, Hop, Owner, Runtime);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hop_rule_names_every_layer() {
+        assert_eq!(
+            Hop::Blob.layer_of(Layer::Route),
+            (Layer::Blob, Some(Layer::Route))
+        );
+        assert_eq!(
+            Hop::Blob.layer_of(Layer::Blob),
+            (Layer::Blob, Some(Layer::Other))
+        );
+        assert_eq!(Hop::Proxy.layer_of(Layer::Refused), (Layer::Proxy, None));
+        for hop in [Hop::Registry, Hop::Auth, Hop::Mirror, Hop::Unknown] {
+            assert_eq!(hop.layer_of(Layer::Tls), (Layer::Tls, None), "{hop}");
+        }
+    }
+}

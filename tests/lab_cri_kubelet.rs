@@ -269,16 +269,7 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
         "{raw}"
     );
     // The pod is deleted, and so is its sandbox.
-    assert!(
-        server.store.names().is_empty(),
-        "{:?}",
-        server.store.names()
-    );
-    assert!(
-        kubelet.settled(Duration::from_secs(30)),
-        "sandboxes left: {:?}",
-        kubelet.live_sandboxes()
-    );
+    all_gone(&server, &kubelet);
     assert!(sandboxes_on(lab.socket("node")).await.is_empty());
 }
 
@@ -382,6 +373,20 @@ fn api_only_node(name: &str, pool: &str, labels: Value) -> Value {
         all.insert(key.clone(), value.clone());
     }
     node
+}
+
+/// No pod left in the API, and every sandbox the kubelet made removed.
+fn all_gone(server: &ApiServer, kubelet: &CriKubelet) {
+    assert!(
+        server.store.names().is_empty(),
+        "{:?}",
+        server.store.names()
+    );
+    assert!(
+        kubelet.settled(Duration::from_secs(30)),
+        "sandboxes left: {:?}",
+        kubelet.live_sandboxes()
+    );
 }
 
 /// An AKS Ubuntu node whose registry credential comes only from its kubelet's credential
@@ -533,16 +538,7 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
         "{text}"
     );
     assert!(!text.contains(secret), "the plugin's password is printed");
-    assert!(
-        explain_server.store.names().is_empty(),
-        "{:?}",
-        explain_server.store.names()
-    );
-    assert!(
-        kubelet.settled(Duration::from_secs(30)),
-        "sandboxes left: {:?}",
-        kubelet.live_sandboxes()
-    );
+    all_gone(&explain_server, &kubelet);
 }
 
 /// `--kubelet-pull`: after the probe pod, a pod in the workload's namespace has the node's
@@ -607,14 +603,5 @@ async fn the_kubelets_own_pull_sits_beside_the_probes_verdict() {
         .expect("pullpath fleet runs");
     let printed = String::from_utf8_lossy(&text.stdout);
     assert!(printed.contains("[kubelet agrees: pulled]"), "{printed}");
-    assert!(
-        server.store.names().is_empty(),
-        "{:?}",
-        server.store.names()
-    );
-    assert!(
-        kubelet.settled(Duration::from_secs(30)),
-        "sandboxes left: {:?}",
-        kubelet.live_sandboxes()
-    );
+    all_gone(&server, &kubelet);
 }

@@ -110,13 +110,8 @@ fn verdict(hop: Hop, host: &str, outcome: &Outcome) -> Verdict {
         Outcome::Failed(f) => (f, true),
         Outcome::Undecided(f) => (f, false),
     };
-    // The vocabulary's blob rule: anything failing on the blob hop is layer `blob`, the
-    // mechanism beside it.
-    let fault = if hop == Hop::Blob {
-        Fault::new(Layer::Blob, Some(finding.layer), finding.owner)
-    } else {
-        Fault::new(finding.layer, None, finding.owner)
-    };
+    let (layer, mechanism) = hop.layer_of(finding.layer);
+    let fault = Fault::new(layer, mechanism, finding.owner);
     let seen = Seen {
         hop: Some(hop),
         host: Some(host.to_string()),

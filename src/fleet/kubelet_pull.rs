@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 use serde_json::json;
 
-use super::pod_spec::{MANAGED_BY, NODE_ANNOTATION, RUN_LABEL};
+use super::pod_spec::run_pod_metadata;
 use crate::failure_text;
 use crate::report;
 use crate::verdict::{Failure, Verdict};
@@ -83,17 +83,7 @@ pub fn pod(plan: &KubeletPullPlan) -> Pod {
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": plan.name,
-            "namespace": plan.namespace,
-            "labels": {
-                MANAGED_BY.0: MANAGED_BY.1,
-                "app.kubernetes.io/name": "pullpath",
-                "app.kubernetes.io/component": "fleet-kubelet-pull",
-                RUN_LABEL: plan.run_id,
-            },
-            "annotations": {NODE_ANNOTATION: plan.node},
-        },
+        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, "fleet-kubelet-pull"),
         "spec": spec,
     });
     // Every field above is a Pod field of the right type: deserializing cannot fail.
@@ -268,7 +258,7 @@ mod tests {
         assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
         assert_eq!(c.command.as_deref(), Some(&[NEVER_RUNS.to_string()][..]));
         let labels = pod.metadata.labels.as_ref().expect("labels");
-        assert_eq!(labels[RUN_LABEL], "ab12");
+        assert_eq!(labels[super::super::pod_spec::RUN_LABEL], "ab12");
         // Without --for: the namespace's default service account, no secrets named.
         let bare = super::pod(&KubeletPullPlan {
             service_account: None,

@@ -98,23 +98,35 @@ fn probe_args(plan: &PodPlan) -> Vec<String> {
     args
 }
 
+/// The metadata of every pod a run creates: pullpath's labels (the run's, by which the run's
+/// cleanup finds it), its `component`, and the node it is for.
+pub fn run_pod_metadata(
+    name: &str,
+    namespace: &str,
+    node: &str,
+    run_id: &str,
+    component: &str,
+) -> Value {
+    json!({
+        "name": name,
+        "namespace": namespace,
+        "labels": {
+            MANAGED_BY.0: MANAGED_BY.1,
+            "app.kubernetes.io/name": "pullpath",
+            "app.kubernetes.io/component": component,
+            RUN_LABEL: run_id,
+        },
+        "annotations": {NODE_ANNOTATION: node},
+    })
+}
+
 /// The probe pod for `plan.node`.
 pub fn probe_pod(plan: &PodPlan) -> Pod {
     let args = probe_args(plan);
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": plan.name,
-            "namespace": plan.namespace,
-            "labels": {
-                MANAGED_BY.0: MANAGED_BY.1,
-                "app.kubernetes.io/name": "pullpath",
-                "app.kubernetes.io/component": "fleet-probe",
-                RUN_LABEL: plan.run_id,
-            },
-            "annotations": {NODE_ANNOTATION: plan.node},
-        },
+        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, "fleet-probe"),
         "spec": {
             "nodeName": plan.node,
             // The kubelet refuses a pod whose OS is not its own (PodOSNotSupported) instead of

@@ -43,7 +43,6 @@ use std::time::{Duration, Instant};
 
 use crate::image_ref::ImageRef;
 use crate::node_root::NodeRoot;
-use crate::report::{ProbeContext, ProbeReport};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
 
 pub use host::Timeouts;
@@ -149,7 +148,39 @@ pub enum ProbeError {
     Tls { host: String, reason: String },
 }
 
-pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
+/// What the probe was asked, for the report's header.
+#[derive(Debug, Clone)]
+pub struct ProbeContext {
+    pub image: String,
+    pub platform: String,
+    pub resolver: resolv::ResolverConfig,
+    pub warnings: Vec<String>,
+    /// containerd's hosts directories and how they were decided.
+    pub hosts_dirs: containerd_config::HostsDirs,
+    /// The system trust store as the runtime loads it (`None` off Linux).
+    pub system_trust: Option<system_trust::SystemTrustEvidence>,
+    /// The runtime's proxy environment, as found.
+    pub proxy: proxy::RuntimeEnvironment,
+    /// The runtime, as asked (or assumed).
+    pub runtime: crate::runtime::version::RuntimeIdentity,
+    /// Whether every layer was downloaded and verified (`--full`).
+    pub full: bool,
+    pub elapsed_ms: u64,
+}
+
+/// What a probe found, for `report` to turn into the report: the walk's outcome (with the last
+/// credential tried), everything read on the way, each credential the kubelet's loop tried and
+/// how it went, and the runtime's own pull when it was asked.
+#[derive(Debug)]
+pub struct ProbeRun {
+    pub context: ProbeContext,
+    pub outcome: walk::Outcome,
+    pub plan: Option<kubelet_creds::CredentialPlan>,
+    pub attempts: Vec<kubelet_creds::Attempt>,
+    pub runtime_pull: Option<runtime_pull::RuntimePull>,
+}
+
+pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
     let started = Instant::now();
     let node = &config.node;
     let resolver = resolv::ResolverConfig::read(node, &config.etc);
@@ -235,20 +266,24 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeReport, ProbeError> {
         full: config.full,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
-    let mut report = ProbeReport::new(context, &outcome);
-    report.credentials = plan
-        .as_ref()
-        .map(|plan| crate::report::CredentialsReport::new(plan, &attempts));
-    if let Some(socket) = &config.runtime_pull {
-        // The credential the verdict came from is the one the kubelet's loop ends with.
-        let credentials = attempts
-            .last()
-            .and_then(|a| a.candidate.as_ref())
-            .map(|c| &c.credentials);
-        let pulled = runtime_pull::ask(socket, &config.image, credentials, config.deadline).await;
-        report.add_runtime_pull(&pulled);
-    }
-    Ok(report)
+    let runtime_pull = match &config.runtime_pull {
+        Some(socket) => {
+            // The credential the verdict came from is the one the kubelet's loop ends with.
+            let credentials = attempts
+                .last()
+                .and_then(|a| a.candidate.as_ref())
+                .map(|c| &c.credentials);
+            Some(runtime_pull::ask(socket, &config.image, credentials, config.deadline).await)
+        }
+        None => None,
+    };
+    Ok(ProbeRun {
+        context,
+        outcome,
+        plan,
+        attempts,
+        runtime_pull,
+    })
 }
 
 /// What the walk is tried with, in order: `--username` alone; else every credential the

@@ -30,12 +30,7 @@ impl Stop {
         step: impl Into<String>,
         evidence: impl Into<Evidence>,
     ) -> Stop {
-        let (layer, mechanism) = match (hop, layer) {
-            (Hop::Blob, Layer::Blob) => (Layer::Blob, Some(Layer::Other)),
-            (Hop::Blob, mechanism) => (Layer::Blob, Some(mechanism)),
-            (Hop::Proxy, _) => (Layer::Proxy, None),
-            (_, layer) => (layer, None),
-        };
+        let (layer, mechanism) = hop.layer_of(layer);
         Stop {
             hop,
             authority: authority.clone(),

@@ -15,6 +15,7 @@ use crate::probe::resolv::ResolverConfig;
 use crate::probe::runtime_pull::{Answer, Cleanup, RuntimePull};
 use crate::probe::stop::Stop;
 use crate::probe::walk::{Blob, Fallback, Outcome};
+use crate::probe::{ProbeContext, ProbeRun};
 use crate::probe::{connect, dns, route, tls};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
 use crate::verdict::{Failure, Fault, Seen, Verdict};
@@ -64,27 +65,21 @@ pub struct ProbeReport {
     pub elapsed_ms: u64,
 }
 
-/// What the probe was asked, for the report's header.
-#[derive(Debug, Clone)]
-pub struct ProbeContext {
-    pub image: String,
-    pub platform: String,
-    pub resolver: ResolverConfig,
-    pub warnings: Vec<String>,
-    /// containerd's hosts directories and how they were decided.
-    pub hosts_dirs: crate::probe::containerd_config::HostsDirs,
-    /// The system trust store as the runtime loads it (`None` off Linux).
-    pub system_trust: Option<crate::probe::system_trust::SystemTrustEvidence>,
-    /// The runtime's proxy environment, as found.
-    pub proxy: crate::probe::proxy::RuntimeEnvironment,
-    /// The runtime, as asked (or assumed).
-    pub runtime: RuntimeIdentity,
-    /// Whether every layer was downloaded and verified (`--full`).
-    pub full: bool,
-    pub elapsed_ms: u64,
-}
-
 impl ProbeReport {
+    /// The report of a probe: its walk, the credentials the kubelet would try and how each
+    /// went, and the runtime's own pull when it was asked.
+    pub fn from_run(run: ProbeRun) -> ProbeReport {
+        let mut report = ProbeReport::new(run.context, &run.outcome);
+        report.credentials = run
+            .plan
+            .as_ref()
+            .map(|plan| CredentialsReport::new(plan, &run.attempts));
+        if let Some(pulled) = &run.runtime_pull {
+            report.add_runtime_pull(pulled);
+        }
+        report
+    }
+
     /// The report of a walk.
     pub fn new(context: ProbeContext, outcome: &Outcome) -> ProbeReport {
         let hosts: Vec<HostReport> = outcome.hosts.iter().map(HostReport::from).collect();

@@ -95,11 +95,7 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         mechanism(chain, &cause_text)
     };
     let (hop, hop_by) = hop(chain, request, mechanism);
-    let layer = match hop {
-        Hop::Blob => Layer::Blob,
-        Hop::Proxy => Layer::Proxy,
-        _ => mechanism,
-    };
+    let (layer, _) = hop.layer_of(mechanism);
     let host = failing_host(chain, runtime, request, cause_links, hop, mechanism);
     let about_a_pull = about_a_pull(chain);
     // Only where the answer concerned the credential: a token host that cannot be reached says
