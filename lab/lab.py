@@ -1246,7 +1246,26 @@ def up(large: bool):
     print(f"lab is up (state in {STATE})")
 
 
+def pod_netns_of_lab(since: float) -> list:
+    """The pod network namespaces a lab node's containerd made (`/run/netns/cni-*`, created
+    since the lab came up) that hold nothing but loopback: a sandbox its test did not remove,
+    whose pod end was cut when the node's namespace went."""
+    if not os.path.isdir("/run/netns"):
+        return []
+    found = []
+    for name in os.listdir("/run/netns"):
+        path = os.path.join("/run/netns", name)
+        if not name.startswith("cni-") or os.path.getmtime(path) < since:
+            continue
+        links = run("ip", "-n", name, "-o", "link", check=False).stdout.splitlines()
+        if all("link/loopback" in line for line in links):
+            found.append(name)
+    return found
+
+
 def down():
+    up_marker = os.path.join(STATE, "up")
+    up_since = os.path.getmtime(up_marker) if os.path.exists(up_marker) else None
     if os.path.isdir(PIDS):
         for entry in os.listdir(PIDS):
             stop(entry.removesuffix(".pid"))
@@ -1261,6 +1280,9 @@ def down():
                     pass
             run("ip", "netns", "del", ns(name), check=False)
         shutil.rmtree(f"/etc/netns/{ns(name)}", ignore_errors=True)
+    if up_since is not None:
+        for name in pod_netns_of_lab(up_since):
+            run("ip", "netns", "del", name, check=False)
     with open("/proc/mounts") as f:
         mounts = [line.split()[1] for line in f if line.split()[1].startswith(STATE)]
     for mount in reversed(mounts):

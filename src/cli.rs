@@ -351,6 +351,10 @@ pub struct ExplainArgs {
         default_value = "pullpath"
     )]
     pub probe_namespace: String,
+    /// With --probe: also have each node's kubelet pull the image with the pod's own service
+    /// account and pull secrets (as `fleet --kubelet-pull`; the image stays in the node's cache).
+    #[arg(long, requires = "probe")]
+    pub kubelet_pull: bool,
 }
 
 #[derive(Debug, clap::Args)]

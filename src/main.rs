@@ -462,6 +462,14 @@ fn cluster_command(
 /// `explain OBJECT --probe`: `pullpath fleet IMAGE --for OBJECT` with explain's cluster flags,
 /// parsed as the fleet command line so every fleet default holds.
 fn probe_from_nodes(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Result<u8> {
+    match <cli::Cli as clap::Parser>::try_parse_from(fleet_line(args, object, image))?.command {
+        Command::Fleet(fleet) => fleet_command(fleet),
+        _ => bail!("internal: the fleet command line did not parse as fleet"),
+    }
+}
+
+/// The fleet command line `explain OBJECT --probe` stands for.
+fn fleet_line(args: &ExplainArgs, object: &str, image: &str) -> Vec<std::ffi::OsString> {
     let mut line: Vec<std::ffi::OsString> = ["pullpath", "fleet", image, "--for", object]
         .into_iter()
         .map(Into::into)
@@ -473,6 +481,9 @@ fn probe_from_nodes(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Re
         "--probe-namespace".into(),
         args.probe_namespace.clone().into(),
     ]);
+    if args.kubelet_pull {
+        line.push("--kubelet-pull".into());
+    }
     let k = &args.kube;
     if let Some(kubeconfig) = &k.kubeconfig {
         line.extend(["--kubeconfig".into(), kubeconfig.clone().into_os_string()]);
@@ -487,9 +498,44 @@ fn probe_from_nodes(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Re
         "--request-timeout".into(),
         format!("{}ms", k.request_timeout.as_millis()).into(),
     ]);
-    match <cli::Cli as clap::Parser>::try_parse_from(line)?.command {
-        Command::Fleet(fleet) => fleet_command(fleet),
-        _ => bail!("internal: the fleet command line did not parse as fleet"),
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explain_probe_hands_its_fleet_flags_to_fleet() {
+        let parsed = <cli::Cli as clap::Parser>::try_parse_from([
+            "pullpath",
+            "explain",
+            "pod/web",
+            "-n",
+            "shop",
+            "--probe",
+            "--probe-image",
+            "r.example/tools/pullpath:1",
+            "--kubelet-pull",
+        ])
+        .expect("explain parses");
+        let Command::Explain(args) = parsed.command else {
+            panic!("explain");
+        };
+        let line = fleet_line(&args, "pod/web", "r.example/team/app:v1");
+        let Command::Fleet(fleet) = <cli::Cli as clap::Parser>::try_parse_from(line)
+            .expect("fleet parses")
+            .command
+        else {
+            panic!("fleet");
+        };
+        assert!(fleet.kubelet_pull);
+        assert_eq!(fleet.for_workload.as_deref(), Some("pod/web"));
+        assert_eq!(fleet.kube.namespace.as_deref(), Some("shop"));
+        assert_eq!(
+            fleet.probe_image.as_deref(),
+            Some("r.example/tools/pullpath:1")
+        );
     }
 }
 
