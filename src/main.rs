@@ -501,44 +501,6 @@ fn fleet_line(args: &ExplainArgs, object: &str, image: &str) -> Vec<std::ffi::Os
     line
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn explain_probe_hands_its_fleet_flags_to_fleet() {
-        let parsed = <cli::Cli as clap::Parser>::try_parse_from([
-            "pullpath",
-            "explain",
-            "pod/web",
-            "-n",
-            "shop",
-            "--probe",
-            "--probe-image",
-            "r.example/tools/pullpath:1",
-            "--kubelet-pull",
-        ])
-        .expect("explain parses");
-        let Command::Explain(args) = parsed.command else {
-            panic!("explain");
-        };
-        let line = fleet_line(&args, "pod/web", "r.example/team/app:v1");
-        let Command::Fleet(fleet) = <cli::Cli as clap::Parser>::try_parse_from(line)
-            .expect("fleet parses")
-            .command
-        else {
-            panic!("fleet");
-        };
-        assert!(fleet.kubelet_pull);
-        assert_eq!(fleet.for_workload.as_deref(), Some("pod/web"));
-        assert_eq!(fleet.kube.namespace.as_deref(), Some("shop"));
-        assert_eq!(
-            fleet.probe_image.as_deref(),
-            Some("r.example/tools/pullpath:1")
-        );
-    }
-}
-
 /// Read the cluster (one object, or a scan), print its findings, and return the exit status
 /// and every image a finding is about.
 fn read_cluster(
@@ -754,5 +716,43 @@ async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
             s.recv().await;
         }
         None => std::future::pending::<()>().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explain_probe_hands_its_fleet_flags_to_fleet() {
+        let parsed = <cli::Cli as clap::Parser>::try_parse_from([
+            "pullpath",
+            "explain",
+            "pod/web",
+            "-n",
+            "shop",
+            "--probe",
+            "--probe-image",
+            "r.example/tools/pullpath:1",
+            "--kubelet-pull",
+        ])
+        .expect("explain parses");
+        let Command::Explain(args) = parsed.command else {
+            panic!("explain");
+        };
+        let line = fleet_line(&args, "pod/web", "r.example/team/app:v1");
+        let Command::Fleet(fleet) = <cli::Cli as clap::Parser>::try_parse_from(line)
+            .expect("fleet parses")
+            .command
+        else {
+            panic!("fleet");
+        };
+        assert!(fleet.kubelet_pull);
+        assert_eq!(fleet.for_workload.as_deref(), Some("pod/web"));
+        assert_eq!(fleet.kube.namespace.as_deref(), Some("shop"));
+        assert_eq!(
+            fleet.probe_image.as_deref(),
+            Some("r.example/tools/pullpath:1")
+        );
     }
 }
