@@ -146,6 +146,7 @@ fn cluster(
     lab: &LabGuard,
     scratch: &Path,
     image: NodeImage,
+    api_only: Vec<Value>,
 ) -> (ApiServer, Arc<CriKubelet>, PathBuf) {
     let root = node_root(lab, scratch, "node", "node", image);
     let nodes = BTreeMap::from([(
@@ -159,9 +160,33 @@ fn cluster(
         },
     )]);
     let kubelet = Arc::new(CriKubelet::new(nodes, scratch.join("pods")));
-    let world = World::from_objects(vec![node_object(NODE)]).with_kubelet(kubelet.clone());
+    let mut objects = vec![node_object(NODE)];
+    objects.extend(api_only);
+    let world = World::from_objects(objects).with_kubelet(kubelet.clone());
     let server = ApiServer::start(world);
     (server, kubelet, root)
+}
+
+/// The lab on `scenario`, with the probe image built from this tree and held by the lab
+/// registry (pushed on `healthy`, where the node reaches it), and the scratch it was built in.
+/// The binary is built before the lab is taken: the lock is held only while the lab is used.
+fn lab_with_probe_image(scenario: &str) -> (Scratch, LabGuard, String) {
+    let build = Scratch::new("lab-cri-kubelet-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("healthy");
+    let probe = probe_image(&lab, build.path(), &binary);
+    lab.switch(scenario);
+    (build, lab, probe)
+}
+
+/// The probe pods' container logs (`POD/probe/0.log`) under the kubelet's log directory.
+fn probe_logs(scratch: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(scratch.join("pods"))
+        .expect("the pod's log directory")
+        .flatten()
+        .map(|d| d.path().join("probe/0.log"))
+        .collect()
 }
 
 async fn held(lab: &LabGuard, image: &str) -> Option<String> {
@@ -221,16 +246,10 @@ fn fleet(server: &ApiServer, scratch: &Path, probe: &str, extra: &[&str]) -> (Va
 async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the_scenarios_verdict()
 {
     let scenario = catalog().remove("fleet-pools").expect("scenario");
-    // Built before the lab is taken: the lock is held only while the lab is used.
-    let build = Scratch::new("lab-cri-kubelet-build");
-    let binary = static_probe_binary(build.path());
-    let lab = lab();
-    lab.switch("healthy");
-    let probe = probe_image(&lab, build.path(), &binary);
-    lab.switch("fleet-pools");
+    let (_build, lab, probe) = lab_with_probe_image("fleet-pools");
     assert!(held(&lab, &probe).await.is_none(), "a fresh node's store");
     let scratch = Scratch::under(&lab.status.state, "lab-cri");
-    let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain);
+    let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain, vec![]);
     let (report, _) = fleet(&server, scratch.path(), &probe, &[]);
     let row = support::fleet_row(&report, NODE);
     // The scenario's verdict for this node: the pull works (by the hosts-file hand fix).
@@ -257,11 +276,7 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
             .is_some(),
         "containerd pulled its sandbox image"
     );
-    let logs: Vec<PathBuf> = std::fs::read_dir(scratch.path().join("pods"))
-        .expect("the pod's log directory")
-        .flatten()
-        .map(|d| d.path().join("probe/0.log"))
-        .collect();
+    let logs = probe_logs(scratch.path());
     assert_eq!(logs.len(), 1, "{logs:?}");
     let raw = std::fs::read_to_string(&logs[0]).expect("the container's log");
     assert!(
@@ -280,7 +295,7 @@ async fn a_host_path_type_mismatch_is_a_failed_mount_event_and_no_container() {
     let lab = lab();
     lab.switch("fleet-pools");
     let scratch = Scratch::under(&lab.status.state, "lab-cri-mount");
-    let (server, kubelet, root) = cluster(&lab, scratch.path(), NodeImage::Plain);
+    let (server, kubelet, root) = cluster(&lab, scratch.path(), NodeImage::Plain, vec![]);
     let config = server.kubeconfig(scratch.path(), "default");
     let pod = |name: &str, path: &str, kind: &str| {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
@@ -400,45 +415,30 @@ fn all_gone(server: &ApiServer, kubelet: &CriKubelet) {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_probe_pod() {
     let scenario = catalog().remove("cred-provider-matches").expect("scenario");
-    let build = Scratch::new("lab-cri-kubelet-build");
-    let binary = static_probe_binary(build.path());
-    let lab = lab();
-    lab.switch("healthy");
-    let probe = probe_image(&lab, build.path(), &binary);
-    lab.switch("cred-provider-matches");
+    let (_build, lab, probe) = lab_with_probe_image("cred-provider-matches");
     let scratch = Scratch::under(&lab.status.state, "lab-cri-aks");
-    let root = node_root(&lab, scratch.path(), "node", "node", NodeImage::AksUbuntu);
-    let nodes = BTreeMap::from([(
-        NODE.to_string(),
-        CriNode {
-            root,
-            socket: lab.socket("node").to_path_buf(),
-            runtime_pid: lab.runtime_pid("node"),
-            kubelet_command: NodeImage::AksUbuntu.kubelet_command(),
-            kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-        },
-    )]);
-    let kubelet = Arc::new(CriKubelet::new(nodes, scratch.path().join("pods")));
-    let world = World::from_objects(vec![
-        node_object(NODE),
-        api_only_node(
-            "akswin000000",
-            "win",
-            json!({"kubernetes.io/os": "windows"}),
-        ),
-        api_only_node(
-            "virtual-node-aci-linux",
-            "virtual",
-            json!({"type": "virtual-kubelet"}),
-        ),
-        api_only_node(
-            "aks-arm-31415926-vmss000000",
-            "arm",
-            json!({"kubernetes.io/arch": "arm64"}),
-        ),
-    ])
-    .with_kubelet(kubelet.clone());
-    let server = ApiServer::start(world);
+    let (server, kubelet, _root) = cluster(
+        &lab,
+        scratch.path(),
+        NodeImage::AksUbuntu,
+        vec![
+            api_only_node(
+                "akswin000000",
+                "win",
+                json!({"kubernetes.io/os": "windows"}),
+            ),
+            api_only_node(
+                "virtual-node-aci-linux",
+                "virtual",
+                json!({"type": "virtual-kubelet"}),
+            ),
+            api_only_node(
+                "aks-arm-31415926-vmss000000",
+                "arm",
+                json!({"kubernetes.io/arch": "arm64"}),
+            ),
+        ],
+    );
     let (report, printed) = fleet(
         &server,
         scratch.path(),
@@ -450,11 +450,7 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
     assert_eq!(row["status"], "passed", "{row:#}");
     assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
     // Which credential: the probe pod's own report, as its container logged it.
-    let logs: Vec<PathBuf> = std::fs::read_dir(scratch.path().join("pods"))
-        .expect("the pod's log directory")
-        .flatten()
-        .map(|d| d.path().join("probe/0.log"))
-        .collect();
+    let logs = probe_logs(scratch.path());
     let logged = std::fs::read_to_string(&logs[0]).expect("the container's log");
     let probe_report: Value =
         serde_json::from_str(&cri_kubelet::parse_cri_log(&logged)).expect("the probe's report");
@@ -548,14 +544,9 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
 #[tokio::test(flavor = "multi_thread")]
 async fn the_kubelets_own_pull_sits_beside_the_probes_verdict() {
     const PUBLIC: &str = "registry.example.test/public/small:v1";
-    let build = Scratch::new("lab-cri-kubelet-build");
-    let binary = static_probe_binary(build.path());
-    let lab = lab();
-    lab.switch("healthy");
-    let probe = probe_image(&lab, build.path(), &binary);
-    lab.switch("fleet-pools");
+    let (_build, lab, probe) = lab_with_probe_image("fleet-pools");
     let scratch = Scratch::under(&lab.status.state, "lab-cri-kubelet-pull");
-    let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain);
+    let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain, vec![]);
     let config = server.kubeconfig(scratch.path(), "default");
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
         .args([
