@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 use serde_json::json;
 
-use super::pod_spec::run_pod_metadata;
+use super::pod_spec::{extend, pinned_spec, run_pod_metadata};
 use crate::failure_text;
 use crate::report;
 use crate::verdict::{Failure, Verdict};
@@ -48,28 +48,24 @@ pub struct KubeletPullPlan {
 
 /// The kubelet-pull pod for `plan.node`.
 pub fn pod(plan: &KubeletPullPlan) -> Pod {
-    let mut spec = json!({
-        "nodeName": plan.node,
-        "os": {"name": "linux"},
-        "restartPolicy": "Never",
-        "activeDeadlineSeconds": plan.deadline_seconds,
-        "automountServiceAccountToken": false,
-        "enableServiceLinks": false,
-        "terminationGracePeriodSeconds": 0,
-        // Pinned by nodeName like the probe pod: a taint must not keep the kubelet from it.
-        "tolerations": [{"operator": "Exists"}],
-        "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
-            "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [{
-            "name": CONTAINER,
-            "image": plan.image,
-            "imagePullPolicy": "Always",
-            "command": [NEVER_RUNS],
-            "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-                "capabilities": {"drop": ["ALL"]}},
-            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
-        }],
-    });
+    // Pinned by nodeName like the probe pod: a taint must not keep the kubelet from it.
+    let mut spec = pinned_spec(&plan.node, plan.deadline_seconds);
+    extend(
+        &mut spec,
+        json!({
+            "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": CONTAINER,
+                "image": plan.image,
+                "imagePullPolicy": "Always",
+                "command": [NEVER_RUNS],
+                "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                    "capabilities": {"drop": ["ALL"]}},
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
+            }],
+        }),
+    );
     if let Some(account) = &plan.service_account {
         spec["serviceAccountName"] = json!(account);
     }

@@ -120,18 +120,36 @@ pub fn run_pod_metadata(
     })
 }
 
+/// What every pod a run pins to a node shares: the node by `nodeName` (no scheduler), Linux
+/// (the kubelet refuses a pod whose OS is not its own, PodOSNotSupported, instead of running a
+/// Linux binary on, say, Windows; fleet skips such nodes before this), one run within
+/// `deadline_seconds`, no API token or service links, gone at once when deleted, and every
+/// taint tolerated as `kubectl debug node` does.
+pub fn pinned_spec(node: &str, deadline_seconds: u64) -> Value {
+    json!({
+        "nodeName": node,
+        "os": {"name": "linux"},
+        "restartPolicy": "Never",
+        "activeDeadlineSeconds": deadline_seconds,
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "terminationGracePeriodSeconds": 0,
+        "tolerations": [{"operator": "Exists"}],
+    })
+}
+
+/// `fields` added to the object `base`.
+pub fn extend(base: &mut Value, fields: Value) {
+    if let (Some(base), Value::Object(fields)) = (base.as_object_mut(), fields) {
+        base.extend(fields);
+    }
+}
+
 /// The probe pod for `plan.node`.
 pub fn probe_pod(plan: &PodPlan) -> Pod {
     let args = probe_args(plan);
-    let pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, "fleet-probe"),
-        "spec": {
-            "nodeName": plan.node,
-            // The kubelet refuses a pod whose OS is not its own (PodOSNotSupported) instead of
-            // running a Linux binary on, say, Windows; fleet skips such nodes before this.
-            "os": {"name": "linux"},
+    let mut spec = pinned_spec(&plan.node, plan.deadline_seconds);
+    let own = json!({
             // The node's network (the pull's own path) and its processes (the running
             // containerd's environment and the kubelet's flags, read from /proc).
             "hostNetwork": true,
@@ -140,12 +158,6 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
             // daemons' /proc/PID/environ and containerd's socket.
             "securityContext": {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}},
             "dnsPolicy": "Default",
-            "restartPolicy": "Never",
-            "activeDeadlineSeconds": plan.deadline_seconds,
-            "automountServiceAccountToken": false,
-            "enableServiceLinks": false,
-            "terminationGracePeriodSeconds": 0,
-            "tolerations": [{"operator": "Exists"}],
             "containers": [{
                 "name": CONTAINER,
                 "image": plan.probe_image,
@@ -157,7 +169,13 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
                 "volumeMounts": [{"name": NODE_ROOT_VOLUME, "mountPath": HOST_ROOT, "readOnly": true, "recursiveReadOnly": "IfPossible"}],
             }],
             "volumes": [{"name": NODE_ROOT_VOLUME, "hostPath": {"path": "/", "type": "Directory"}}],
-        }
+    });
+    extend(&mut spec, own);
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, "fleet-probe"),
+        "spec": spec,
     });
     // Every field above is a Pod field of the right type: deserializing cannot fail.
     serde_json::from_value(pod).expect("the probe pod is a Pod")
