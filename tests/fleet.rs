@@ -184,6 +184,22 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
         node(USER_NEW, "user", "2026-12-01T08:20:00Z", &[]),
         deployment(),
     ];
+    // The namespaces the API serves (a pod in any other is refused, as the real API does):
+    // the probe namespace at Pod Security's privileged level unless a test brings its own.
+    for (name, labels) in [
+        (
+            "pullpath",
+            json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+        ),
+        ("shop", json!({})),
+    ] {
+        if !extra
+            .iter()
+            .any(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == name)
+        {
+            objects.push(kube_api::namespace(name, labels));
+        }
+    }
     objects.extend(extra);
     if hand_fixed {
         let root = scratch.path().join(SYSTEM_FIXED);
@@ -661,6 +677,47 @@ async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
         assert_eq!(f.server.store.created(), 0);
         assert!(f.pods_left().is_empty());
     }
+}
+
+/// A probe namespace that does not exist, or is being deleted, is named before any pod is
+/// created (the API would refuse each one: 404 `namespaces "X" not found`, or 403 for a
+/// Terminating one), with how to create it; so is a missing namespace for `--kubelet-pull`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_the_api_would_refuse_pods_in_is_named_before_any_pod() {
+    let mut terminating = kube_api::namespace("leaving", json!({}));
+    terminating["status"]["phase"] = json!("Terminating");
+    let f = fleet_with(
+        "fleet-namespaces",
+        Setup {
+            objects: vec![terminating],
+            ..Setup::default()
+        },
+    )
+    .await;
+    for (args, said) in [
+        (
+            &[IMAGE, "--probe-namespace", "ghost"][..],
+            "the probe namespace ghost does not exist",
+        ),
+        (
+            &[IMAGE, "--probe-namespace", "leaving"][..],
+            "the probe namespace leaving is being deleted",
+        ),
+        (
+            &[IMAGE, "--kubelet-pull", "-n", "gone"][..],
+            "the workload's namespace (--kubelet-pull) gone does not exist",
+        ),
+    ] {
+        let out = f.run(args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(70), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert_eq!(f.server.store.created(), 0, "{args:?}");
+    }
+    let stderr =
+        String::from_utf8_lossy(&f.run(&[IMAGE, "--probe-namespace", "ghost"]).await.stderr)
+            .to_string();
+    assert!(stderr.contains("deploy/namespace.yaml"), "{stderr}");
 }
 
 /// `--dry-run` prints the probe pods and creates nothing; the real kubectl accepts them

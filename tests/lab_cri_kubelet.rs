@@ -160,7 +160,12 @@ fn cluster(
         },
     )]);
     let kubelet = Arc::new(CriKubelet::new(nodes, scratch.join("pods")));
-    let mut objects = vec![node_object(NODE)];
+    let mut objects = vec![
+        node_object(NODE),
+        kube_api::namespace("default", json!({})),
+        kube_api::namespace("pullpath", json!({})),
+        kube_api::namespace("shop", json!({})),
+    ];
     objects.extend(api_only);
     let world = World::from_objects(objects).with_kubelet(kubelet.clone());
     let server = ApiServer::start(world);
@@ -502,7 +507,13 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
             "ready": false, "restartCount": 0, "started": false,
             "state": {"waiting": {"reason": "ErrImagePull", "message": message}}}]}});
     let explain_server = ApiServer::start(
-        World::from_objects(vec![node_object(NODE), pod]).with_kubelet(kubelet.clone()),
+        World::from_objects(vec![
+            node_object(NODE),
+            kube_api::namespace("pullpath", json!({})),
+            kube_api::namespace("shop", json!({})),
+            pod,
+        ])
+        .with_kubelet(kubelet.clone()),
     );
     let config = explain_server.kubeconfig(scratch.path(), "default");
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))

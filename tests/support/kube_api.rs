@@ -1168,6 +1168,9 @@ fn write_pods(
                     json!({"kind": "Pod"}),
                 );
             };
+            if let Some(refused) = namespace_lifecycle(world, ns, &name) {
+                return refused;
+            }
             if let Some(refused) = admit(world, ns, &name, &pod) {
                 return refused;
             }
@@ -1263,6 +1266,41 @@ fn write_pods(
 
 /// Admission of a pod create, after authorization as the apiserver orders it: Pod Security
 /// (a built-in plugin) then validating webhooks. `None`: admitted.
+/// The API's NamespaceLifecycle admission (apiserver `plugin/namespace/lifecycle/admission.go`):
+/// a create in a namespace that does not exist is the namespace get's own 404 (`namespaces "X"
+/// not found`); one in a namespace being deleted is 403 with the plugin's sentence.
+fn namespace_lifecycle(world: &World, ns: &str, name: &str) -> Option<Response<Full<Bytes>>> {
+    let namespace = world
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == ns);
+    match namespace {
+        None => Some(status(
+            404,
+            "NotFound",
+            format!("namespaces \"{ns}\" not found"),
+            json!({"name": ns, "kind": "namespaces"}),
+        )),
+        Some(n) if n["status"]["phase"] == "Terminating" => Some(status(
+            403,
+            "Forbidden",
+            format!(
+                "pods \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"
+            ),
+            json!({"name": name, "kind": "pods"}),
+        )),
+        Some(_) => None,
+    }
+}
+
+/// A Namespace object as the API serves it: Active, with `labels`.
+pub fn namespace(name: &str, labels: Value) -> Value {
+    json!({"kind": "Namespace", "apiVersion": "v1",
+        "metadata": {"name": name, "uid": format!("uid-ns-{name}"), "labels": labels,
+            "creationTimestamp": "2026-09-01T08:00:00Z", "resourceVersion": "120"},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+}
+
 fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Full<Bytes>>> {
     let namespace = world
         .objects
