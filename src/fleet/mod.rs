@@ -114,6 +114,8 @@ pub struct Plan {
     /// architecture).
     pub unprobed: Vec<(String, life::RunProblem)>,
     pub workload: Option<String>,
+    /// The workload's `imagePullSecrets` (names).
+    pub pull_secrets: Vec<String>,
     client: kube::Client,
 }
 
@@ -235,6 +237,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         pods,
         unprobed,
         workload,
+        pull_secrets: identity.1,
         client,
     })
 }
@@ -288,6 +291,7 @@ pub async fn fleet(
         probe_image: config.probe_image.clone(),
         probe_arches: config.probe_arches.clone(),
         workload: plan.workload.clone(),
+        pull_secrets: plan.pull_secrets.clone(),
         now: now(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
