@@ -651,14 +651,9 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
 /// events); the stream ends after `timeoutSeconds` (300 when not given), as the API ends a
 /// watch, and the client watches again.
 fn watch_pods(world: &World, ns: &str, query: &BTreeMap<String, String>) -> Response<Body> {
-    let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
-    let Some(terms) = parse_label_selector(labels) else {
-        return status(
-            400,
-            "BadRequest",
-            format!("unable to parse requirement: {labels:?}"),
-            json!({}),
-        );
+    let terms = match label_terms(query) {
+        Ok(terms) => terms,
+        Err(refused) => return refused,
     };
     let seconds = query
         .get("timeoutSeconds")
@@ -873,7 +868,6 @@ fn objects(
         };
     }
     let fields = query.get("fieldSelector").map(String::as_str).unwrap_or("");
-    let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
     let Some(field_terms) = parse_field_selector(fields) else {
         return status(
             400,
@@ -882,13 +876,9 @@ fn objects(
             json!({}),
         );
     };
-    let Some(label_terms) = parse_label_selector(labels) else {
-        return status(
-            400,
-            "BadRequest",
-            format!("unable to parse requirement: {labels:?}"),
-            json!({}),
-        );
+    let label_terms = match label_terms(query) {
+        Ok(terms) => terms,
+        Err(refused) => return refused,
     };
     let items: Vec<Value> = candidates
         .into_iter()
@@ -1102,6 +1092,19 @@ impl LabelTerm {
             LabelTerm::NotIn(k, vs) => !get(k).is_some_and(|v| vs.contains(&v)),
         }
     }
+}
+
+/// The request's `labelSelector`, or the API's 400 for one it cannot parse.
+fn label_terms(query: &BTreeMap<String, String>) -> Result<Vec<LabelTerm>, Response<Body>> {
+    let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
+    parse_label_selector(labels).ok_or_else(|| {
+        status(
+            400,
+            "BadRequest",
+            format!("unable to parse requirement: {labels:?}"),
+            json!({}),
+        )
+    })
 }
 
 fn parse_label_selector(text: &str) -> Option<Vec<LabelTerm>> {
@@ -1333,14 +1336,9 @@ fn write_pods(
             if let Some(refused) = pod_fault(world, "deletecollection", ns, None) {
                 return refused;
             }
-            let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
-            let Some(terms) = parse_label_selector(labels) else {
-                return status(
-                    400,
-                    "BadRequest",
-                    format!("unable to parse requirement: {labels:?}"),
-                    json!({}),
-                );
+            let terms = match label_terms(query) {
+                Ok(terms) => terms,
+                Err(refused) => return refused,
             };
             let mut pods = store.pods.lock().expect("pods");
             let (gone, kept): (Vec<Value>, Vec<Value>) = pods.drain(..).partition(|p| {
