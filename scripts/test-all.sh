@@ -27,10 +27,11 @@ cargo nextest run --no-fail-fast "$@" || status=$?
 # 1.7 (Debian trixie) and 2.1 (Debian sid), fetched without touching the machine's apt state.
 python3 lab/lab.py fetch-runtimes
 # The probe follows each line's hosts.toml rules: its version-dependent scenarios run on each too,
-# and so does its reading of a name without a repository (each line's own normalisation).
+# and so does its reading of a name without a repository (each line's own normalisation) and of a
+# localhost registry without hosts.toml (each line's own default).
 for version in 1.7 2.1; do
   PULLPATH_LAB_CONTAINERD=$version cargo nextest run --no-fail-fast --test lab --test lab_probe \
-    -E 'binary(lab) or (binary(lab_probe) and test(/^probe_(hosts_(server_only|http_with_ca)|registry_without_repository_goes_to_docker_hub_as_containerd_does)$/))' || status=$?
+    -E 'binary(lab) or (binary(lab_probe) and test(/^probe_(hosts_(server_only|http_with_ca)|registry_without_repository_goes_to_docker_hub_as_containerd_does|localhost_.*)$/))' || status=$?
 done
 
 # Teardown must leave nothing behind.

@@ -824,3 +824,127 @@ fn probe_registry_without_repository_goes_to_docker_hub_as_containerd_does() {
     assert_eq!(explained["verdict"]["layer"], "dns", "{explained:#}");
     assert!(says_so(&explained), "{explained:#}");
 }
+
+/// A Distribution serving the lab registry's storage in plain HTTP on `addr` (127.0.0.1:PORT)
+/// inside the node's namespace, anonymous, as a registry a node runs for itself (a local
+/// cache, kind's): killed when dropped.
+struct LocalRegistry(std::process::Child);
+
+impl LocalRegistry {
+    fn start(lab: &LabGuard, dir: &std::path::Path, addr: &str) -> LocalRegistry {
+        use std::io::BufRead;
+        let config = dir.join(format!("local-registry-{addr}.yml"));
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  cache:\n    blobdescriptor: inmemory\nhttp:\n  addr: \"{addr}\"\n",
+                lab.status.state.join("registry-data").display()
+            ),
+        )
+        .expect("registry config");
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &lab.status.namespaces["node"]])
+            .arg("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("docker-registry runs");
+        // Ready when it says it listens (Distribution logs `listening on ADDR`).
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let listening = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|line| line.contains(&format!("listening on {addr}")));
+        assert!(listening, "the local registry did not start");
+        // Keep draining its log so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        LocalRegistry(child)
+    }
+}
+
+impl Drop for LocalRegistry {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The probe in the node's namespace with no runtime to ask (nor any of the node's files).
+fn probe_without_runtime(lab: &LabGuard, dir: &std::path::Path, image: &str) -> Value {
+    let mut alone = Command::new("ip");
+    alone
+        .args(["netns", "exec", &lab.status.namespaces["node"]])
+        .arg(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["probe", image, "-o", "json", "--connect-timeout", "2s"]);
+    support::probe_isolated_in(&mut alone, dir);
+    let out = alone.output().expect("probe runs");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A localhost registry on another port than 80 or 443, plain HTTP, no hosts.toml: every
+/// containerd line pulls from it (1.6 speaks plain HTTP to any localhost registry; 1.7.24 and
+/// 2.x try HTTPS without verification first and fall back to plain HTTP on the server's HTTP
+/// answer, `docker.NewHTTPFallback`), which this test confirms through CRI on each line CI
+/// runs. The probe agrees, with the runtime asked and without one (the lines agree, so no
+/// version is needed), and says containerd retries the same host in plain HTTP.
+#[test]
+fn probe_localhost_plain_http_registry_pulls_on_every_line_as_containerd_does() {
+    let lab = lab();
+    lab.switch("healthy");
+    let scratch = support::scratch::Scratch::under(&lab.status.state, "lab-local-registry");
+    let _registry = LocalRegistry::start(&lab, scratch.path(), "127.0.0.1:5000");
+    let image = "127.0.0.1:5000/public/small:v1";
+    let (report, _) = probe(&lab, "node", image, "anonymous", &["--runtime-pull"]);
+    let pull = &report["runtime_pull"];
+    assert_eq!(pull["outcome"], "pulled", "{report:#}");
+    assert_eq!(pull["agrees"], true, "{report:#}");
+    assert_eq!(report["verdict"]["passed"], true, "{report:#}");
+    let warnings = report["warnings"].to_string();
+    if report["runtime"]["rules"] != "1.6" {
+        assert!(
+            warnings.contains("retries the same host in plain HTTP"),
+            "{warnings}"
+        );
+    }
+    // No runtime to ask: the lines agree on this registry, so the verdict stands.
+    let report = probe_without_runtime(&lab, scratch.path(), image);
+    assert_eq!(report["runtime"]["source"], "assumed", "{report:#}");
+    assert_eq!(report["verdict"]["passed"], true, "{report:#}");
+}
+
+/// A localhost registry named without a port, plain HTTP on port 80: here containerd's lines
+/// differ (1.6 speaks plain HTTP to port 80 and pulls; 1.7.24 and 2.x speak HTTPS only, to
+/// 443, where nothing listens). With the runtime asked, the probe follows its line and agrees
+/// with its pull; without one, the assumed line's failure is undecided and names what decides.
+#[test]
+fn probe_localhost_registry_without_port_follows_the_line_and_is_undecided_without_one() {
+    let lab = lab();
+    lab.switch("healthy");
+    let scratch = support::scratch::Scratch::under(&lab.status.state, "lab-local-registry-80");
+    let _registry = LocalRegistry::start(&lab, scratch.path(), "127.0.0.1:80");
+    let image = "127.0.0.1/public/small:v1";
+    let (report, _) = probe(&lab, "node", image, "anonymous", &["--runtime-pull"]);
+    let pull = &report["runtime_pull"];
+    assert_eq!(pull["agrees"], true, "{report:#}");
+    let old_line = report["runtime"]["rules"] == "1.6";
+    assert_eq!(report["verdict"]["passed"], old_line, "{report:#}");
+    assert_eq!(
+        pull["outcome"],
+        if old_line { "pulled" } else { "failed" },
+        "{report:#}"
+    );
+    let report = probe_without_runtime(&lab, scratch.path(), image);
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["passed"], false, "{report:#}");
+    assert_eq!(verdict["decided"], false, "{report:#}");
+    assert!(
+        verdict["decides"]
+            .as_str()
+            .is_some_and(|d| d.contains("--containerd-version")),
+        "{report:#}"
+    );
+}

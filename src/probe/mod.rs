@@ -163,6 +163,9 @@ pub struct ProbeContext {
     pub proxy: proxy::RuntimeEnvironment,
     /// The runtime, as asked (or assumed).
     pub runtime: crate::runtime::version::RuntimeIdentity,
+    /// Whether containerd's lines read this registry's hosts differently (then a verdict under
+    /// assumed rules is not the node's).
+    pub version_dependent_hosts: bool,
     /// Whether every layer was downloaded and verified (`--full`).
     pub full: bool,
     pub elapsed_ms: u64,
@@ -263,6 +266,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
         system_trust: system.evidence.clone(),
         proxy: environment,
         runtime,
+        version_dependent_hosts: hosts.version_dependent,
         full: config.full,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };

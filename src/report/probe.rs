@@ -14,7 +14,7 @@ use crate::probe::path::PathHop;
 use crate::probe::resolv::ResolverConfig;
 use crate::probe::runtime_pull::{Answer, Cleanup, RuntimePull};
 use crate::probe::stop::Stop;
-use crate::probe::walk::{Blob, Fallback, Outcome};
+use crate::probe::walk::{Blob, Fallback, FallbackTo, Outcome};
 use crate::probe::{ProbeContext, ProbeRun};
 use crate::probe::{connect, dns, route, tls};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
@@ -92,7 +92,10 @@ impl ProbeReport {
             Ok(()) => (Verdict::Passed, None),
             Err(stop) => {
                 let advice = advise_stop(stop, &outcome.hosts, &context.image);
-                (stopped(stop, advice.owner), Some(advice))
+                let verdict = context
+                    .runtime
+                    .settle(stopped(stop, advice.owner), context.version_dependent_hosts);
+                (verdict, Some(advice))
             }
         };
         let mut warnings = context.warnings;
@@ -442,25 +445,29 @@ fn credential_decides(plan: &CredentialPlan, attempts: &[Attempt]) -> Vec<String
 
 /// One warning per distinct failure the pull moved past, with how many requests met it.
 fn fallback_warnings(fallbacks: &[Fallback]) -> Vec<String> {
-    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut seen: Vec<(String, usize, FallbackTo)> = Vec::new();
     for f in fallbacks {
         let words = format!(
             "{} {} failed ({} at {}: {})",
             f.hop, f.endpoint, f.stop.layer, f.stop.authority, f.stop.evidence
         );
-        match seen.iter_mut().find(|(w, _)| *w == words) {
-            Some((_, count)) => *count += 1,
-            None => seen.push((words, 1)),
+        match seen.iter_mut().find(|(w, _, _)| *w == words) {
+            Some((_, count, _)) => *count += 1,
+            None => seen.push((words, 1, f.then)),
         }
     }
     seen.into_iter()
-        .map(|(words, count)| {
+        .map(|(words, count, then)| {
             let times = if count > 1 {
                 format!(" for {count} requests")
             } else {
                 String::new()
             };
-            format!("{words}{times}; containerd moves on to the next host, so every pull pays for this failure first")
+            let next = match then {
+                FallbackTo::NextHost => "containerd moves on to the next host",
+                FallbackTo::PlainHttp => "containerd retries the same host in plain HTTP",
+            };
+            format!("{words}{times}; {next}, so every pull pays for this failure first")
         })
         .collect()
 }
@@ -926,5 +933,48 @@ impl From<&tls::TlsEvidence> for TlsReport {
             skipped: t.skipped.clone(),
             elapsed_ms: t.elapsed_ms,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::authority::Authority;
+
+    /// A failure containerd moves past is told with where it goes next: another host, or the
+    /// same host in plain HTTP; the same failure twice is one warning with its count.
+    #[test]
+    fn a_fallback_warning_says_where_containerd_goes_next() {
+        let local = Authority::parse("127.0.0.1:5000", 443).expect("authority");
+        let mirror = Authority::parse("cache.example.test", 443).expect("authority");
+        let fallback = |endpoint: &Authority, then| Fallback {
+            endpoint: endpoint.clone(),
+            hop: Hop::Registry,
+            what: "resolve v1".into(),
+            stop: Stop::new(
+                Hop::Registry,
+                endpoint,
+                Layer::Tls,
+                "tls",
+                "plain HTTP answer",
+            ),
+            then,
+        };
+        let warnings = fallback_warnings(&[
+            fallback(&local, FallbackTo::PlainHttp),
+            fallback(&mirror, FallbackTo::NextHost),
+            fallback(&mirror, FallbackTo::NextHost),
+        ]);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("127.0.0.1:5000")
+                && warnings[0].contains("retries the same host in plain HTTP"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("for 2 requests")
+                && warnings[1].contains("moves on to the next host"),
+            "{warnings:?}"
+        );
     }
 }

@@ -13,7 +13,14 @@
 //!   plain HTTP;
 //! - a localhost registry without configuration: 1.6 speaks plain HTTP (without verification);
 //!   1.7 and 2.x use HTTPS without verification for no port or 443, plain HTTP for port 80, and
-//!   otherwise HTTPS first with the fallback above.
+//!   otherwise HTTPS first with the fallback above. The lab confirms the last through CRI with a
+//!   `config_path` on 1.6.20, 1.7.24 and 2.1.9: all three pull from a plain-HTTP registry on
+//!   127.0.0.1:5000 (`tests/lab_probe.rs`).
+//!
+//! When the runtime cannot be asked, a failure found under the assumed line where the lines
+//! differ is undecided ([`RuntimeIdentity::settle`]).
+
+use crate::verdict::{Candidate, Undecided, Verdict};
 
 /// The release lines whose registry-host rules differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -87,6 +94,36 @@ pub enum VersionSource {
     Flag,
     /// Not known: why, and the rules assumed instead.
     Unknown(String),
+}
+
+impl RuntimeIdentity {
+    /// A failure found under assumed rules where containerd's lines read the registry's hosts
+    /// differently (`version_dependent`) is not the node's answer: its line may not fail there.
+    /// The verdict is then undecided, leaning to the failure, and names what decides. A pass
+    /// or a failure under the runtime's own rules stands.
+    pub fn settle(&self, verdict: Verdict, version_dependent: bool) -> Verdict {
+        let (VersionSource::Unknown(why), true) = (&self.source, version_dependent) else {
+            return verdict;
+        };
+        let Verdict::Failed(failure) = verdict else {
+            return verdict;
+        };
+        let layer = failure.fault.layer();
+        Verdict::Undecided(Undecided {
+            leaning: Some(failure.fault),
+            seen: failure.seen,
+            candidates: vec![Candidate {
+                layer,
+                why: format!(
+                    "under containerd {} rules (assumed: {why}); the other lines read this registry's hosts otherwise (see the warnings) and may not fail here",
+                    self.line.as_str()
+                ),
+            }],
+            decides: Some(
+                "the node's containerd version: run the probe where it can ask the runtime (--runtime-endpoint) or name it (--containerd-version)".to_string(),
+            ),
+        })
+    }
 }
 
 /// The line assumed when the runtime cannot be asked: 1.7, what most managed node images ran
@@ -221,5 +258,45 @@ mod tests {
         assert!(
             matches!(&unknown.source, VersionSource::Unknown(why) if why.contains("no CRI socket"))
         );
+    }
+}
+
+#[cfg(test)]
+mod settle_tests {
+    use super::*;
+    use crate::verdict::{Failure, Fault, Seen};
+    use crate::vocab::{Layer, Owner};
+
+    fn refused() -> Verdict {
+        Verdict::Failed(Failure {
+            fault: Fault::new(Layer::Refused, None, Owner::NetworkTeam),
+            seen: Seen {
+                host: Some("127.0.0.1:443".into()),
+                ..Seen::default()
+            },
+        })
+    }
+
+    #[test]
+    fn a_failure_under_assumed_rules_where_lines_differ_is_undecided() {
+        let assumed = RuntimeIdentity::unknown("no CRI socket");
+        let Verdict::Undecided(undecided) = assumed.settle(refused(), true) else {
+            panic!("undecided");
+        };
+        assert_eq!(undecided.leaning.map(|f| f.layer()), Some(Layer::Refused));
+        assert_eq!(undecided.seen.host.as_deref(), Some("127.0.0.1:443"));
+        assert!(undecided.candidates[0].why.contains("assumed"));
+        assert!(
+            undecided
+                .decides
+                .as_deref()
+                .is_some_and(|d| d.contains("--containerd-version"))
+        );
+        // Where the lines agree, or the line is known, or it passed: the verdict stands.
+        assert_eq!(assumed.settle(refused(), false), refused());
+        assert_eq!(assumed.settle(Verdict::Passed, true), Verdict::Passed);
+        let asked =
+            RuntimeIdentity::from_cri("/run/containerd/containerd.sock", "containerd", "v1.7.24");
+        assert_eq!(asked.settle(refused(), true), refused());
     }
 }

@@ -653,7 +653,7 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
 fn watch_pods(world: &World, ns: &str, query: &BTreeMap<String, String>) -> Response<Body> {
     let terms = match label_terms(query) {
         Ok(terms) => terms,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let seconds = query
         .get("timeoutSeconds")
@@ -878,7 +878,7 @@ fn objects(
     };
     let label_terms = match label_terms(query) {
         Ok(terms) => terms,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let items: Vec<Value> = candidates
         .into_iter()
@@ -1095,15 +1095,15 @@ impl LabelTerm {
 }
 
 /// The request's `labelSelector`, or the API's 400 for one it cannot parse.
-fn label_terms(query: &BTreeMap<String, String>) -> Result<Vec<LabelTerm>, Response<Body>> {
+fn label_terms(query: &BTreeMap<String, String>) -> Result<Vec<LabelTerm>, Box<Response<Body>>> {
     let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
     parse_label_selector(labels).ok_or_else(|| {
-        status(
+        Box::new(status(
             400,
             "BadRequest",
             format!("unable to parse requirement: {labels:?}"),
             json!({}),
-        )
+        ))
     })
 }
 
@@ -1338,7 +1338,7 @@ fn write_pods(
             }
             let terms = match label_terms(query) {
                 Ok(terms) => terms,
-                Err(refused) => return refused,
+                Err(refused) => return *refused,
             };
             let mut pods = store.pods.lock().expect("pods");
             let (gone, kept): (Vec<Value>, Vec<Value>) = pods.drain(..).partition(|p| {

@@ -1,7 +1,7 @@
 //! containerd's host order: which hosts a resolve asks and which a fetch asks, what a 404 or a
 //! failure on one host means for the next, and how a manifest answer is read.
 
-use super::{RANGE_BYTES, Walk, short};
+use super::{FallbackTo, RANGE_BYTES, Walk, short};
 use crate::image_ref::Digest;
 use crate::probe::authority::Authority;
 use crate::probe::net::{Network, Response};
@@ -53,11 +53,11 @@ impl<N: Network> Walk<N> {
                     return Ok((i, read));
                 }
                 Err(Miss::NotFound(stop)) => {
-                    self.fell_back(&endpoint, hop, &step, &stop);
+                    self.fell_back(&endpoint, hop, &step, &stop, FallbackTo::NextHost);
                     not_found = Some(stop);
                 }
                 Err(Miss::Failed(stop)) => {
-                    self.fell_back(&endpoint, hop, &step, &stop);
+                    self.fell_back(&endpoint, hop, &step, &stop, FallbackTo::NextHost);
                     first_failure.get_or_insert(stop);
                 }
             }
@@ -174,7 +174,7 @@ impl<N: Network> Walk<N> {
                         Fetch::Manifest(d) => format!("fetch {}", short(d)),
                         Fetch::Blob { desc, .. } => format!("fetch {}", short(&desc.digest)),
                     };
-                    self.fell_back(&endpoint, hop, &what, &stop);
+                    self.fell_back(&endpoint, hop, &what, &stop, FallbackTo::NextHost);
                     first.get_or_insert(stop);
                 }
             }

@@ -3,7 +3,7 @@
 
 use url::Url;
 
-use super::Walk;
+use super::{FallbackTo, Walk};
 use crate::probe::authority::Scheme;
 use crate::probe::net::{Network, Target};
 use crate::probe::stop::Stop;
@@ -53,13 +53,15 @@ impl<N: Network> Walk<N> {
                         detail,
                     ));
                 }
+                // Both the hosts.toml case and an unconfigured localhost registry on another
+                // port than 80 or 443 (remotes/docker/config/hosts.go, 1.7.24 and 2.x).
                 let detail = format!(
-                    "hosts.toml names http://{plain} with TLS settings: containerd 1.7+ tried HTTPS first, and retries in plain HTTP ({})",
+                    "containerd 1.7+ tries HTTPS first where plain HTTP is also configured (an http:// hosts.toml host with TLS settings, or a localhost registry without hosts.toml), and retries in plain HTTP ({})",
                     stop.evidence
                 );
                 self.path
                     .record(hop, &plain, "http fallback", true, detail, None);
-                self.fell_back(&https, hop, "try HTTPS first", &stop);
+                self.fell_back(&https, hop, "try HTTPS first", &stop, FallbackTo::PlainHttp);
                 Ok(())
             }
             other => other,

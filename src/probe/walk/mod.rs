@@ -125,6 +125,18 @@ pub struct Fallback {
     /// `resolve v1`, `fetch sha256:…`.
     pub what: String,
     pub stop: Stop,
+    /// What containerd does after this failure.
+    pub then: FallbackTo,
+}
+
+/// Where containerd goes after a failure it moves past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackTo {
+    /// The next host of the registry's hosts (a mirror failed; the registry is next).
+    NextHost,
+    /// The same host again in plain HTTP (1.7+'s `NewHTTPFallback`, after HTTPS met an HTTP
+    /// answer).
+    PlainHttp,
 }
 
 /// Everything a walk observed.
@@ -294,12 +306,20 @@ impl<N: Network> Walk<N> {
         Ok(())
     }
 
-    fn fell_back(&mut self, endpoint: &Authority, hop: Hop, what: &str, stop: &Stop) {
+    fn fell_back(
+        &mut self,
+        endpoint: &Authority,
+        hop: Hop,
+        what: &str,
+        stop: &Stop,
+        then: FallbackTo,
+    ) {
         self.fallbacks.push(Fallback {
             endpoint: endpoint.clone(),
             hop,
             what: what.to_string(),
             stop: stop.clone(),
+            then,
         });
     }
 
