@@ -20,7 +20,54 @@ use bytes::Bytes;
 
 use super::authority::Authority;
 use super::net::Body;
+use crate::image_ref::Digest;
 use crate::vocab::Hop;
+
+/// What went wrong with a body, as observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyProblem {
+    /// No byte within the idle timeout.
+    Stalled { idle_ms: u128, after: u64 },
+    /// The connection broke while the body arrived: the transport's words.
+    Broke { after: u64, error: String },
+    /// Longer than what the walk reads of this kind of body (a manifest's 4 MiB, as
+    /// containerd's limit).
+    TooLarge { limit: usize },
+    /// Longer than the descriptor's size: not this blob.
+    Longer { size: u64 },
+    /// Ended at another size than the descriptor's.
+    Size { got: u64, want: u64 },
+    /// The bytes hash to another digest than the descriptor's.
+    Digest { got: Digest, want: Digest },
+}
+
+impl std::fmt::Display for BodyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyProblem::Stalled { idle_ms, after } => write!(
+                f,
+                "the body stalled: no data for {idle_ms} ms after {after} bytes"
+            ),
+            BodyProblem::Broke { after, error } => {
+                write!(f, "the body broke after {after} bytes: {error}")
+            }
+            BodyProblem::TooLarge { limit } => {
+                write!(f, "the body is larger than the {limit}-byte limit")
+            }
+            BodyProblem::Longer { size } => write!(
+                f,
+                "more bytes than the manifest's size {size}: the body is not this blob"
+            ),
+            BodyProblem::Size { got, want } => {
+                write!(f, "got {got} bytes, the manifest says {want}")
+            }
+            BodyProblem::Digest { got, want } => write!(
+                f,
+                "digest mismatch: the bytes hash to {got}, the manifest says {want}"
+            ),
+        }
+    }
+}
 
 /// One body being read: where from, how much of it, since when.
 #[derive(Debug)]
@@ -89,14 +136,16 @@ pub async fn next_chunk<B: Body>(
     body: &mut B,
     idle: Duration,
     meter: &Meter,
-) -> Result<Option<Bytes>, String> {
+) -> Result<Option<Bytes>, BodyProblem> {
     match tokio::time::timeout(idle, body.chunk()).await {
-        Err(_) => Err(format!(
-            "the body stalled: no data for {} ms after {} bytes",
-            idle.as_millis(),
-            meter.bytes()
-        )),
-        Ok(Err(e)) => Err(format!("the body broke after {} bytes: {e}", meter.bytes())),
+        Err(_) => Err(BodyProblem::Stalled {
+            idle_ms: idle.as_millis(),
+            after: meter.bytes(),
+        }),
+        Ok(Err(error)) => Err(BodyProblem::Broke {
+            after: meter.bytes(),
+            error,
+        }),
         Ok(Ok(chunk)) => {
             if let Some(chunk) = &chunk {
                 meter.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
@@ -112,7 +161,7 @@ pub async fn read_limited<B: Body>(
     limit: usize,
     idle: Duration,
     meter: &Meter,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, BodyProblem> {
     let mut out = Vec::new();
     let result = loop {
         match next_chunk(&mut body, idle, meter).await {
@@ -120,7 +169,7 @@ pub async fn read_limited<B: Body>(
             Ok(None) => break Ok(out),
             Ok(Some(chunk)) => {
                 if out.len() + chunk.len() > limit {
-                    break Err(format!("the body is larger than the {limit}-byte limit"));
+                    break Err(BodyProblem::TooLarge { limit });
                 }
                 out.extend_from_slice(&chunk);
             }

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
+use super::body::BodyProblem;
 use super::connect::{Attempt, ConnectOutcome};
 use super::dns::Outcome;
 use super::host::Tunnel;
@@ -62,6 +63,8 @@ pub enum Evidence {
     Transport(Transport),
     /// No response headers within the HTTP timeout.
     NoHeaders { ms: u128 },
+    /// A body that stalled, broke, ran long or did not verify.
+    Body(BodyProblem),
     /// What the walk still reports only in words (HTTP statuses and bodies, manifests,
     /// redirects, hosts.toml, the deadline).
     Other(String),
@@ -76,6 +79,12 @@ impl From<String> for Evidence {
 impl From<&str> for Evidence {
     fn from(words: &str) -> Evidence {
         Evidence::Other(words.to_string())
+    }
+}
+
+impl From<BodyProblem> for Evidence {
+    fn from(problem: BodyProblem) -> Evidence {
+        Evidence::Body(problem)
     }
 }
 
@@ -159,6 +168,7 @@ impl fmt::Display for Evidence {
             ),
             Evidence::Transport(transport) => write!(f, "{transport}"),
             Evidence::NoHeaders { ms } => write!(f, "no response headers within {ms} ms"),
+            Evidence::Body(problem) => problem.fmt(f),
             Evidence::Other(words) => f.write_str(words),
         }
     }

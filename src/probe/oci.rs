@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
+use super::body::BodyProblem;
 use crate::image_ref::{Digest, hex};
 
 /// What the walk asks for: every manifest and index type containerd accepts.
@@ -248,32 +249,31 @@ impl BlobCheck {
     }
 
     /// Feed the next chunk; `Err` as soon as the body is longer than the descriptor says.
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), String> {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), BodyProblem> {
         self.seen += chunk.len() as u64;
         if self.seen > self.expected.size {
-            return Err(format!(
-                "more bytes than the manifest's size {}: the body is not this blob",
-                self.expected.size
-            ));
+            return Err(BodyProblem::Longer {
+                size: self.expected.size,
+            });
         }
         self.hasher.update(chunk);
         Ok(())
     }
 
     /// The body ended: its size and digest must be the descriptor's.
-    pub fn finish(self) -> Result<u64, String> {
+    pub fn finish(self) -> Result<u64, BodyProblem> {
         if self.seen != self.expected.size {
-            return Err(format!(
-                "got {} bytes, the manifest says {}",
-                self.seen, self.expected.size
-            ));
+            return Err(BodyProblem::Size {
+                got: self.seen,
+                want: self.expected.size,
+            });
         }
         let got = Digest::from_sha256_hex(&hex(&self.hasher.finalize()));
         if got != self.expected.digest {
-            return Err(format!(
-                "digest mismatch: the bytes hash to {got}, the manifest says {}",
-                self.expected.digest
-            ));
+            return Err(BodyProblem::Digest {
+                got,
+                want: self.expected.digest,
+            });
         }
         Ok(self.seen)
     }
@@ -300,13 +300,18 @@ mod tests {
         assert_eq!(ok.finish(), Ok(5));
         let mut other = BlobCheck::new(&d);
         other.feed(b"jello").expect("same size");
-        let err = other.finish().expect_err("other bytes");
-        assert!(err.contains("digest mismatch") && err.contains(d.digest.as_str()));
+        assert_eq!(
+            other.finish(),
+            Err(BodyProblem::Digest {
+                got: sha256_digest(b"jello"),
+                want: d.digest.clone(),
+            })
+        );
         let mut long = BlobCheck::new(&d);
-        assert!(long.feed(b"hello!").is_err());
+        assert_eq!(long.feed(b"hello!"), Err(BodyProblem::Longer { size: 5 }));
         let mut short = BlobCheck::new(&d);
         short.feed(b"hell").expect("fits");
-        assert!(short.finish().expect_err("short").contains("got 4 bytes"));
+        assert_eq!(short.finish(), Err(BodyProblem::Size { got: 4, want: 5 }));
     }
 
     #[test]

@@ -141,7 +141,7 @@ impl<N: Network> Walk<N> {
             .await;
         let elapsed = Some(started.elapsed());
         let answer = body
-            .map_err(|e| (Layer::Other, e))
+            .map_err(|problem| (Layer::Other, problem.to_string()))
             .and_then(|body| registry::interpret_token(status, &body, &repository));
         match answer {
             Ok(token) => {

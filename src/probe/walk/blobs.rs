@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::host_order::Fetch;
 use super::{Blob, BlobKind, RANGE_BYTES, Walk, short};
 use crate::probe::authority::Authority;
-use crate::probe::body::{Meter, next_chunk};
+use crate::probe::body::{BodyProblem, Meter, next_chunk};
 use crate::probe::net::{Body, Network};
 use crate::probe::oci::{BlobCheck, Descriptor};
 use crate::probe::stop::Stop;
@@ -22,7 +22,7 @@ struct Fetched {
     via: Vec<Authority>,
     /// Whether every byte was read (so `Ok` means verified).
     verified: bool,
-    result: Result<String, String>,
+    result: Result<String, BodyProblem>,
     elapsed: Duration,
 }
 
@@ -73,7 +73,8 @@ impl<N: Network> Walk<N> {
         } = fetched;
         let ok = result.is_ok();
         let detail = match &result {
-            Ok(d) | Err(d) => d.clone(),
+            Ok(d) => d.clone(),
+            Err(problem) => problem.to_string(),
         };
         let step = format!("{} {}", kind.as_str(), short(&desc.digest));
         let shown = format!("{detail}{}", via(&chain));
@@ -89,11 +90,10 @@ impl<N: Network> Walk<N> {
             detail: detail.clone(),
             elapsed,
         });
-        if ok {
-            Ok(())
-        } else {
+        match result {
+            Ok(_) => Ok(()),
             // Content that does not arrive whole and verified is the blob hop's failure.
-            Err(Stop::new(Hop::Blob, &served_by, Layer::Blob, step, detail))
+            Err(problem) => Err(Stop::new(Hop::Blob, &served_by, Layer::Blob, step, problem)),
         }
     }
 
@@ -158,7 +158,7 @@ async fn read_prefix<B: Body>(
     limit: usize,
     idle: Duration,
     meter: &Meter,
-) -> Result<usize, String> {
+) -> Result<usize, BodyProblem> {
     let mut seen = 0;
     let result = loop {
         if seen >= limit {
@@ -181,7 +181,7 @@ async fn verify<B: Body>(
     bar: Option<&indicatif::ProgressBar>,
     idle: Duration,
     meter: &Meter,
-) -> Result<String, String> {
+) -> Result<String, BodyProblem> {
     let started = Instant::now();
     let mut check = BlobCheck::new(desc);
     let fed = loop {
@@ -220,6 +220,7 @@ fn via(chain: &[Authority]) -> String {
 mod tests {
     use super::super::scripted::*;
     use super::*;
+    use crate::probe::evidence::Evidence;
     use crate::probe::oci::sha256_digest;
 
     #[tokio::test]
@@ -238,10 +239,12 @@ mod tests {
         );
         assert_eq!(s.authority.host, "store.test");
         assert!(
-            s.evidence.to_string().contains(layer.as_str())
-                && s.evidence.to_string().contains("hash to sha256:"),
-            "{}",
-            s.evidence.to_string()
+            matches!(
+                &*s.evidence,
+                Evidence::Body(BodyProblem::Digest { want, .. }) if *want == layer
+            ),
+            "{:?}",
+            s.evidence
         );
     }
 
@@ -262,12 +265,12 @@ mod tests {
             (s.hop, s.layer, s.authority.host.as_str()),
             (Hop::Blob, Layer::Blob, "store.test")
         );
-        assert!(
-            s.evidence
-                .to_string()
-                .contains("stalled: no data for 5000 ms after 100 bytes"),
-            "{}",
-            s.evidence.to_string()
+        assert_eq!(
+            *s.evidence,
+            Evidence::Body(BodyProblem::Stalled {
+                idle_ms: 5000,
+                after: 100
+            })
         );
 
         // The same silence in a manifest body.

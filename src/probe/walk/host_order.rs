@@ -133,6 +133,7 @@ impl<N: Network> Walk<N> {
         let read = self
             .read_limited(hop, at, response.body, MAX_MANIFEST)
             .await
+            .map_err(|problem| problem.to_string())
             .and_then(|body| oci::interpret_manifest(&body, asked, &content_type));
         match read {
             Ok(read) => {

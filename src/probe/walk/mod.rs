@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::authority::Authority;
-use super::body::Meter;
+use super::body::{BodyProblem, Meter};
 use super::creds::Credentials;
 use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
@@ -336,7 +336,7 @@ impl<N: Network> Walk<N> {
         at: &Authority,
         body: N::Body,
         limit: usize,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, BodyProblem> {
         let meter = self.meter(hop, at, None);
         read_limited(body, limit, self.settings.timeouts.http, &meter).await
     }
