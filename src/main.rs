@@ -1,22 +1,18 @@
 //! `pullpath`: parse the command line, run, map the outcome to an exit status.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, bail};
 use pullpath::cli::{
     self, AzureArgs, AzureCommand, Command, ExplainArgs, FleetArgs, KubeArgs, ManArgs, Output,
     ProbeArgs, ScanArgs,
 };
 use pullpath::cluster::{self, ObjectRef};
 use pullpath::image_ref::ImageRef;
-use pullpath::node_root::NodeRoot;
-use pullpath::probe::process::RunningProcess;
-use pullpath::probe::{self, Platform, ProbeConfig, Timeouts, creds};
+use pullpath::probe::{self, creds};
 use pullpath::render::{self, Style};
-use pullpath::runtime::version::RuntimeIdentity;
-use pullpath::{azure, cli_docs, exit, failure_text, report, scan_report};
+use pullpath::{azure, cli_docs, configure, exit, failure_text, report, scan_report};
 
 /// Input beyond this is refused rather than read: event logs are far smaller.
 const MAX_INPUT: u64 = 64 * 1024 * 1024;
@@ -207,95 +203,7 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     Ok(exit::for_verdict(&report.verdict))
 }
 
-/// The kubelet's credential sources: each setting from its flag, else the running kubelet's
-/// command line, else the kubelet's default, saying which.
-fn kubelet_sources(
-    args: &ProbeArgs,
-    kubelet: Option<&RunningProcess>,
-    node: &NodeRoot,
-    containerd_config: PathBuf,
-) -> probe::kubelet_creds::Sources {
-    let mut origins = Vec::new();
-    let mut setting = |flag: &str, given: &Option<PathBuf>, default: Option<&str>| {
-        if let Some(path) = given {
-            origins.push(format!("--{flag} {} (flag)", path.display()));
-            return Some(path.clone());
-        }
-        if let Some((pid, value)) = kubelet.and_then(|k| Some((k.pid, k.flag(flag)?))) {
-            origins.push(format!("--{flag} {value} (the running kubelet, pid {pid})"));
-            return Some(PathBuf::from(value));
-        }
-        let default = default.map(PathBuf::from);
-        origins.push(match &default {
-            Some(path) => format!("--{flag} {} (the kubelet's default)", path.display()),
-            None => format!("--{flag}: not set (no flag, no running kubelet naming it)"),
-        });
-        default
-    };
-    let root_dir =
-        setting("root-dir", &args.kubelet_root_dir, Some("/var/lib/kubelet")).unwrap_or_default();
-    let provider_config = setting(
-        "image-credential-provider-config",
-        &args.image_credential_provider_config,
-        None,
-    );
-    let provider_bin_dir = setting(
-        "image-credential-provider-bin-dir",
-        &args.image_credential_provider_bin_dir,
-        None,
-    );
-    // The kubelet searches its own working directory and $HOME, not ours; seen through /proc,
-    // its working directory is a node path. In a node root with no kubelet in sight, systemd's
-    // defaults for a unit without `User=`: `/` and no $HOME.
-    let (working_dir, home) = match kubelet {
-        Some(k) => (
-            std::fs::read_link(format!("/proc/{}/cwd", k.pid)).ok(),
-            k.environ
-                .as_ref()
-                .and_then(|e| e.get("HOME"))
-                .map(PathBuf::from),
-        ),
-        None if !node.is_host() => (Some(PathBuf::from("/")), None),
-        None => (
-            std::env::current_dir().ok(),
-            std::env::var_os("HOME").map(PathBuf::from),
-        ),
-    };
-    probe::kubelet_creds::Sources {
-        node: node.clone(),
-        pull_secrets: args.docker_config.clone(),
-        node_config: probe::kubelet_creds::node_config_search(
-            &root_dir,
-            working_dir.as_deref(),
-            home.as_deref(),
-        ),
-        provider_config,
-        provider_bin_dir,
-        plugin_timeout: args.credential_provider_timeout,
-        containerd_config: Some(containerd_config),
-        // An unreadable environment is an empty one for the plugins, as it is for the kubelet's.
-        kubelet_environment: kubelet.map(|k| k.environ.clone().unwrap_or_default()),
-        origins,
-    }
-}
-
-/// containerd's config.toml (a node path): the flag, else the one the running containerd was
-/// started with, else its default.
-fn containerd_config(args: &ProbeArgs, containerd: Option<&RunningProcess>) -> PathBuf {
-    args.containerd_config
-        .clone()
-        .or_else(|| containerd.and_then(|c| probe::containerd_config::config_flag(&c.args)))
-        .unwrap_or_else(|| PathBuf::from(probe::containerd_config::DEFAULT_CONFIG))
-}
-
 fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
-    let image = ImageRef::parse(&args.image)
-        .with_context(|| format!("{:?} is not an image reference", args.image))?;
-    let platform = match &args.platform {
-        Some(p) => Platform::parse(p)
-            .with_context(|| format!("--platform {p:?}: want os/arch[/variant]"))?,
-        None => Platform::host(),
-    };
     let credentials = if args.password_stdin {
         let mut password = String::new();
         std::io::stdin()
@@ -313,95 +221,9 @@ fn probe_command(args: ProbeArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
-    // The node's kubelet and containerd, each read once through /proc (the node's processes,
-    // on the node or with hostPID).
-    let proc = std::path::Path::new("/proc");
-    let kubelet = RunningProcess::read(proc, args.kubelet_pid, "kubelet");
-    let containerd = RunningProcess::read(proc, args.runtime_pid, "containerd");
-    let containerd_config = containerd_config(&args, containerd.as_ref());
-    let node = NodeRoot::at(&args.host_root);
-    // The kubelet's sources, unless `--username` names the one credential to use.
-    let credential_sources = credentials
-        .is_none()
-        .then(|| kubelet_sources(&args, kubelet.as_ref(), &node, containerd_config.clone()));
-    for (flag, value) in [
-        ("--https-proxy", &args.https_proxy),
-        ("--http-proxy", &args.http_proxy),
-    ] {
-        // Stricter than Go's fallback to `http://VALUE`, which turns a broken URL into a
-        // proxy named `http`: a flag with a scheme must be a URL with a host.
-        let readable = |value: &str| match value.contains("://") {
-            true => url::Url::parse(value).is_ok_and(|u| u.host_str().is_some()),
-            false => probe::proxy::parse_proxy(value).is_some(),
-        };
-        if let Some(value) = value.as_deref().filter(|v| !v.is_empty())
-            && !readable(value)
-        {
-            bail!(
-                "{flag} {:?} is not a proxy URL (want http://host:port or https://host:port)",
-                probe::proxy::redact_value(value)
-            );
-        }
-    }
-    // The runtime's socket is a node path (the kubelet's own unless given): in a probe pod, the
-    // node's socket under its root.
-    let endpoint = match &args.runtime_endpoint {
-        Some(given) => given.clone(),
-        None => probe::kubelet_config::runtime_endpoint(&node, kubelet.as_ref()).value,
-    };
-    let node_socket = PathBuf::from(endpoint.strip_prefix("unix://").unwrap_or(&endpoint));
-    let socket = node.resolve(&node_socket).unwrap_or(node_socket);
-    let runtime = match &args.containerd_version {
-        Some(version) => probe::RuntimeQuery::Given(
-            RuntimeIdentity::from_flag(version)
-                .map_err(|e| anyhow!("--containerd-version: {e}"))?,
-        ),
-        None => probe::RuntimeQuery::Socket(socket.clone()),
-    };
-    let runtime_pull = args.runtime_pull.then_some(socket);
-    let config = ProbeConfig {
-        image,
-        platform,
-        credentials,
-        credential_sources,
-        timeouts: Timeouts {
-            dns: args.dns_timeout,
-            connect: args.connect_timeout,
-            tls: args.tls_timeout,
-            http: args.http_timeout,
-        },
-        deadline: args.deadline,
-        full: args.full,
-        parallel: usize::from(args.parallel),
-        progress: args.output == Output::Text
-            && std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        node,
-        etc: args.etc.clone(),
-        proxy: probe::ProxySources {
-            overrides: [
-                ("HTTPS_PROXY", &args.https_proxy),
-                ("HTTP_PROXY", &args.http_proxy),
-                ("NO_PROXY", &args.no_proxy),
-            ]
-            .into_iter()
-            .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
-            .collect(),
-            systemd_dirs: if args.systemd_dirs.is_empty() {
-                probe::systemd::UNIT_DIRS.map(PathBuf::from).to_vec()
-            } else {
-                args.systemd_dirs.clone()
-            },
-            runtime: containerd,
-        },
-        containerd_config,
-        containerd_certs: args
-            .containerd_certs
-            .as_deref()
-            .map(probe::containerd_config::split_config_path),
-        ca_files: args.ca_files.clone(),
-        runtime,
-        runtime_pull,
-    };
+    let progress =
+        args.output == Output::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let config = configure::probe(&args, credentials, std::path::Path::new("/proc"), progress)?;
     let Some(runtime) = async_runtime() else {
         return Ok(exit::INTERNAL);
     };

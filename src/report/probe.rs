@@ -2,24 +2,31 @@
 //! host checks with `From`. The engine's types do not serialize; renaming an engine field
 //! cannot change this format (docs/report-schema.md).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use serde::Serialize;
 
 use super::SCHEMA;
+
+mod credentials;
+mod hosts;
+
 use crate::advice::{Advice, Observed, advise_observed};
 use crate::probe::host::HostCheck;
-use crate::probe::kubelet_creds::{Attempt, CredentialPlan, SourceOutcome};
 use crate::probe::path::PathHop;
 use crate::probe::resolv::ResolverConfig;
 use crate::probe::runtime_pull::{Answer, Cleanup, RuntimePull};
 use crate::probe::stop::Stop;
 use crate::probe::walk::{Blob, Fallback, FallbackTo, Outcome};
 use crate::probe::{ProbeContext, ProbeRun};
-use crate::probe::{connect, dns, route, tls};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
 use crate::verdict::{Failure, Fault, Seen, Verdict};
 use crate::vocab::{Hop, Layer, Owner};
+pub use credentials::{CredentialAttemptReport, CredentialSourceReport, CredentialsReport};
+pub use hosts::{
+    CertReport, ConnectReport, DnsReport, FailureReport, HostReport, RouteReport,
+    ServerAnswerReport, TlsReport, TunnelReport,
+};
 
 /// `pullpath probe --output json`.
 #[derive(Debug, Clone, Serialize)]
@@ -258,189 +265,6 @@ impl From<&RuntimeIdentity> for RuntimeReport {
             detail,
         }
     }
-}
-
-/// The credentials section: what the kubelet's sources gave and what each try got. Usernames,
-/// keys and provider names only: a password or token never enters this type.
-#[derive(Debug, Clone, Serialize)]
-pub struct CredentialsReport {
-    /// What the kubelet looks up: the repository without tag or digest.
-    pub image: String,
-    /// Every source consulted, in the kubelet's order.
-    pub sources: Vec<CredentialSourceReport>,
-    /// Each walk of the pull loop, in order (one `anonymous` try when no source matched).
-    pub attempts: Vec<CredentialAttemptReport>,
-    /// The index in `attempts` the verdict comes from.
-    pub used: usize,
-    /// When the verdict is a refusal: what would decide it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub decides: Vec<String>,
-    /// Where the kubelet's settings (root dir, provider config, bin dir) were taken from.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub origins: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CredentialSourceReport {
-    /// `pull-secret`, `node-config`, `provider`.
-    pub kind: &'static str,
-    /// The file, or the provider's name.
-    pub name: String,
-    /// `matched`, `no-match`, `absent`, `failed`, `needs-pod`, `not-used`.
-    pub outcome: &'static str,
-    /// The keys that matched; on `no-match`, the keys (or matchImages) it has.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub keys: Vec<String>,
-    /// Why it is absent or failed, or why its closest keys miss.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CredentialAttemptReport {
-    /// `pull-secret`, `node-config`, `provider`, `flag`, or `anonymous`.
-    pub source: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    pub passed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer: Option<Layer>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-/// A source none of whose keys is even close to the image.
-fn no_key_covers(image: &str, keys: &[String]) -> String {
-    if keys.is_empty() {
-        return format!("it holds no entry, so nothing covers {image}");
-    }
-    let shown: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
-    format!(
-        "its entries are for {}, none of which covers {image}",
-        shown.join(", ")
-    )
-}
-
-impl CredentialsReport {
-    pub fn new(plan: &CredentialPlan, attempts: &[Attempt]) -> CredentialsReport {
-        let sources = plan
-            .sources
-            .iter()
-            .map(|e| {
-                let (outcome, keys, detail) = match &e.outcome {
-                    SourceOutcome::Matched(keys) => ("matched", keys.clone(), None),
-                    SourceOutcome::NoMatch { keys, near } => {
-                        let why = if near.is_empty() {
-                            no_key_covers(&plan.image, keys)
-                        } else {
-                            near.join("; ")
-                        };
-                        ("no-match", keys.clone(), Some(why))
-                    }
-                    SourceOutcome::Absent(why) => ("absent", vec![], Some(why.clone())),
-                    SourceOutcome::Failed(why) => ("failed", vec![], Some(why.clone())),
-                    SourceOutcome::NeedsPod(why) => ("needs-pod", vec![], Some(why.clone())),
-                    SourceOutcome::NotUsed(why) => ("not-used", vec![], Some(why.clone())),
-                };
-                CredentialSourceReport {
-                    kind: e.source.kind(),
-                    name: e.source.name(),
-                    outcome,
-                    keys,
-                    detail,
-                }
-            })
-            .collect();
-        let attempts_report: Vec<CredentialAttemptReport> = attempts
-            .iter()
-            .map(|a| CredentialAttemptReport {
-                source: a
-                    .candidate
-                    .as_ref()
-                    .map_or("anonymous", |c| c.source.kind()),
-                name: a.candidate.as_ref().map(|c| c.source.name()),
-                key: a
-                    .candidate
-                    .as_ref()
-                    .map(|c| c.key.clone())
-                    .filter(|k| !k.is_empty()),
-                username: a.candidate.as_ref().map(|c| c.credentials.username.clone()),
-                passed: a.stop.is_none(),
-                layer: a.stop.as_ref().map(|s| s.mechanism_or_layer()),
-                detail: a
-                    .stop
-                    .as_ref()
-                    .map(|s| format!("{}: {}", s.step, s.evidence)),
-            })
-            .collect();
-        let refused = attempts.last().is_some_and(Attempt::refused);
-        CredentialsReport {
-            image: plan.image.clone(),
-            decides: if refused {
-                credential_decides(plan, attempts)
-            } else {
-                vec![]
-            },
-            used: attempts_report.len().saturating_sub(1),
-            attempts: attempts_report,
-            sources,
-            origins: plan.origins.clone(),
-        }
-    }
-}
-
-/// For a refused pull: why no source matched (the near misses), which sources failed, or that
-/// every matching credential was refused.
-fn credential_decides(plan: &CredentialPlan, attempts: &[Attempt]) -> Vec<String> {
-    let mut decides = Vec::new();
-    if plan.candidates.is_empty() {
-        let near: Vec<String> = plan
-            .sources
-            .iter()
-            .filter_map(|e| match &e.outcome {
-                SourceOutcome::NoMatch { near, .. } if !near.is_empty() => Some(format!(
-                    "{} {}: {}",
-                    e.source.kind(),
-                    e.source.name(),
-                    near.join("; ")
-                )),
-                _ => None,
-            })
-            .collect();
-        decides.push(format!(
-            "no source matches `{}`, so the node pulls anonymously{}",
-            plan.image,
-            if near.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", near.join("; "))
-            }
-        ));
-    } else {
-        decides.push(format!(
-            "every credential matching `{}` was refused ({} tried): check the identity's rights on the repository",
-            plan.image,
-            attempts.len()
-        ));
-    }
-    for e in &plan.sources {
-        match &e.outcome {
-            SourceOutcome::Failed(why) => decides.push(format!(
-                "{} {} gave nothing: {why}",
-                e.source.kind(),
-                e.source.name()
-            )),
-            SourceOutcome::NeedsPod(why) => {
-                decides.push(format!("{} {}: {why}", e.source.kind(), e.source.name()))
-            }
-            _ => {}
-        }
-    }
-    decides
 }
 
 /// One warning per distinct failure the pull moved past, with how many requests met it.
@@ -704,234 +528,6 @@ impl From<&crate::probe::system_trust::SystemTrustEvidence> for SystemTrustRepor
                 .collect(),
             dir_list: list(&e.dirs_from),
             certificates: e.certificates,
-        }
-    }
-}
-
-/// One host checked from DNS up.
-#[derive(Debug, Clone, Serialize)]
-pub struct HostReport {
-    pub host: String,
-    pub port: u16,
-    pub hop: Hop,
-    pub dns: DnsReport,
-    pub routes: Vec<RouteReport>,
-    pub connect: Vec<ConnectReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TlsReport>,
-    /// The address that worked: later requests went exactly there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub address: Option<SocketAddr>,
-    /// Through the runtime's proxy: what it answered to `CONNECT`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tunnel: Option<TunnelReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<FailureReport>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TunnelReport {
-    /// The proxy, `http://host:port/` (credentials redacted).
-    pub proxy: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DnsReport {
-    pub host: String,
-    /// `hosts-file`, `dns`, `ip-literal`, or `proxy` (the proxy resolved it).
-    pub source: &'static str,
-    pub addresses: Vec<IpAddr>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub cname_chain: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answered_by: Option<IpAddr>,
-    pub servers: Vec<ServerAnswerReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hand_fix: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerAnswerReport {
-    pub server: IpAddr,
-    pub name: String,
-    /// `answer`, `nodata`, `nxdomain`, `servfail`, `refused`, `timeout`, `error`.
-    pub outcome: &'static str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub addresses: Vec<IpAddr>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub cname_chain: Vec<String>,
-    pub elapsed_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct RouteReport {
-    pub destination: IpAddr,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interface: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<IpAddr>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<IpAddr>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ConnectReport {
-    pub address: SocketAddr,
-    /// `connected`, `timeout`, `refused`, `unreachable`, `error`.
-    pub outcome: &'static str,
-    pub elapsed_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TlsReport {
-    pub server_name: String,
-    pub ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    /// `problem` as a stable kind (`unknown-authority`, `expired` …, docs/report-schema.md):
-    /// what a machine reader matches on, since `problem`'s words are for people.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem_kind: Option<&'static str>,
-    pub chain: Vec<CertReport>,
-    /// Where the trusted roots came from.
-    pub trusted: Vec<String>,
-    /// `skip_verify` accepted a certificate that does not verify: what was wrong with it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub skipped: Option<String>,
-    pub elapsed_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CertReport {
-    pub subject: String,
-    pub issuer: String,
-    pub names: Vec<String>,
-    pub not_before: String,
-    pub not_after: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct FailureReport {
-    pub layer: Layer,
-    pub step: &'static str,
-    pub detail: String,
-}
-
-impl From<&HostCheck> for HostReport {
-    fn from(h: &HostCheck) -> HostReport {
-        HostReport {
-            host: h.host.clone(),
-            port: h.port,
-            hop: h.hop,
-            dns: DnsReport::from(&h.dns),
-            routes: h.routes.iter().map(RouteReport::from).collect(),
-            connect: h.connect.iter().map(ConnectReport::from).collect(),
-            tls: h.tls.as_ref().map(TlsReport::from),
-            address: h.address,
-            tunnel: h.tunnel.as_ref().map(|t| TunnelReport {
-                proxy: t.proxy.clone(),
-                status: t.status,
-                detail: t.detail.clone(),
-            }),
-            failure: h.failure.as_ref().map(|f| FailureReport {
-                layer: f.layer,
-                step: f.step,
-                detail: f.evidence.to_string(),
-            }),
-        }
-    }
-}
-
-impl From<&dns::Resolution> for DnsReport {
-    fn from(r: &dns::Resolution) -> DnsReport {
-        DnsReport {
-            host: r.host.clone(),
-            source: r.source.as_str(),
-            addresses: r.addresses.clone(),
-            cname_chain: r.cname_chain.clone(),
-            answered_by: r.answered_by,
-            servers: r
-                .servers
-                .iter()
-                .map(|a| ServerAnswerReport {
-                    server: a.server,
-                    name: a.name.clone(),
-                    outcome: match a.outcome {
-                        dns::Outcome::Answer => "answer",
-                        dns::Outcome::NoData => "nodata",
-                        dns::Outcome::NxDomain => "nxdomain",
-                        dns::Outcome::ServFail => "servfail",
-                        dns::Outcome::Refused => "refused",
-                        dns::Outcome::Timeout => "timeout",
-                        dns::Outcome::Error => "error",
-                    },
-                    addresses: a.addresses.clone(),
-                    cname_chain: a.cname_chain.clone(),
-                    elapsed_ms: a.elapsed_ms,
-                })
-                .collect(),
-            hand_fix: r.hand_fix.clone(),
-        }
-    }
-}
-
-impl From<&route::RouteLookup> for RouteReport {
-    fn from(r: &route::RouteLookup) -> RouteReport {
-        RouteReport {
-            destination: r.destination,
-            interface: r.interface.clone(),
-            gateway: r.gateway,
-            source: r.source,
-            error: r.error.clone(),
-        }
-    }
-}
-
-impl From<&connect::Attempt> for ConnectReport {
-    fn from(a: &connect::Attempt) -> ConnectReport {
-        ConnectReport {
-            address: a.address,
-            outcome: match a.outcome {
-                connect::ConnectOutcome::Connected => "connected",
-                connect::ConnectOutcome::Timeout => "timeout",
-                connect::ConnectOutcome::Refused => "refused",
-                connect::ConnectOutcome::Unreachable => "unreachable",
-                connect::ConnectOutcome::Error => "error",
-            },
-            elapsed_ms: a.elapsed_ms,
-            error: a.error.clone(),
-        }
-    }
-}
-
-impl From<&tls::TlsEvidence> for TlsReport {
-    fn from(t: &tls::TlsEvidence) -> TlsReport {
-        TlsReport {
-            server_name: t.server_name.clone(),
-            ok: t.ok,
-            problem: t.problem.as_ref().map(ToString::to_string),
-            problem_kind: t.problem.as_ref().map(tls::TlsProblem::kind),
-            chain: t
-                .chain
-                .iter()
-                .map(|c| CertReport {
-                    subject: c.subject.clone(),
-                    issuer: c.issuer.clone(),
-                    names: c.names.clone(),
-                    not_before: c.not_before.clone(),
-                    not_after: c.not_after.clone(),
-                })
-                .collect(),
-            trusted: t.trusted.clone(),
-            skipped: t.skipped.clone(),
-            elapsed_ms: t.elapsed_ms,
         }
     }
 }
