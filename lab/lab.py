@@ -176,16 +176,23 @@ def log_tail(log: str, lines: int = 30) -> str:
 # ---------------------------------------------------------------- processes
 
 
-def start(server: str, namespace: str, *cmd, env: dict = None):
+# The environment systemd gives a service before its unit's own settings (systemd.exec(5)).
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def start(server: str, namespace: str, *cmd, env: dict = None, service_env: bool = False):
     """Start a server inside a namespace, detached, logging to LOGS/server.log; `env` is added
-    to its environment (as a systemd drop-in's Environment= would)."""
+    to its environment (as a systemd drop-in's Environment= would). With `service_env`, its
+    environment is a systemd service's, `env` and systemd's PATH only, nothing of the caller's
+    (whose SSL_CERT_FILE, say, would change the trust a Go program loads)."""
     stop(server)
     log = os.path.join(LOGS, f"{server}.log")
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", namespace, *cmd],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**({"PATH": SYSTEMD_PATH} if service_env else os.environ), **(env or {})},
+            cwd="/" if service_env else None,
         )
     with open(os.path.join(PIDS, f"{server}.pid"), "w") as f:
         f.write(str(proc.pid))
@@ -1021,9 +1028,10 @@ ca = "{PKI}/ca.pem"
     launch_containerd(node, "", ["--config", conf], env)
 
 
-def launch_containerd(node: str, prelude: str, args: list, env: dict = None):
+def launch_containerd(node: str, prelude: str, args: list, env: dict = None, service_env: bool = False):
     """Start a node's containerd with `args` in the node's namespace, after the shell commands
-    `prelude` (each ending in `&& `) set up its mount namespace, and wait until it answers."""
+    `prelude` (each ending in `&& `) set up its mount namespace, and wait until it answers;
+    `service_env`: with a systemd service's environment and `env` only."""
     server = f"containerd-{node}"
     # `ip netns exec` gives the command a fresh /sys without this machine's cgroup mounts, and
     # runc cannot run a pod's containers without them ("no cgroup mount found in mountinfo"):
@@ -1032,7 +1040,7 @@ def launch_containerd(node: str, prelude: str, args: list, env: dict = None):
     # probe pod sees that node's processes only (its containerd, its kubelet), never another
     # lab node's. `--kill-child` takes it down with the unshare the lab stops.
     start(server, NODES[node], "sh", "-c", f'{cgroup_mounts()}{prelude}exec "$0" "$@"', "unshare", "--pid",
-          "--kill-child", "--mount-proc", containerd_binary(), *args, env=env)
+          "--kill-child", "--mount-proc", containerd_binary(), *args, env=env, service_env=service_env)
     try:
         os.remove(runtime_pid_file(node))
     except FileNotFoundError:
@@ -1127,16 +1135,29 @@ def build_al2023_root(root: str):
 
 def build_k3s_root(root: str):
     """The k3s-like node: no /etc/containerd; k3s's generated config.toml and certs.d under
-    /var/lib/rancher (from /etc/rancher/k3s/registries.yaml, whose CA file it names), the
-    registry's CA only there: the machine's own trust (the node's /etc/ssl) lacks the lab CA."""
+    /var/lib/rancher (from /etc/rancher/k3s/registries.yaml, whose CA file and credentials it
+    names), the registry's CA only there: the machine's own trust (the node's /etc/ssl) lacks
+    the lab CA; alice's credential only in config.toml's `registry.configs`."""
     with open(os.path.join(PKI, "ca.pem")) as f:
         ca = f.read()
     node_file(root, "/etc/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
     node_file(root, "/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")
+    # The host distribution's trust, as this machine's containerd sees it (without the lab CA).
+    os.makedirs(os.path.join(root, "etc/ssl/certs"))
+    shutil.copy("/etc/ssl/certs/ca-certificates.crt", os.path.join(root, "etc/ssl/certs/ca-certificates.crt"))
+    user, password = "alice", "alice-secret"
     node_file(root, "/etc/rancher/k3s/registries.yaml",
-              f"configs:\n  \"{REGISTRY}\":\n    tls:\n      ca_file: {K3S_CA}\n")
+              f"configs:\n  \"{REGISTRY}\":\n    auth:\n      username: {user}\n      password: {password}\n"
+              f"    tls:\n      ca_file: {K3S_CA}\n", 0o600)
     node_file(root, K3S_CA, ca)
-    node_file(root, K3S_CONFIG, containerd_config(containerd_dir("k3s"), K3S_CERTS))
+    # k3s writes registries.yaml's credentials into config.toml (plaintext, root-only): the
+    # registry's credential comes from containerd itself, the kubelet sends none.
+    plugin = "io.containerd.cri.v1.images" if containerd_version().startswith("2.") else "io.containerd.grpc.v1.cri"
+    node_file(root, K3S_CONFIG, containerd_config(containerd_dir("k3s"), K3S_CERTS) + f"""
+[plugins."{plugin}".registry.configs."{REGISTRY}".auth]
+  username = "{user}"
+  password = "{password}"
+""", 0o600)
     node_file(root, f"{K3S_CERTS}/{REGISTRY}/hosts.toml", f"""server = "https://{REGISTRY}"
 
 [host."https://{REGISTRY}"]
@@ -1190,10 +1211,10 @@ def start_image_node(node: str, fresh: bool):
         with open(os.path.join(root, AL2023_PROXY_FILE.lstrip("/"))) as f:
             env = environment_file(f.read())
         # No --config: containerd reads its default /etc/containerd/config.toml, the node's.
-        launch_containerd(node, overlay_etc(root), [], env)
+        launch_containerd(node, overlay_etc(root), [], env, service_env=True)
     else:
         build_k3s_root(root)
-        launch_containerd(node, var_lib_with(root), ["-c", K3S_CONFIG])
+        launch_containerd(node, var_lib_with(root), ["-c", K3S_CONFIG], service_env=True)
 
 
 def push_images(large: bool):

@@ -776,6 +776,36 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
     assert!(!events.contains("FailedMount"), "{events}");
     all_gone(&server, &kubelet);
 
+    // What decided: the same probe on the AL2023 node, told to assume what a node-blind probe
+    // assumes, no longer agrees with that node's containerd.
+    let blind = |assume: &[&str]| {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", "pp-al2023"])
+            .arg(env!("CARGO_BIN_EXE_pullpath"))
+            .args(["probe", IMAGE, "-o", "json", "--host-root"])
+            .arg(&roots[0])
+            .args(["--runtime-pid", &lab.runtime_pid("al2023").to_string()])
+            .args(["--containerd-version", "1.6.20"])
+            .args(assume);
+        let out = command.output().expect("pullpath probe runs");
+        let report: Value = serde_json::from_slice(&out.stdout).expect("probe JSON");
+        report["verdict"].clone()
+    };
+    assert_eq!(blind(&[])["passed"], true, "as the node has it");
+    let certs_d = blind(&["--containerd-certs", "/etc/containerd/certs.d"]);
+    assert_eq!(
+        (certs_d["passed"].as_bool(), certs_d["layer"].as_str()),
+        (Some(false), Some("auth")),
+        "with certs.d assumed, the registry itself refuses the anonymous pull: {certs_d:#}"
+    );
+    let direct = blind(&["--https-proxy", ""]);
+    assert_eq!(
+        (direct["passed"].as_bool(), direct["layer"].as_str()),
+        (Some(false), Some("route")),
+        "without the EnvironmentFile's proxy, no route: {direct:#}"
+    );
+
     // The proxy now wants credentials, which the AL2023 node's EnvironmentFile lacks.
     lab.switch("proxy-auth-required");
     forget(&lab, "al2023", IMAGE).await;
