@@ -96,7 +96,13 @@ fn run(nodes: usize) -> Cost {
         binary: PathBuf::from(env!("CARGO_BIN_EXE_pullpath")),
     };
     let server = ApiServer::start(
-        World::from_objects((0..nodes).map(node).collect()).with_kubelet(Arc::new(kubelet)),
+        World::from_objects(
+            (0..nodes)
+                .map(node)
+                .chain([kube_api::namespace("pullpath", json!({}))])
+                .collect(),
+        )
+        .with_kubelet(Arc::new(kubelet)),
     );
     let config = server.kubeconfig(&dir, "default");
     let started = Instant::now();

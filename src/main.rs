@@ -649,6 +649,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
                 probe: probe_deadline,
             },
             origin: fleet::probe_origin(&image_ref, &probe_image),
+            request_timeout: args.kube.request_timeout,
         },
         probe_image,
         probe_namespace: args.probe_namespace.clone(),

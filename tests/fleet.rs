@@ -121,7 +121,7 @@ struct Fleet {
 struct Setup<'a> {
     behaviour: &'a [(&'a str, Behaviour)],
     hand_fixed: bool,
-    fault: Option<Fault>,
+    faults: Vec<Fault>,
     objects: Vec<Value>,
     /// A validating webhook refusing every pod: (name, message).
     webhook: Option<(&'a str, &'a str)>,
@@ -142,7 +142,7 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
     let Setup {
         behaviour,
         hand_fixed,
-        fault,
+        faults,
         objects: extra,
         webhook,
     } = setup;
@@ -184,6 +184,22 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
         node(USER_NEW, "user", "2026-12-01T08:20:00Z", &[]),
         deployment(),
     ];
+    // The namespaces the API serves (a pod in any other is refused, as the real API does):
+    // the probe namespace at Pod Security's privileged level unless a test brings its own.
+    for (name, labels) in [
+        (
+            "pullpath",
+            json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+        ),
+        ("shop", json!({})),
+    ] {
+        if !extra
+            .iter()
+            .any(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == name)
+        {
+            objects.push(kube_api::namespace(name, labels));
+        }
+    }
     objects.extend(extra);
     if hand_fixed {
         let root = scratch.path().join(SYSTEM_FIXED);
@@ -198,7 +214,7 @@ async fn fleet_with(name: &str, setup: Setup<'_>) -> Fleet {
         objects.push(node(SYSTEM_FIXED, "system", "2026-11-15T08:00:00Z", &[]));
     }
     let mut world = World::from_objects(objects).with_kubelet(Arc::new(kubelet));
-    if let Some(fault) = fault {
+    for fault in faults {
         world = world.with_fault(fault);
     }
     if let Some((name, message)) = webhook {
@@ -222,9 +238,11 @@ impl Fleet {
             .args(args)
             .arg("--kubeconfig")
             .arg(&self.config)
-            .args(["--poll-interval", "100ms"])
             .env("NO_COLOR", "1")
             .env_remove("KUBECONFIG");
+        if !args.contains(&"--poll-interval") {
+            command.args(["--poll-interval", "100ms"]);
+        }
         if !args.contains(&"--probe-image") {
             command.args(["--probe-image", PROBE_IMAGE]);
         }
@@ -644,7 +662,7 @@ async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
         let f = fleet_with(
             "fleet-refused",
             Setup {
-                fault: Some(fault),
+                faults: vec![fault],
                 ..Setup::default()
             },
         )
@@ -661,6 +679,94 @@ async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
         assert_eq!(f.server.store.created(), 0);
         assert!(f.pods_left().is_empty());
     }
+}
+
+/// A finished probe pod is read as the API's watch reports it, not at the next list: with an
+/// hour between lists, every node still answers and the run finishes; with the watch refused
+/// (RBAC without `watch`), the polled lists carry the run alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn finished_pods_are_read_from_the_watch_and_the_lists_carry_a_run_without_one() {
+    let f = fleet("fleet-watch", &[]).await;
+    let (_, r) = f
+        .json(&["--poll-interval", "60m", "--deadline", "60s"])
+        .await;
+    assert_eq!(r["ending"], "finished", "{r:#}");
+    let rows = r["nodes"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "one node per pool: {r:#}");
+    assert!(rows.iter().all(|row| row["status"] != "no-answer"), "{r:#}");
+    let served = f.server.served();
+    assert!(
+        served
+            .iter()
+            .any(|s| s.starts_with("GET /api/v1/namespaces/pullpath/pods?")
+                && s.contains("watch=true")),
+        "{served:#?}"
+    );
+    // Until the logs were read (the answers), no list of the run's pods: only the watch. The
+    // run's cleanup lists after its delete.
+    let answered = served
+        .iter()
+        .rposition(|s| s.contains("/log?"))
+        .expect("the probe logs were read");
+    assert!(
+        !served[..answered]
+            .iter()
+            .any(|s| s.starts_with("GET /api/v1/namespaces/pullpath/pods?")
+                && !s.contains("watch=true")),
+        "{served:#?}"
+    );
+    let refused = fleet_with(
+        "fleet-no-watch",
+        Setup {
+            faults: vec![Fault::forbid("watch", "", "pods")],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let (_, r) = refused.json(&["--deadline", "60s"]).await;
+    assert_eq!(r["ending"], "finished", "{r:#}");
+    assert_eq!(support::fleet_row(&r, SYSTEM)["status"], "passed", "{r:#}");
+}
+
+/// A probe namespace that does not exist, or is being deleted, is named before any pod is
+/// created (the API would refuse each one: 404 `namespaces "X" not found`, or 403 for a
+/// Terminating one), with how to create it; so is a missing namespace for `--kubelet-pull`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_the_api_would_refuse_pods_in_is_named_before_any_pod() {
+    let mut terminating = kube_api::namespace("leaving", json!({}));
+    terminating["status"]["phase"] = json!("Terminating");
+    let f = fleet_with(
+        "fleet-namespaces",
+        Setup {
+            objects: vec![terminating],
+            ..Setup::default()
+        },
+    )
+    .await;
+    for (args, said) in [
+        (
+            &[IMAGE, "--probe-namespace", "ghost"][..],
+            "the probe namespace ghost does not exist",
+        ),
+        (
+            &[IMAGE, "--probe-namespace", "leaving"][..],
+            "the probe namespace leaving is being deleted",
+        ),
+        (
+            &[IMAGE, "--kubelet-pull", "-n", "gone"][..],
+            "the workload's namespace (--kubelet-pull) gone does not exist",
+        ),
+    ] {
+        let out = f.run(args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(70), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert_eq!(f.server.store.created(), 0, "{args:?}");
+    }
+    let stderr =
+        String::from_utf8_lossy(&f.run(&[IMAGE, "--probe-namespace", "ghost"]).await.stderr)
+            .to_string();
+    assert!(stderr.contains("deploy/namespace.yaml"), "{stderr}");
 }
 
 /// `--dry-run` prints the probe pods and creates nothing; the real kubectl accepts them
@@ -747,7 +853,11 @@ async fn a_run_that_cannot_list_its_pods_says_so_and_still_deletes_them() {
     let f = fleet_with(
         "fleet-no-list",
         Setup {
-            fault: Some(Fault::forbid("list", "", "pods")),
+            // RBAC without list and watch of pods: the run never sees its pods.
+            faults: vec![
+                Fault::forbid("list", "", "pods"),
+                Fault::forbid("watch", "", "pods"),
+            ],
             ..Setup::default()
         },
     )

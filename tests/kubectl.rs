@@ -489,6 +489,8 @@ fn fleet_rbac_manages_pods_in_the_probe_namespace_and_reads_cluster_wide() {
             );
         }
     }
+    // The run's namespaces, read before any pod: a missing one named at once.
+    assert!(cluster_wide.contains(&grant("", "namespaces", "get")));
     assert!(
         cluster_wide
             .iter()

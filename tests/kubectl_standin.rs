@@ -209,3 +209,44 @@ fn the_kubectl_is_pypis_1_37() {
         kube_api::kubectl().display()
     );
 }
+
+/// The stand-in refuses a pod in a namespace it does not hold, as the API's NamespaceLifecycle
+/// admission does, and the real kubectl prints the API's own words for it; a namespace it holds
+/// takes the pod.
+#[test]
+fn kubectl_is_refused_a_pod_in_a_namespace_that_does_not_exist() {
+    let world = World::from_objects(vec![kube_api::namespace("shop", serde_json::json!({}))]);
+    let server = ApiServer::start(world);
+    let dir = tempdir();
+    let config = server.kubeconfig(&dir, "shop");
+    let run = |namespace: &str| {
+        std::process::Command::new(kube_api::kubectl())
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args([
+                "run",
+                "web",
+                "-n",
+                namespace,
+                "--image=registry.example.test/web:1",
+                "--restart=Never",
+            ])
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("kubectl runs")
+    };
+    let refused = run("ghost");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("Error from server (NotFound): namespaces \"ghost\" not found"),
+        "{stderr}"
+    );
+    let taken = run("shop");
+    assert!(
+        taken.status.success(),
+        "{}",
+        String::from_utf8_lossy(&taken.stderr)
+    );
+    assert_eq!(server.store.names(), vec!["shop/web".to_string()]);
+}

@@ -158,7 +158,8 @@ fn cluster(
 }
 
 /// The API stand-in with `nodes` (each its Node object, the lab node whose containerd runs its
-/// pods, and that node's image) and the `api_only` nodes no kubelet runs; their node roots.
+/// pods, and that node's image) and the `api_only` objects (nodes no kubelet runs, Secrets,
+/// workloads); their node roots.
 fn cluster_of(
     lab: &LabGuard,
     scratch: &Path,
@@ -182,8 +183,19 @@ fn cluster_of(
         );
         roots.push(root);
     }
-    let kubelet = Arc::new(CriKubelet::new(kubelets, scratch.join("pods")));
+    // The kubelet reads the Secrets a pod's imagePullSecrets name from the API.
+    let secrets = api_only
+        .iter()
+        .filter(|o| o["kind"] == "Secret")
+        .cloned()
+        .collect();
+    let kubelet = Arc::new(CriKubelet::new(kubelets, scratch.join("pods")).with_secrets(secrets));
     let mut objects: Vec<Value> = nodes.iter().map(|(object, _, _)| object.clone()).collect();
+    objects.extend([
+        kube_api::namespace("default", json!({})),
+        kube_api::namespace("pullpath", json!({})),
+        kube_api::namespace("shop", json!({})),
+    ]);
     objects.extend(api_only);
     let world = World::from_objects(objects).with_kubelet(kubelet.clone());
     let server = ApiServer::start(world);
@@ -526,7 +538,13 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
             "ready": false, "restartCount": 0, "started": false,
             "state": {"waiting": {"reason": "ErrImagePull", "message": message}}}]}});
     let explain_server = ApiServer::start(
-        World::from_objects(vec![node_object(NODE), pod]).with_kubelet(kubelet.clone()),
+        World::from_objects(vec![
+            node_object(NODE),
+            kube_api::namespace("pullpath", json!({})),
+            kube_api::namespace("shop", json!({})),
+            pod,
+        ])
+        .with_kubelet(kubelet.clone()),
     );
     let config = explain_server.kubeconfig(scratch.path(), "default");
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
@@ -827,4 +845,82 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
     }
     all_gone(&server, &kubelet);
     lab.switch("healthy");
+}
+
+/// `--for pod/NAME` on a private image whose pod brings a pull secret, on a node with no
+/// credential of its own (no config.json, no plugin in the kubelet's flags): the probe, reading
+/// the node's credentials, is refused at auth, which is not the workload's answer. Without
+/// `--kubelet-pull` the row is undecided and names the secret and what decides; with it, the
+/// kubelet pulls with the secret (the stand-in passes it to PullImage as the kubelet does), the
+/// row passes, and the kubelet's pull is shown disagreeing with the node's own credentials. The
+/// secret is never printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workloads_pull_secret_is_what_the_kubelet_pull_decides() {
+    use base64::Engine;
+    // The node has no credential for the registry: no config.json, no plugin in its flags.
+    let (_build, lab, probe) = lab_with_probe_image("cred-provider-fails");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-kubelet-secret");
+    let password = support::password("alice").expect("alice's password");
+    let config_json =
+        json!({"auths": {"registry.example.test": {"username": "alice", "password": password}}});
+    let secret = json!({"kind": "Secret", "apiVersion": "v1", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": "regcred", "namespace": "shop", "uid": "uid-regcred"},
+        "data": {".dockerconfigjson": base64::engine::general_purpose::STANDARD.encode(config_json.to_string())}});
+    let workload = json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "uid-web", "creationTimestamp": "2026-12-02T08:30:00Z"},
+        "spec": {"nodeName": NODE, "imagePullSecrets": [{"name": "regcred"}],
+            "containers": [{"name": "web", "image": IMAGE}]},
+        "status": {"phase": "Pending"}});
+    let (server, kubelet, _root) = cluster(
+        &lab,
+        scratch.path(),
+        NodeImage::Plain,
+        vec![secret, workload],
+    );
+    let config = server.kubeconfig(scratch.path(), "shop");
+    let fleet = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pullpath"))
+            .args(["fleet", IMAGE, "--for", "pod/web", "-o", "json"])
+            .args(extra)
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args(["--probe-image", &probe])
+            .args(["--poll-interval", "100ms", "--deadline", "60s"])
+            .output()
+            .expect("pullpath fleet runs")
+    };
+    let printed = |out: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let probe_only = fleet(&[]);
+    let report = support::fleet_report(&probe_only);
+    let row = support::fleet_row(&report, NODE);
+    assert_eq!(row["status"], "undecided", "{row:#}");
+    assert_eq!(row["verdict"]["decided"], false, "{row:#}");
+    assert_eq!(row["verdict"]["layer"], "auth", "leaning auth: {row:#}");
+    let decides = row["verdict"]["decides"].as_str().unwrap_or("");
+    assert!(
+        decides.contains("regcred") && decides.contains("--kubelet-pull"),
+        "{row:#}"
+    );
+    let out = fleet(&["--kubelet-pull"]);
+    let everything = format!("{}{}", printed(&probe_only), printed(&out));
+    let report = support::fleet_report(&out);
+    let row = support::fleet_row(&report, NODE);
+    assert_eq!(row["status"], "passed", "{row:#}");
+    let pull = &row["kubelet_pull"];
+    assert_eq!(pull["outcome"], "pulled", "{row:#}");
+    assert_eq!(pull["agrees"], false, "{row:#}");
+    assert!(
+        held(&lab, IMAGE).await.is_some(),
+        "the kubelet's pull, with the secret, left the image in the node's cache"
+    );
+    for secret in support::LAB_SECRETS {
+        assert!(!everything.contains(secret), "{secret} printed");
+    }
+    all_gone(&server, &kubelet);
 }

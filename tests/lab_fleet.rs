@@ -107,6 +107,7 @@ async fn cluster(lab: &LabGuard, name: &str) -> Cluster {
         node(USER_OLD, "user", "2026-06-02T09:00:00Z", &[IMAGE], &version),
         node(USER_NEW, "user", "2026-12-01T08:20:00Z", &[], &version),
         node(SPOT, "spot", "2026-11-28T10:00:00Z", &[], &version),
+        kube_api::namespace("pullpath", serde_json::json!({})),
     ])
     .with_kubelet(Arc::new(kubelet));
     let server = ApiServer::start(world);

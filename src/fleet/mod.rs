@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodSpec};
 use kube::api::{Api, ListParams};
 
 use crate::cluster::{self, ClusterError, ObjectRef, Target, WorkloadKind};
@@ -114,6 +114,8 @@ pub struct Plan {
     /// architecture).
     pub unprobed: Vec<(String, life::RunProblem)>,
     pub workload: Option<String>,
+    /// The workload's `imagePullSecrets` (names).
+    pub pull_secrets: Vec<String>,
     client: kube::Client,
 }
 
@@ -160,6 +162,12 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .namespace
         .clone()
         .unwrap_or_else(|| session.default_namespace.clone());
+    // One get per namespace the run creates pods in, before any pod: the API refuses a pod in
+    // a namespace that does not exist, or is being deleted, and would refuse every node's.
+    namespace_usable(&client, &config.probe_namespace, "probe namespace").await?;
+    if config.kubelet_pull {
+        namespace_usable(&client, &namespace, "workload's namespace (--kubelet-pull)").await?;
+    }
     let (constraints, landed, workload, identity) = match &config.workload {
         None => (None, None, None, (None, Vec::new())),
         Some(object) => {
@@ -229,6 +237,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         pods,
         unprobed,
         workload,
+        pull_secrets: identity.1,
         client,
     })
 }
@@ -282,6 +291,7 @@ pub async fn fleet(
         probe_image: config.probe_image.clone(),
         probe_arches: config.probe_arches.clone(),
         workload: plan.workload.clone(),
+        pull_secrets: plan.pull_secrets.clone(),
         now: now(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
@@ -300,6 +310,49 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<run::Clea
             what: format!("delete pods in {probe_namespace} ({selector})"),
             message,
         })
+}
+
+/// Where a run's pods would go: a namespace the API cannot find, or one being deleted, refuses
+/// every pod the run would create (the API's NamespaceLifecycle admission: `namespaces "X" not
+/// found`, 404, or `unable to create new content in namespace X because it is being
+/// terminated`, 403). A get the caller's RBAC refuses decides nothing: the creates will say.
+async fn namespace_usable(
+    client: &kube::Client,
+    name: &str,
+    role: &str,
+) -> Result<(), ClusterError> {
+    let phase = match Api::<Namespace>::all(client.clone()).get(name).await {
+        Ok(namespace) => Some(namespace.status.and_then(|s| s.phase).unwrap_or_default()),
+        Err(kube::Error::Api(status)) if status.code == 404 => None,
+        Err(_) => return Ok(()),
+    };
+    match namespace_problem(name, role, phase.as_deref()) {
+        Some(message) => Err(ClusterError::Api {
+            code: if phase.is_none() { 404 } else { 403 },
+            what: format!("get namespace {name}"),
+            message,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What keeps the run's pods out of namespace `name` (`phase`: its `status.phase`, `None` when
+/// the namespace does not exist), in the words a user acts on.
+fn namespace_problem(name: &str, role: &str, phase: Option<&str>) -> Option<String> {
+    let fix = if role.starts_with("probe") {
+        "create it (kubectl apply -f deploy/namespace.yaml, which also sets its Pod Security level) or name another with --probe-namespace"
+    } else {
+        "name the workload's namespace with -n"
+    };
+    match phase {
+        None => Some(format!(
+            "the {role} {name} does not exist, so the API would refuse every pod of the run: {fix}"
+        )),
+        Some("Terminating") => Some(format!(
+            "the {role} {name} is being deleted (Terminating), so the API refuses new pods in it: wait until it is gone, then {fix}"
+        )),
+        Some(_) => None,
+    }
 }
 
 /// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own
@@ -388,5 +441,39 @@ async fn workload_spec(
             .map_err(|e| (e, what))?;
             Ok((label, spec.unwrap_or_default(), None))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace_problem;
+
+    #[test]
+    fn a_missing_probe_namespace_says_how_to_create_it() {
+        let problem = namespace_problem("pullpath", "probe namespace", None).expect("a problem");
+        assert!(
+            problem.contains("the probe namespace pullpath does not exist"),
+            "{problem}"
+        );
+        assert!(problem.contains("deploy/namespace.yaml"), "{problem}");
+        assert!(problem.contains("--probe-namespace"), "{problem}");
+    }
+
+    #[test]
+    fn a_terminating_namespace_refuses_new_pods_and_an_active_one_does_not() {
+        let problem = namespace_problem(
+            "shop",
+            "workload's namespace (--kubelet-pull)",
+            Some("Terminating"),
+        )
+        .expect("a problem");
+        assert!(problem.contains("shop is being deleted"), "{problem}");
+        assert!(problem.contains("-n"), "{problem}");
+        assert_eq!(
+            namespace_problem("shop", "probe namespace", Some("Active")),
+            None
+        );
+        // An object without a status (as a stand-in or an old server may send) is usable.
+        assert_eq!(namespace_problem("shop", "probe namespace", Some("")), None);
     }
 }

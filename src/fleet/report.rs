@@ -147,6 +147,9 @@ pub struct Header {
     /// `--probe-image-arch`; `None`: the probe image's architectures are unknown.
     pub probe_arches: Option<Vec<String>>,
     pub workload: Option<String>,
+    /// The `--for` workload's `imagePullSecrets` (names): the kubelet tries them before the
+    /// node's own credentials, and the probe pod cannot read them.
+    pub pull_secrets: Vec<String>,
     /// Seconds since the epoch, for ages.
     pub now: i64,
     pub elapsed_ms: u64,
@@ -181,18 +184,59 @@ fn severity(v: &Verdict) -> (u8, usize) {
     }
 }
 
-fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> NodeRow {
+/// A probe's row status: its verdict, unless the node holds the image (then a failure only
+/// means it works from cache).
+fn probe_status(verdict: &Verdict, cached: bool) -> &'static str {
+    match (verdict, cached) {
+        (Verdict::Passed, _) => "passed",
+        (_, true) => "works-from-cache",
+        (Verdict::Failed(_), false) => "failed",
+        (Verdict::Undecided(_), false) => "undecided",
+    }
+}
+
+/// The probe reads the node's own credentials; the workload's pods also bring their pull
+/// secrets, which the kubelet tries first (kuberuntime_image.go `pullImage`) and the probe pod
+/// cannot read. So a probe refused at auth has not heard the workload's answer: the kubelet's
+/// own pull with those secrets (`--kubelet-pull`) decides it, and without that the verdict is
+/// undecided, leaning auth.
+pub fn with_pull_secrets(
+    verdict: Verdict,
+    pull_secrets: &[String],
+    kubelet: Option<&kubelet_pull::KubeletPull>,
+) -> Verdict {
+    let Verdict::Failed(failure) = &verdict else {
+        return verdict;
+    };
+    if failure.fault.layer() != Layer::Auth || pull_secrets.is_empty() {
+        return verdict;
+    }
+    match kubelet {
+        Some(kubelet_pull::KubeletPull::Pulled { .. }) => Verdict::Passed,
+        Some(kubelet_pull::KubeletPull::Failed { .. }) => verdict,
+        Some(kubelet_pull::KubeletPull::NoAnswer { .. }) | None => Verdict::Undecided(Undecided {
+            leaning: Some(failure.fault),
+            seen: failure.seen.clone(),
+            candidates: Vec::new(),
+            decides: Some(format!(
+                "the node's own credentials were refused, but the workload's pods also bring the pull secret{} {}, which the kubelet tries first and the probe pod cannot read: --kubelet-pull pulls with them and decides (or `pullpath explain pod/NAME --read-secrets`)",
+                if pull_secrets.len() == 1 { "" } else { "s" },
+                pull_secrets.join(", ")
+            )),
+        }),
+    }
+}
+
+fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, header: &Header) -> NodeRow {
+    let now = header.now;
+    let cached = candidate.listed || candidate.running;
     let (status, verdict, hand_fixes, source, message) = match run.map(|r| &r.answer) {
         Some(Answer::Probe(p)) => {
-            let status = match (&p.verdict, candidate.listed || candidate.running) {
-                (Verdict::Passed, _) => "passed",
-                (_, true) => "works-from-cache",
-                (Verdict::Failed(_), false) => "failed",
-                (Verdict::Undecided(_), false) => "undecided",
-            };
+            let kubelet = run.and_then(|r| r.kubelet_pull.as_ref()).map(|(_, k)| k);
+            let verdict = with_pull_secrets(p.verdict.clone(), &header.pull_secrets, kubelet);
             (
-                status,
-                p.verdict.clone(),
+                probe_status(&verdict, cached),
+                verdict,
                 p.hand_fixes.clone(),
                 "probe",
                 None,
@@ -225,10 +269,19 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
             None,
         ),
     };
+    // Beside the probe's own verdict, before the pull secrets' reading of it.
+    let probe_verdict = match run.map(|r| &r.answer) {
+        Some(Answer::Probe(p)) => &p.verdict,
+        _ => &verdict,
+    };
     let kubelet_pull = run
         .and_then(|r| r.kubelet_pull.as_ref())
         .map(|(plan, pull)| {
-            kubelet_pull::report(pull, &verdict, format!("{}/{}", plan.namespace, plan.name))
+            kubelet_pull::report(
+                pull,
+                probe_verdict,
+                format!("{}/{}", plan.namespace, plan.name),
+            )
         });
     NodeRow {
         node: candidate.facts.name.clone(),
@@ -243,7 +296,7 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, now: i64) -> No
         chosen_because: candidate.why.clone(),
         status,
         verdict,
-        cached: candidate.listed || candidate.running,
+        cached,
         cache_evidence: [("running", candidate.running), ("listed", candidate.listed)]
             .into_iter()
             .filter_map(|(name, held)| held.then_some(name))
@@ -414,7 +467,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         .filter(|c| c.chosen)
         .map(|c| {
             let run = outcome.runs.iter().find(|r| r.node == c.facts.name);
-            row(c, run, header.now)
+            row(c, run, &header)
         })
         .collect();
     let seen: Vec<(&str, &str, &[TrustSeen])> = outcome
@@ -612,6 +665,52 @@ mod tests {
         }))
     }
 
+    #[test]
+    fn a_refusal_at_auth_waits_for_the_workloads_pull_secrets() {
+        use crate::verdict::{Failure, Fault};
+        use crate::vocab::Owner;
+        let auth = Verdict::Failed(Failure {
+            fault: Fault::new(Layer::Auth, None, Owner::Identity),
+            seen: Seen {
+                cause: Some("401 Unauthorized".into()),
+                ..Seen::default()
+            },
+        });
+        let secrets = vec!["regcred".to_string()];
+        // No secrets: the node's own refusal is the answer.
+        assert_eq!(with_pull_secrets(auth.clone(), &[], None), auth);
+        // Secrets and no kubelet pull: undecided, leaning auth, naming them and what decides.
+        let Verdict::Undecided(undecided) = with_pull_secrets(auth.clone(), &secrets, None) else {
+            panic!("undecided");
+        };
+        assert_eq!(undecided.leaning.map(|f| f.layer()), Some(Layer::Auth));
+        let decides = undecided.decides.expect("what decides");
+        assert!(decides.contains("regcred") && decides.contains("--kubelet-pull"));
+        // The kubelet's own pull with them decides either way.
+        let pulled = kubelet_pull::KubeletPull::Pulled {
+            evidence: "imageID sha256:ab".into(),
+        };
+        assert_eq!(
+            with_pull_secrets(auth.clone(), &secrets, Some(&pulled)),
+            Verdict::Passed
+        );
+        let failed = kubelet_pull::KubeletPull::Failed {
+            reason: "ErrImagePull".into(),
+            message: "401 Unauthorized".into(),
+            layer: Some(Layer::Auth),
+        };
+        assert_eq!(
+            with_pull_secrets(auth.clone(), &secrets, Some(&failed)),
+            auth
+        );
+        // Another layer is the node's whatever the pod brings.
+        let dns = Verdict::Failed(Failure {
+            fault: Fault::new(Layer::Dns, None, Owner::DnsTeam),
+            seen: Seen::default(),
+        });
+        assert_eq!(with_pull_secrets(dns.clone(), &secrets, None), dns);
+    }
+
     fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetReport {
         let outcome = RunOutcome {
             runs: answers
@@ -639,6 +738,7 @@ mod tests {
             probe_image: "r.example/pullpath:0.1.0".into(),
             probe_arches: Some(vec!["amd64".into()]),
             workload: None,
+            pull_secrets: Vec::new(),
             now: 0,
             elapsed_ms: 30,
         };

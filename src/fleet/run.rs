@@ -9,17 +9,20 @@
 //!
 //! Requests: per node one create, one log read, one delete; per run two lists per poll interval
 //! (the run's pods, the namespace's pod events; not one get per pod: a 1,000-node run costs a
-//! few thousand requests, not tens of thousands). A polled list, not a watch, keeps each request
-//! bounded by the client's request timeout.
+//! few thousand requests, not tens of thousands), and a watch of the run's pods, renewed within
+//! the client's request timeout, so that a finished pod is read the moment the kubelet reports
+//! it instead of up to a poll interval later (a run of many waves pays that once per wave). The
+//! lists stay the ground truth: a watch the API refuses or drops only costs that latency.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent, WatchParams};
 
 use super::answer::{self, Answer};
 use super::kubelet_pull::{self, KubeletPull, KubeletPullPlan};
@@ -41,6 +44,8 @@ pub struct RunSettings {
     pub budgets: Budgets,
     /// Whether the probe image shares the image's registry host.
     pub origin: ProbeOrigin,
+    /// The client's request timeout: a watch is renewed within it.
+    pub request_timeout: Duration,
 }
 
 /// What the lister last saw: the run's pods by name, or why it could not list them.
@@ -118,7 +123,7 @@ pub async fn run(
     let (seen_tx, seen_rx) = tokio::sync::watch::channel(Seen::default());
     let events_api: Api<Event> = Api::namespaced(api.clone().into_client(), &settings.namespace);
     let names: std::collections::BTreeSet<String> = plans.iter().map(|p| p.name.clone()).collect();
-    let lister = async {
+    let poller = async {
         let params = ListParams::default().labels(&selector);
         // Events carry no labels: every pod event of the namespace, kept for the run's pods.
         let event_params = ListParams::default().fields("involvedObject.kind=Pod");
@@ -146,6 +151,16 @@ pub async fn run(
                         .items
                         .into_iter()
                         .filter_map(|p| Some((p.metadata.name.clone()?, p)))
+                        .map(|(name, listed)| {
+                            // A list that began before the watch's news must not undo it.
+                            let pod = match previous.pods.get(&name) {
+                                Some(known) if finished(known) && !finished(&listed) => {
+                                    known.clone()
+                                }
+                                _ => listed,
+                            };
+                            (name, pod)
+                        })
                         .collect(),
                     events,
                     error: None,
@@ -164,6 +179,18 @@ pub async fn run(
             };
             seen_tx.send_replace(seen);
         }
+    };
+    let lister = async {
+        tokio::join!(
+            poller,
+            watch_pods(
+                &api,
+                &selector,
+                &seen_tx,
+                settings.request_timeout,
+                settings.poll
+            )
+        );
     };
     let mut tasks = tokio::task::JoinSet::new();
     for (index, plan) in plans.iter().cloned().enumerate() {
@@ -273,6 +300,64 @@ pub async fn run(
         ending,
         cleanup,
         events_unread,
+    }
+}
+
+/// A pod in a terminal phase: the API never moves it back (pod lifecycle: Succeeded and Failed
+/// are final).
+fn finished(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Each change of the run's pods as the API reports it, into what the node tasks see: a
+/// finished pod is read at once. The watch is renewed before the client's request timeout
+/// would cut it; one the API refuses (RBAC without `watch`, a proxy that cannot stream) ends
+/// here, and the polled lists carry the run alone.
+async fn watch_pods(
+    api: &Api<Pod>,
+    selector: &str,
+    seen: &tokio::sync::watch::Sender<Seen>,
+    request_timeout: Duration,
+    poll: Duration,
+) {
+    let window = u32::try_from(request_timeout.as_secs().saturating_sub(1).max(1)).unwrap_or(290);
+    let params = WatchParams::default()
+        .labels(selector)
+        .timeout(window)
+        .disable_bookmarks();
+    loop {
+        let opened = Instant::now();
+        let stream = match api.watch(&params, "0").await {
+            Ok(stream) => stream,
+            Err(kube::Error::Api(status)) if [403, 404, 405].contains(&status.code) => return,
+            Err(_) => {
+                tokio::time::sleep(poll).await;
+                continue;
+            }
+        };
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod)) => {
+                    if let Some(name) = pod.metadata.name.clone() {
+                        seen.send_modify(|s| {
+                            s.pods.insert(name, pod);
+                        });
+                    }
+                }
+                // A pod gone is told by the lists (after GONE_AFTER_LISTS of them).
+                Ok(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => {}
+                Ok(WatchEvent::Error(_)) | Err(_) => break,
+            }
+        }
+        // A watch that ends at once (an error, a server that will not hold it) is not renewed
+        // in a busy loop.
+        if opened.elapsed() < Duration::from_secs(1) {
+            tokio::time::sleep(poll).await;
+        }
     }
 }
 

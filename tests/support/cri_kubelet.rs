@@ -34,7 +34,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pullpath::runtime::cri::{ImageService, PullOutcome, channel};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use pullpath::runtime::cri::{Credentials, ImageService, PullOutcome, channel};
 use pullpath::runtime::cri_api::runtime_service_client::RuntimeServiceClient;
 use pullpath::runtime::cri_api::{
     Capability, ContainerConfig, ContainerMetadata, ContainerState, ContainerStatusRequest,
@@ -81,6 +83,9 @@ pub struct CriKubelet {
     /// Each node's `kubelet` process (its pid in this machine's /proc) and the `nsenter` that
     /// forked it.
     processes: Vec<(u32, std::process::Child)>,
+    /// The Secrets the API holds, which a pod's `imagePullSecrets` name (the kubelet reads them
+    /// from the API).
+    secrets: Vec<Value>,
 }
 
 impl CriKubelet {
@@ -112,7 +117,14 @@ impl CriKubelet {
             log_dir,
             live: Arc::default(),
             processes,
+            secrets: Vec::new(),
         }
+    }
+
+    /// The API's Secrets (the same objects the world serves), for pods' `imagePullSecrets`.
+    pub fn with_secrets(mut self, secrets: Vec<Value>) -> CriKubelet {
+        self.secrets = secrets;
+        self
     }
 
     /// Sandboxes this kubelet made that are not removed yet (their pods not yet deleted).
@@ -145,8 +157,10 @@ impl Kubelet for CriKubelet {
             // No kubelet on that node: the pod stays Pending, as for a node that is gone.
             return;
         };
+        let credentials = pull_credentials(pod, &self.secrets, &sim.root);
         let pod = Pod {
             spec: pod.clone(),
+            credentials,
             node,
             store: store.clone(),
             sim,
@@ -233,11 +247,78 @@ impl Drop for CriKubelet {
 /// What one pod's kubelet thread works with.
 struct Pod {
     spec: Value,
+    /// What the kubelet passes to PullImage for the pod's image, in the order it tries them.
+    credentials: Vec<Credentials>,
     node: String,
     store: Arc<PodStore>,
     sim: CriNode,
     log_dir: PathBuf,
     live: Arc<Mutex<BTreeSet<(PathBuf, String)>>>,
+}
+
+/// The credentials the kubelet passes to `PullImage` for the pod's image, in the order it tries
+/// them (kuberuntime_image.go `pullImage`: the pod's pull secrets' keyring first, then the
+/// node's; each credential in turn until one pulls, the last error otherwise; anonymous only
+/// when none matches): the pod's `imagePullSecrets` (dockerconfigjson Secrets of its namespace),
+/// then the node's `/var/lib/kubelet/config.json`. A key matches by the image's registry host
+/// exactly, the part of the kubelet's keyring (globs, path prefixes) these tests rely on; no
+/// credential provider plugin runs here, so a test whose pull needs one must not rely on this
+/// stand-in's pull.
+fn pull_credentials(pod: &Value, secrets: &[Value], root: &Path) -> Vec<Credentials> {
+    let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or("");
+    let host = registry_host(image);
+    let namespace = &pod["metadata"]["namespace"];
+    let mut configs: Vec<Value> = pod["spec"]["imagePullSecrets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|reference| {
+            secrets.iter().find(|s| {
+                s["metadata"]["namespace"] == *namespace
+                    && s["metadata"]["name"] == reference["name"]
+                    && s["type"] == "kubernetes.io/dockerconfigjson"
+            })
+        })
+        .filter_map(|secret| {
+            let encoded = secret["data"][".dockerconfigjson"].as_str()?;
+            serde_json::from_slice(&STANDARD.decode(encoded).ok()?).ok()
+        })
+        .collect();
+    let node_config = root.join("var/lib/kubelet/config.json");
+    if let Some(config) = std::fs::read(node_config)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
+        configs.push(config);
+    }
+    configs
+        .iter()
+        .filter_map(|config| {
+            let entry = &config["auths"][host.as_str()];
+            if let (Some(username), Some(password)) =
+                (entry["username"].as_str(), entry["password"].as_str())
+            {
+                return Some(Credentials {
+                    username: username.to_string(),
+                    password: password.to_string(),
+                });
+            }
+            let decoded = STANDARD.decode(entry["auth"].as_str()?).ok()?;
+            let (username, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+            Some(Credentials {
+                username: username.to_string(),
+                password: password.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The registry host of an image name (Docker Hub's for a name without one).
+fn registry_host(image: &str) -> String {
+    match image.split_once('/') {
+        Some((first, _)) if first.contains(['.', ':']) || first == "localhost" => first.to_string(),
+        _ => "docker.io".to_string(),
+    }
 }
 
 fn epoch_seconds() -> i64 {
@@ -354,6 +435,28 @@ fn profile(kind: &str) -> Option<SecurityProfile> {
 }
 
 impl Pod {
+    /// PullImage with each of the kubelet's credentials in turn until one pulls (the last
+    /// answer otherwise), anonymously when it has none.
+    async fn pull(
+        &self,
+        images: &mut ImageService,
+        image: &str,
+    ) -> Result<PullOutcome, pullpath::runtime::cri::CriError> {
+        if self.credentials.is_empty() {
+            return images.pull(image, None).await;
+        }
+        let mut last = None;
+        for credentials in &self.credentials {
+            match images.pull(image, Some(credentials)).await {
+                Ok(PullOutcome::Failed { code, message }) => {
+                    last = Some(Ok(PullOutcome::Failed { code, message }))
+                }
+                answer => return answer,
+            }
+        }
+        last.expect("at least one credential was tried")
+    }
+
     fn ns(&self) -> &str {
         self.spec["metadata"]["namespace"].as_str().unwrap_or("")
     }
@@ -475,7 +578,7 @@ impl Pod {
                 self.stuck(started_at, started, state).await;
                 return None;
             }
-            _ => match images.pull(&image, None).await {
+            _ => match self.pull(&mut images, &image).await {
                 Ok(PullOutcome::Pulled { image_ref }) => image_ref,
                 Ok(PullOutcome::Failed { code, message }) => {
                     let rpc = format!("rpc error: code = {code} desc = {message}");

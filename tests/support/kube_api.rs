@@ -51,7 +51,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
-use http_body_util::{BodyExt, Full};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -230,6 +232,11 @@ pub struct PodStore {
     events: Mutex<Vec<Value>>,
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
     created: AtomicU64,
+    /// Open watches of pods: each change is sent to every one as a watch event's
+    /// (`type`, `object`).
+    watchers: Mutex<Vec<tokio::sync::mpsc::UnboundedSender<(&'static str, Value)>>>,
+    /// Counts changes, for the resourceVersion each change gives its pod.
+    revisions: AtomicU64,
 }
 
 impl std::fmt::Debug for PodStore {
@@ -271,10 +278,23 @@ impl PodStore {
         {
             Some(pod) => {
                 pod["status"] = status;
+                pod["metadata"]["resourceVersion"] = json!(format!(
+                    "{}",
+                    200_000 + self.revisions.fetch_add(1, Ordering::SeqCst)
+                ));
+                self.changed("MODIFIED", pod);
                 true
             }
             None => false,
         }
+    }
+
+    /// Tell every open watch of a pod change (`ADDED`, `MODIFIED`, `DELETED`).
+    fn changed(&self, kind: &'static str, pod: &Value) {
+        self.watchers
+            .lock()
+            .expect("watchers")
+            .retain(|w| w.send((kind, pod.clone())).is_ok());
     }
 
     /// A core/v1 Event about a pod, as the kubelet records it (`source.component: kubelet`,
@@ -532,15 +552,18 @@ fn tls() -> (Arc<rustls::ServerConfig>, String) {
     (Arc::new(config), ca_cert.pem())
 }
 
-fn respond(code: u16, body: &Value) -> Response<Full<Bytes>> {
+/// A response body: a whole one, or a watch's stream of events.
+type Body = BoxBody<Bytes, Infallible>;
+
+fn respond(code: u16, body: &Value) -> Response<Body> {
     Response::builder()
         .status(code)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .body(Full::new(Bytes::from(body.to_string())).boxed())
         .expect("response")
 }
 
-fn status(code: u16, reason: &str, message: String, details: Value) -> Response<Full<Bytes>> {
+fn status(code: u16, reason: &str, message: String, details: Value) -> Response<Body> {
     respond(
         code,
         &json!({
@@ -550,7 +573,7 @@ fn status(code: u16, reason: &str, message: String, details: Value) -> Response<
     )
 }
 
-fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Response<Full<Bytes>> {
+fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let query: BTreeMap<String, String> = req
         .uri()
@@ -589,6 +612,15 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
         );
     }
     match segments.as_slice() {
+        ["api", "v1", "namespaces", ns, "pods"]
+            if matches!(query.get("watch").map(String::as_str), Some("true" | "1")) =>
+        {
+            // A watch is its own RBAC verb, apart from list.
+            match pod_fault(world, "watch", ns, None) {
+                Some(refused) => refused,
+                None => watch_pods(world, ns, &query),
+            }
+        }
         ["api", "v1", "namespaces", ns, "pods", name, "log"] => pod_log(world, ns, name, &query),
         ["version"] => respond(
             200,
@@ -610,6 +642,79 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
             json!({}),
         ),
     }
+}
+
+/// A watch of the pods of namespace `ns` (`?watch=true`, with `labelSelector`): the API's
+/// stream of watch events (`{"type": "ADDED"|"MODIFIED"|"DELETED", "object": Pod}`, one JSON
+/// object per line, "Kubernetes API Concepts" § Efficient detection of changes). From
+/// `resourceVersion` 0 or none, the pods that exist come first as ADDED (the API's synthetic
+/// events); the stream ends after `timeoutSeconds` (300 when not given), as the API ends a
+/// watch, and the client watches again.
+fn watch_pods(world: &World, ns: &str, query: &BTreeMap<String, String>) -> Response<Body> {
+    let terms = match label_terms(query) {
+        Ok(terms) => terms,
+        Err(refused) => return refused,
+    };
+    let seconds = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(300);
+    let ns = ns.to_string();
+    let wanted = move |pod: &Value| {
+        pod["metadata"]["namespace"] == ns.as_str() && terms.iter().all(|t| t.matches(pod))
+    };
+    // Subscribed before the pods are read: a change in between is sent twice, never lost.
+    let (changes, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    world.store.watchers.lock().expect("watchers").push(changes);
+    let from_start = matches!(
+        query.get("resourceVersion").map(String::as_str),
+        None | Some("" | "0")
+    );
+    let existing: Vec<Value> = if from_start {
+        world
+            .store
+            .snapshot()
+            .into_iter()
+            .filter(|p| wanted(p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (frames, body) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(64);
+    tokio::spawn(async move {
+        let line = |kind: &str, pod: Value| {
+            let mut text = json!({"type": kind, "object": pod}).to_string();
+            text.push('\n');
+            Ok(Frame::data(Bytes::from(text)))
+        };
+        for pod in existing {
+            if frames.send(line("ADDED", pod)).await.is_err() {
+                return;
+            }
+        }
+        let end = tokio::time::sleep(std::time::Duration::from_secs(seconds));
+        tokio::pin!(end);
+        loop {
+            tokio::select! {
+                () = &mut end => return,
+                () = frames.closed() => return,
+                change = changed.recv() => match change {
+                    Some((kind, pod)) if wanted(&pod) => {
+                        if frames.send(line(kind, pod)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(_) => {}
+                    None => return,
+                },
+            }
+        }
+    });
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(body)).boxed())
+        .expect("response")
 }
 
 fn served(world: &World, group: &str, plural: &str) -> bool {
@@ -637,7 +742,7 @@ fn group_list(world: &World) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-fn resource_list(world: &World, group: &str, version: &str) -> Response<Full<Bytes>> {
+fn resource_list(world: &World, group: &str, version: &str) -> Response<Body> {
     let resources: Vec<Value> = RESOURCES
         .iter()
         .filter(|r| r.group == group && r.version == version && served(world, r.group, r.plural))
@@ -671,7 +776,7 @@ fn objects(
     version: &str,
     rest: &[&str],
     query: &BTreeMap<String, String>,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
     let (namespace, plural, name) = match rest {
         ["namespaces", ns, plural] => (Some(*ns), *plural, None),
         ["namespaces", ns, plural, name] => (Some(*ns), *plural, Some(*name)),
@@ -763,7 +868,6 @@ fn objects(
         };
     }
     let fields = query.get("fieldSelector").map(String::as_str).unwrap_or("");
-    let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
     let Some(field_terms) = parse_field_selector(fields) else {
         return status(
             400,
@@ -772,13 +876,9 @@ fn objects(
             json!({}),
         );
     };
-    let Some(label_terms) = parse_label_selector(labels) else {
-        return status(
-            400,
-            "BadRequest",
-            format!("unable to parse requirement: {labels:?}"),
-            json!({}),
-        );
+    let label_terms = match label_terms(query) {
+        Ok(terms) => terms,
+        Err(refused) => return refused,
     };
     let items: Vec<Value> = candidates
         .into_iter()
@@ -994,6 +1094,19 @@ impl LabelTerm {
     }
 }
 
+/// The request's `labelSelector`, or the API's 400 for one it cannot parse.
+fn label_terms(query: &BTreeMap<String, String>) -> Result<Vec<LabelTerm>, Response<Body>> {
+    let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
+    parse_label_selector(labels).ok_or_else(|| {
+        status(
+            400,
+            "BadRequest",
+            format!("unable to parse requirement: {labels:?}"),
+            json!({}),
+        )
+    })
+}
+
 fn parse_label_selector(text: &str) -> Option<Vec<LabelTerm>> {
     // Split on commas outside parentheses.
     let mut terms = Vec::new();
@@ -1098,12 +1211,7 @@ fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
 }
 
 /// A fault configured for `verb` on pods.
-fn pod_fault(
-    world: &World,
-    verb: &str,
-    ns: &str,
-    name: Option<&str>,
-) -> Option<Response<Full<Bytes>>> {
+fn pod_fault(world: &World, verb: &str, ns: &str, name: Option<&str>) -> Option<Response<Body>> {
     world.faults.iter().find(|f| {
         f.code == 403
             && (f.verb == verb || f.verb == "*")
@@ -1137,7 +1245,7 @@ fn write_pods(
     ns: &str,
     name: Option<&str>,
     query: &BTreeMap<String, String>,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
     let store = &world.store;
     match (req.method().clone(), name) {
         (hyper::Method::POST, None) => {
@@ -1168,6 +1276,9 @@ fn write_pods(
                     json!({"kind": "Pod"}),
                 );
             };
+            if let Some(refused) = namespace_lifecycle(world, ns, &name) {
+                return refused;
+            }
             if let Some(refused) = admit(world, ns, &name, &pod) {
                 return refused;
             }
@@ -1190,6 +1301,7 @@ fn write_pods(
                 pod["metadata"]["resourceVersion"] = json!(format!("{}", 50_000 + count));
                 pod["status"] = json!({"phase": "Pending", "qosClass": "Burstable"});
                 pods.push(pod.clone());
+                store.changed("ADDED", &pod);
             }
             let kubelet = store.kubelet.lock().expect("kubelet").clone();
             if let Some(kubelet) = kubelet {
@@ -1209,6 +1321,7 @@ fn write_pods(
                 Some(at) => {
                     let mut pod = pods.remove(at);
                     pod["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                    store.changed("DELETED", &pod);
                     respond(200, &pod)
                 }
                 None => status(
@@ -1223,20 +1336,18 @@ fn write_pods(
             if let Some(refused) = pod_fault(world, "deletecollection", ns, None) {
                 return refused;
             }
-            let labels = query.get("labelSelector").map(String::as_str).unwrap_or("");
-            let Some(terms) = parse_label_selector(labels) else {
-                return status(
-                    400,
-                    "BadRequest",
-                    format!("unable to parse requirement: {labels:?}"),
-                    json!({}),
-                );
+            let terms = match label_terms(query) {
+                Ok(terms) => terms,
+                Err(refused) => return refused,
             };
             let mut pods = store.pods.lock().expect("pods");
             let (gone, kept): (Vec<Value>, Vec<Value>) = pods.drain(..).partition(|p| {
                 p["metadata"]["namespace"] == ns && terms.iter().all(|t| t.matches(p))
             });
             *pods = kept;
+            for pod in &gone {
+                store.changed("DELETED", pod);
+            }
             let items: Vec<Value> = gone
                 .into_iter()
                 .map(|mut p| {
@@ -1263,7 +1374,42 @@ fn write_pods(
 
 /// Admission of a pod create, after authorization as the apiserver orders it: Pod Security
 /// (a built-in plugin) then validating webhooks. `None`: admitted.
-fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Full<Bytes>>> {
+/// The API's NamespaceLifecycle admission (apiserver `plugin/namespace/lifecycle/admission.go`):
+/// a create in a namespace that does not exist is the namespace get's own 404 (`namespaces "X"
+/// not found`); one in a namespace being deleted is 403 with the plugin's sentence.
+fn namespace_lifecycle(world: &World, ns: &str, name: &str) -> Option<Response<Body>> {
+    let namespace = world
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == ns);
+    match namespace {
+        None => Some(status(
+            404,
+            "NotFound",
+            format!("namespaces \"{ns}\" not found"),
+            json!({"name": ns, "kind": "namespaces"}),
+        )),
+        Some(n) if n["status"]["phase"] == "Terminating" => Some(status(
+            403,
+            "Forbidden",
+            format!(
+                "pods \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"
+            ),
+            json!({"name": name, "kind": "pods"}),
+        )),
+        Some(_) => None,
+    }
+}
+
+/// A Namespace object as the API serves it: Active, with `labels`.
+pub fn namespace(name: &str, labels: Value) -> Value {
+    json!({"kind": "Namespace", "apiVersion": "v1",
+        "metadata": {"name": name, "uid": format!("uid-ns-{name}"), "labels": labels,
+            "creationTimestamp": "2026-09-01T08:00:00Z", "resourceVersion": "120"},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+}
+
+fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Body>> {
     let namespace = world
         .objects
         .iter()
@@ -1455,7 +1601,7 @@ fn pod_log(
     ns: &str,
     name: &str,
     query: &BTreeMap<String, String>,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
     let pod = world
         .store
         .snapshot()
@@ -1501,6 +1647,6 @@ fn pod_log(
     Response::builder()
         .status(200)
         .header("content-type", "text/plain")
-        .body(Full::new(Bytes::from(log)))
+        .body(Full::new(Bytes::from(log)).boxed())
         .expect("response")
 }

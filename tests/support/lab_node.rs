@@ -192,10 +192,11 @@ pub fn node_root(
         NodeImage::Plain => {
             place(&resolv_conf, Path::new("/etc/resolv.conf"));
             place(&hosts, Path::new("/etc/hosts"));
-            place(
-                &lab.status.kubelet.join("root").join("config.json"),
-                Path::new("/var/lib/kubelet/config.json"),
-            );
+            // Only where the scenario gives the node one: many nodes have none.
+            let config_json = lab.status.kubelet.join("root").join("config.json");
+            if config_json.exists() {
+                place(&config_json, Path::new("/var/lib/kubelet/config.json"));
+            }
             tree.file("/var/lib/kubelet/config.yaml", KUBELET_CONFIG, 0o644);
         }
         NodeImage::Al2023 | NodeImage::K3s => unreachable!("image nodes return above"),
