@@ -825,11 +825,14 @@ def restrict_oom() -> str:
     return "" if held else "  restrict_oom_score_adj = true"
 
 
-def containerd_config(base: str, config_path: str = "") -> str:
+def containerd_config(base: str, config_path: str = "", discard_unpacked_layers: bool = False) -> str:
     """The node's containerd configuration: format 2 for 1.6 and 1.7, format 3 for 2.x (whose
     CRI plugin is split into io.containerd.cri.v1.images and .runtime); its hosts directories
-    `config_path` (`base`/certs.d unless given)."""
+    `config_path` (`base`/certs.d unless given); `discard_unpacked_layers` as EKS sets it (on
+    2.1 and later it also makes the CRI plugin pull by itself, not through the transfer
+    service, and so split a `config_path` list)."""
     config_path = config_path or f"{base}/certs.d"
+    discard = "  discard_unpacked_layers = true\n" if discard_unpacked_layers else ""
     common = f"""root = "{base}/root"
 state = "{base}/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
@@ -856,7 +859,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 {common}
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
+{discard}  [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "{REGISTRY}/pause:3.6"
   # The lab's nodes run no containers, so no runtime handler tells the image service which
   # platform and snapshotter to unpack for: say it.
@@ -885,7 +888,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 {restrict_oom()}
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"
-  [plugins."io.containerd.grpc.v1.cri".cni]
+  {discard}  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_PLUGINS}"
     conf_dir = "{base}/cni/conf"
   [plugins."io.containerd.grpc.v1.cri".registry]
@@ -1105,7 +1108,8 @@ def environment_file(text: str) -> dict:
 
 
 def build_al2023_root(root: str):
-    """The AL2023-like node: the lab CA only in the extracted bundle under /etc/pki (what
+    """The AL2023-like node (nodeadm's config2.template.toml: `discard_unpacked_layers`, the
+    two roots): the lab CA only in the extracted bundle under /etc/pki (what
     update-ca-trust writes from the anchors), reached as Go looks for it through absolute links
     (/etc/ssl/certs → /etc/pki/tls/certs, ca-bundle.crt → the extracted bundle, the links of
     Azure Linux's ca-certificates spec; AL2023's own layout is unconfirmed), no hosts.toml `ca`;
@@ -1120,7 +1124,8 @@ def build_al2023_root(root: str):
     node_link(root, "/etc/pki/tls/certs/ca-bundle.crt", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem")
     node_link(root, "/etc/ssl/certs", "/etc/pki/tls/certs")
     os.makedirs(os.path.join(root, "etc/containerd/certs.d"), exist_ok=True)
-    node_file(root, "/etc/containerd/config.toml", containerd_config(containerd_dir("al2023"), AL2023_CONFIG_PATH))
+    node_file(root, "/etc/containerd/config.toml", containerd_config(containerd_dir("al2023"), AL2023_CONFIG_PATH,
+                                                                     discard_unpacked_layers=True))
     node_file(root, f"/etc/docker/certs.d/{REGISTRY}/hosts.toml", f"""server = "https://{REGISTRY}"
 
 [host."https://{CACHE}"]
