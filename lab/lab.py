@@ -35,9 +35,10 @@ is linked to the root namespace, so nothing can leave the lab):
                             EnvironmentFile= of its unit, `config_path` the image's two roots with
                             the registry's hosts.toml (a mirror) in the second; routes to the
                             resolver and the proxy only, so every pull goes through the proxy
-    pp-k3s       10.10.12.2 a k3s-like node: no /etc/containerd, containerd started with
-                            -c /var/lib/rancher/k3s/agent/etc/containerd/config.toml, whose
-                            certs.d alone holds the registry's CA
+    pp-k3s       10.10.12.2 a k3s-like node: no /etc/containerd, containerd started as k3s
+                            starts it (-c /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+                            -a /run/k3s/containerd/containerd.sock), whose certs.d alone holds
+                            the registry's CA; no kubelet process (k3s runs it inside its own)
     pp-router    10.10.N.1  routes between the subnets above, nothing else
 
 Every namespace also has fd00:10:N::2/64 (the router fd00:10:N::1): registry6.example.test has
@@ -735,6 +736,9 @@ def runtime_pid_file(node: str) -> str:
 
 
 def containerd_socket(node: str) -> str:
+    if node == "k3s":
+        # Where k3s's `-a` puts it, inside the node's root (its /run, in containerd's view).
+        return os.path.join(node_image_root(node), K3S_SOCKET.lstrip("/"))
     return os.path.join(containerd_dir(node), "containerd.sock")
 
 
@@ -1081,6 +1085,7 @@ AL2023_PROXY_FILE = "/etc/sysconfig/containerd-proxy"
 K3S_CONFIG = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
 K3S_CERTS = "/var/lib/rancher/k3s/agent/etc/containerd/certs.d"
 K3S_CA = "/var/lib/rancher/k3s/agent/etc/registry-ca.pem"
+K3S_SOCKET = "/run/k3s/containerd/containerd.sock"
 
 
 def node_file(root: str, node_path: str, text: str, mode: int = 0o644):
@@ -1195,7 +1200,23 @@ def var_lib_with(root: str) -> str:
     if STATE.startswith("/var/lib/"):
         top = STATE.removeprefix("/var/lib/").split("/")[0]
         commands += [f"mkdir {staging}/{top}", f"mount --rbind /var/lib/{top} {staging}/{top}"]
-    commands.append(f"mount --move {staging} /var/lib")
+    commands.append(f"mount -n --move {staging} /var/lib")
+    return "".join(f"{c} && " for c in commands)
+
+
+def run_with(root: str) -> str:
+    """Shell commands giving containerd's mount namespace the node's /run (where k3s's socket
+    goes), with this machine's /run/netns kept (pod network namespaces): a tmpfs with both bound
+    in, moved over /run."""
+    staging = os.path.join(root, ".run")
+    os.makedirs(os.path.join(root, "run"), exist_ok=True)
+    os.makedirs(staging, exist_ok=True)
+    commands = [f"mount -t tmpfs -o mode=0755 pp-node-run {staging}",
+                f"mkdir {staging}/k3s {staging}/netns",
+                f"mount --rbind {root}/run/k3s {staging}/k3s"]
+    if os.path.isdir("/run/netns"):
+        commands.append(f"mount --rbind /run/netns {staging}/netns")
+    commands.append(f"mount -n --move {staging} /run")
     return "".join(f"{c} && " for c in commands)
 
 
@@ -1219,7 +1240,12 @@ def start_image_node(node: str, fresh: bool):
         launch_containerd(node, overlay_etc(root), [], env, service_env=True)
     else:
         build_k3s_root(root)
-        launch_containerd(node, var_lib_with(root), ["-c", K3S_CONFIG], service_env=True)
+        os.makedirs(os.path.join(root, os.path.dirname(K3S_SOCKET).lstrip("/")))
+        # k3s's own command line for its containerd (pkg/agent/containerd getContainerdArgs);
+        # state and content under the lab's containerd directory, as every lab node's.
+        launch_containerd(node, var_lib_with(root) + run_with(root),
+                          ["-c", K3S_CONFIG, "-a", K3S_SOCKET, "--state", os.path.join(base, "state"),
+                           "--root", os.path.join(base, "root")], service_env=True)
 
 
 def push_images(large: bool):

@@ -704,8 +704,9 @@ fn probe_reports(scratch: &Path) -> BTreeMap<String, Value> {
 ///   decides: without the proxy no route, without /etc/pki no trust, without the second root
 ///   the registry itself, which refuses an anonymous pull of the image.
 /// - k3s: no /etc/containerd (the probe pod mounts `/` and does not FailedMount), containerd
-///   started with k3s's `-c`, its socket where the kubelet's `--container-runtime-endpoint`
-///   says, the registry's CA only in k3s's certs.d.
+///   started with k3s's `-c` and `-a /run/k3s/containerd/containerd.sock`, no kubelet process
+///   (k3s runs it inside its own), the registry's CA and alice's credential only in k3s's
+///   config.toml and certs.d.
 ///
 /// `fleet --runtime-pull` gives each the verdict its own containerd gives: both pass on the
 /// healthy lab; when the proxy wants credentials the AL2023 node's EnvironmentFile lacks, it
@@ -786,7 +787,12 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
         json!(["/var/lib/rancher/k3s/agent/etc/containerd/certs.d"]),
         "{k3s:#}"
     );
-    // Its runtime pull (passed above) went to the one socket the node has, the kubelet's.
+    // The credential is containerd's own, which the kubelet never sends.
+    assert_eq!(
+        k3s["credentials"]["attempts"][0]["source"], "containerd-config",
+        "{k3s:#}"
+    );
+    // Its runtime pull (passed above) went to the one socket the node has, containerd's -a.
     assert!(!roots[1].join("run/containerd/containerd.sock").exists());
     assert!(roots[1].join("run/k3s/containerd/containerd.sock").exists());
     let config = server.kubeconfig(scratch.path(), "default");

@@ -25,10 +25,10 @@ pub enum NodeImage {
     /// in the second root (lab.py `build_al2023_root`); the kubelet's flags as nodeadm writes
     /// them, its ECR credential provider matching no lab image.
     Al2023,
-    /// k3s, the lab's `k3s` node: no /etc/containerd, containerd started with
-    /// `-c /var/lib/rancher/k3s/agent/etc/containerd/config.toml`, its socket at
-    /// /run/k3s/containerd/containerd.sock, which the kubelet's `--container-runtime-endpoint`
-    /// names (lab.py `build_k3s_root`).
+    /// k3s, the lab's `k3s` node: no /etc/containerd, containerd started as k3s starts it
+    /// (`-c /var/lib/rancher/k3s/agent/etc/containerd/config.toml -a
+    /// /run/k3s/containerd/containerd.sock`), and no kubelet process: the `k3s agent` process
+    /// runs it inside (lab.py `build_k3s_root`).
     K3s,
 }
 
@@ -58,15 +58,9 @@ impl NodeImage {
                 "--cloud-provider=external",
                 "--node-labels=eks.amazonaws.com/nodegroup=al2023",
             ],
-            NodeImage::K3s => &[
-                "/usr/local/bin/kubelet",
-                "--container-runtime-endpoint=unix:///run/k3s/containerd/containerd.sock",
-                "--root-dir=/var/lib/kubelet",
-                "--kubeconfig=/var/lib/rancher/k3s/agent/kubelet.kubeconfig",
-                "--resolv-conf=/etc/resolv.conf",
-                "--node-ip=10.10.12.2",
-                "--cgroup-driver=cgroupfs",
-            ],
+            // No kubelet process: k3s runs the kubelet inside its own (`pkg/daemons/executor`
+            // `Embedded.Kubelet`), its flags never on a command line.
+            NodeImage::K3s => &["/usr/local/bin/k3s", "agent"],
         };
         let mut command: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         if self == NodeImage::AksUbuntu {
@@ -85,14 +79,6 @@ impl NodeImage {
 const KUBELET_CONFIG: &str = r#"{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
   "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock", "cgroupDriver": "systemd"}
 "#;
-
-/// Where an image node's containerd socket is, as its kubelet names it.
-fn image_socket(image: NodeImage) -> &'static str {
-    match image {
-        NodeImage::K3s => "/run/k3s/containerd/containerd.sock",
-        _ => "/run/containerd/containerd.sock",
-    }
-}
 
 /// AL2023's ECR credential provider (nodeadm's `image-credential-provider/config.json`):
 /// matchImages of ECR only, so no lab image gets a credential from it.
@@ -116,8 +102,11 @@ fn copy_image_root(from: &Path, root: &Path) {
             let path = entry.path();
             let to = at.join(entry.file_name());
             match entry.file_type() {
-                // lab.py's staging mount point for the node's /var/lib, no node path.
-                Ok(t) if t.is_dir() && entry.file_name() == ".var-lib" => {}
+                // lab.py's staging mount points for the node's /var/lib and /run.
+                Ok(t)
+                    if t.is_dir()
+                        && [".var-lib", ".run"]
+                            .contains(&entry.file_name().to_str().unwrap_or("")) => {}
                 Ok(t) if t.is_dir() => pending.push(path),
                 Ok(t) if t.is_symlink() => {
                     let target = std::fs::read_link(&path).expect("link");
@@ -185,7 +174,13 @@ pub fn node_root(
                 0o644,
             );
         }
-        place(lab.socket(containerd), Path::new(image_socket(image)));
+        // k3s's socket is in its root already, where its containerd's `-a` put it.
+        if image == NodeImage::Al2023 {
+            place(
+                lab.socket(containerd),
+                Path::new("/run/containerd/containerd.sock"),
+            );
+        }
         return root;
     }
     match image {
