@@ -9,7 +9,8 @@
     lab.py fetch-runtimes      fetch containerd 1.7 and 2.1 (PULLPATH_LAB_CONTAINERD=1.7|2.1 runs them)
     lab.py podman-pull IMAGE [USER:PASSWORD]
                                pull with podman in the node's namespace (the second runtime)
-    lab.py down                stop everything and remove every trace
+    lab.py down                stop everything and remove every trace (test.lock stays while a
+                               test or a restart under `flock` holds it)
 
 Topology (every address lives only inside these namespaces; none has a default route, and none
 is linked to the root namespace, so nothing can leave the lab):
@@ -29,6 +30,15 @@ is linked to the root namespace, so nothing can leave the lab):
     (pp-blob's nginx also serves front.example.test, a registry.k8s.io-style front that 307s
      every /v2/ request to the registry, and the blobs over plain HTTP on port 80)
     pp-proxy     10.10.9.2  tinyproxy on 3128: the runtime's HTTPS_PROXY in the proxy scenarios
+    pp-al2023    10.10.11.2 an Amazon-Linux-2023-like node (node_image_root): its trust only under
+                            /etc/pki behind the /etc/ssl/certs link, containerd's proxy in the
+                            EnvironmentFile= of its unit, `config_path` the image's two roots with
+                            the registry's hosts.toml (a mirror) in the second; routes to the
+                            resolver and the proxy only, so every pull goes through the proxy
+    pp-k3s       10.10.12.2 a k3s-like node: no /etc/containerd, containerd started as k3s
+                            starts it (-c /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+                            -a /run/k3s/containerd/containerd.sock), whose certs.d alone holds
+                            the registry's CA; no kubelet process (k3s runs it inside its own)
     pp-router    10.10.N.1  routes between the subnets above, nothing else
 
 Every namespace also has fd00:10:N::2/64 (the router fd00:10:N::1): registry6.example.test has
@@ -36,6 +46,7 @@ only an AAAA record, registry46.example.test both an A and an AAAA record.
 """
 
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -64,8 +75,17 @@ HOSTS = {
     "mirror": 8,
     "proxy": 9,
     "node2": 10,
+    "al2023": 11,
+    "k3s": 12,
 }
-NODES = {"node": "pp-node", "old-node": "pp-oldnode", "node2": "pp-node2"}
+NODES = {"node": "pp-node", "old-node": "pp-oldnode", "node2": "pp-node2", "al2023": "pp-al2023",
+         "k3s": "pp-k3s"}
+# Nodes laid out as a node image (node_image_root): their containerd sees the image's files at
+# their node paths, in a mount namespace of its own; scenarios leave them as they are.
+IMAGE_NODES = ("al2023", "k3s")
+# Subnets a namespace reaches (every other one when not listed): the AL2023-like node only its
+# resolver and the proxy.
+ONLY_ROUTES = {"al2023": ("dns", "proxy")}
 NODE_RESOLVER = "10.10.5.2"
 CLUSTER_RESOLVER = "10.10.5.3"
 REGISTRY = "registry.example.test"
@@ -157,16 +177,23 @@ def log_tail(log: str, lines: int = 30) -> str:
 # ---------------------------------------------------------------- processes
 
 
-def start(server: str, namespace: str, *cmd, env: dict = None):
+# The environment systemd gives a service before its unit's own settings (systemd.exec(5)).
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def start(server: str, namespace: str, *cmd, env: dict = None, service_env: bool = False):
     """Start a server inside a namespace, detached, logging to LOGS/server.log; `env` is added
-    to its environment (as a systemd drop-in's Environment= would)."""
+    to its environment (as a systemd drop-in's Environment= would). With `service_env`, its
+    environment is a systemd service's, `env` and systemd's PATH only, nothing of the caller's
+    (whose SSL_CERT_FILE, say, would change the trust a Go program loads)."""
     stop(server)
     log = os.path.join(LOGS, f"{server}.log")
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", namespace, *cmd],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**({"PATH": SYSTEMD_PATH} if service_env else os.environ), **(env or {})},
+            cwd="/" if service_env else None,
         )
     with open(os.path.join(PIDS, f"{server}.pid"), "w") as f:
         f.write(str(proc.pid))
@@ -269,7 +296,7 @@ def restore_routes():
     """The baseline: every host reaches every other subnet through the router; no default route."""
     for name in HOSTS:
         for other in HOSTS:
-            if other != name:
+            if other != name and other in ONLY_ROUTES.get(name, HOSTS):
                 in_ns(name, "ip", "route", "replace", f"10.10.{HOSTS[other]}.0/24", "via", addr(name, 1))
                 in_ns(name, "ip", "-6", "route", "replace", subnet6(other), "via", addr6(name, 1))
 
@@ -418,8 +445,8 @@ def node_files(hosts_extra: str = "", hosts_on: dict = None):
     """The nodes' resolv.conf and hosts; `hosts_extra` goes into the first pool's nodes' hosts
     files, `hosts_on` ({namespace: lines}) into one node's."""
     hosts_on = hosts_on or {}
-    for name in ("node", "oldnode", "node2"):
-        extra = (hosts_extra if name != "node2" else "") + hosts_on.get(name, "")
+    for name in ("node", "oldnode", "node2", *IMAGE_NODES):
+        extra = (hosts_extra if name in ("node", "oldnode") else "") + hosts_on.get(name, "")
         write(f"/etc/netns/{ns(name)}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
         write(f"/etc/netns/{ns(name)}/hosts", "127.0.0.1 localhost\n::1 localhost\n" + extra)
     write(f"/etc/netns/{ns('proxy')}/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
@@ -709,6 +736,9 @@ def runtime_pid_file(node: str) -> str:
 
 
 def containerd_socket(node: str) -> str:
+    if node == "k3s":
+        # Where k3s's `-a` puts it, inside the node's root (its /run, in containerd's view).
+        return os.path.join(node_image_root(node), K3S_SOCKET.lstrip("/"))
     return os.path.join(containerd_dir(node), "containerd.sock")
 
 
@@ -799,9 +829,14 @@ def restrict_oom() -> str:
     return "" if held else "  restrict_oom_score_adj = true"
 
 
-def containerd_config(base: str) -> str:
+def containerd_config(base: str, config_path: str = "", discard_unpacked_layers: bool = False) -> str:
     """The node's containerd configuration: format 2 for 1.6 and 1.7, format 3 for 2.x (whose
-    CRI plugin is split into io.containerd.cri.v1.images and .runtime)."""
+    CRI plugin is split into io.containerd.cri.v1.images and .runtime); its hosts directories
+    `config_path` (`base`/certs.d unless given); `discard_unpacked_layers` as EKS sets it (on
+    2.1 and later it also makes the CRI plugin pull by itself, not through the transfer
+    service, and so split a `config_path` list)."""
+    config_path = config_path or f"{base}/certs.d"
+    discard = "  discard_unpacked_layers = true\n" if discard_unpacked_layers else ""
     common = f"""root = "{base}/root"
 state = "{base}/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
@@ -828,7 +863,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 {common}
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
+{discard}  [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "{REGISTRY}/pause:3.6"
   # The lab's nodes run no containers, so no runtime handler tells the image service which
   # platform and snapshotter to unpack for: say it.
@@ -836,7 +871,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     platform = "linux/{HOST_ARCH}"
     snapshotter = "native"
   [plugins."io.containerd.cri.v1.images".registry]
-    config_path = "{base}/certs.d"
+    config_path = "{config_path}"
 
 # 2.x pulls through the transfer service, which unpacks for the platforms it is told.
 [plugins."io.containerd.transfer.v1.local"]
@@ -857,11 +892,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 {restrict_oom()}
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"
-  [plugins."io.containerd.grpc.v1.cri".cni]
+  {discard}  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_PLUGINS}"
     conf_dir = "{base}/cni/conf"
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "{base}/certs.d"
+    config_path = "{config_path}"
 """
 
 
@@ -958,6 +993,8 @@ def cgroup_mounts() -> str:
 def start_containerd(node: str, fresh: bool, mirrors: tuple = (), env: dict = None, hosts_files: tuple = ()):
     """Restart a node's containerd; `mirrors` ((host, "pull,resolve"), …) go into its hosts.toml
     ahead of the registry; `hosts_files` ((directory, text), …) are written last."""
+    if node in IMAGE_NODES:
+        return start_image_node(node, fresh)
     base = containerd_dir(node)
     server = f"containerd-{node}"
     stop(server)
@@ -995,14 +1032,22 @@ ca = "{PKI}/ca.pem"
     conf = os.path.join(base, "config.toml")
     write(conf, containerd_config(base))
     write_cni_conf(base)
+    launch_containerd(node, "", ["--config", conf], env)
+
+
+def launch_containerd(node: str, prelude: str, args: list, env: dict = None, service_env: bool = False):
+    """Start a node's containerd with `args` in the node's namespace, after the shell commands
+    `prelude` (each ending in `&& `) set up its mount namespace, and wait until it answers;
+    `service_env`: with a systemd service's environment and `env` only."""
+    server = f"containerd-{node}"
     # `ip netns exec` gives the command a fresh /sys without this machine's cgroup mounts, and
     # runc cannot run a pod's containers without them ("no cgroup mount found in mountinfo"):
     # containerd starts after they are mounted again in its own mount namespace.
     # Each node's containerd is pid 1 of a pid namespace of its own, as on a node where a hostPID
     # probe pod sees that node's processes only (its containerd, its kubelet), never another
     # lab node's. `--kill-child` takes it down with the unshare the lab stops.
-    start(server, NODES[node], "sh", "-c", f'{cgroup_mounts()}exec "$0" "$@"', "unshare", "--pid",
-          "--kill-child", "--mount-proc", containerd_binary(), "--config", conf, env=env)
+    start(server, NODES[node], "sh", "-c", f'{cgroup_mounts()}{prelude}exec "$0" "$@"', "unshare", "--pid",
+          "--kill-child", "--mount-proc", containerd_binary(), *args, env=env, service_env=service_env)
     try:
         os.remove(runtime_pid_file(node))
     except FileNotFoundError:
@@ -1021,6 +1066,186 @@ ca = "{PKI}/ca.pem"
         time.sleep(0.05)
     log = os.path.join(LOGS, f"{server}.log")
     raise SetupFailed(f"{server} in {NODES[node]} did not answer on {containerd_socket(node)}; its log ({log}):\n{log_tail(log)}")
+
+
+# ---------------------------------------------------------------- nodes laid out as node images
+
+
+def node_image_root(node: str) -> str:
+    """The node's `/` as its image lays it out (only the files its containerd and a probe pod
+    read): what that node's containerd sees at those node paths, and what tests mount as its
+    probe pod's /host (tests/support/lab_node.rs)."""
+    return os.path.join(STATE, "roots", NODES[node])
+
+
+# Amazon Linux 2023 (../shared/notes/nodes.md §2, §3): containerd's config_path is the image's
+# two roots, its system trust the Fedora layout.
+AL2023_CONFIG_PATH = "/etc/containerd/certs.d:/etc/docker/certs.d"
+AL2023_PROXY_FILE = "/etc/sysconfig/containerd-proxy"
+K3S_CONFIG = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+K3S_CERTS = "/var/lib/rancher/k3s/agent/etc/containerd/certs.d"
+K3S_CA = "/var/lib/rancher/k3s/agent/etc/registry-ca.pem"
+K3S_SOCKET = "/run/k3s/containerd/containerd.sock"
+
+
+def node_file(root: str, node_path: str, text: str, mode: int = 0o644):
+    path = os.path.join(root, node_path.lstrip("/"))
+    write(path, text)
+    os.chmod(path, mode)
+
+
+def node_link(root: str, node_path: str, target: str):
+    path = os.path.join(root, node_path.lstrip("/"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(target, path)
+
+
+def environment_file(text: str) -> dict:
+    """An `EnvironmentFile=`'s variables as systemd reads the lab's (KEY=VALUE lines, `#` and
+    `;` comments, no quoting used)."""
+    env = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", ";")) and "=" in line:
+            key, value = line.split("=", 1)
+            env[key.strip()] = value.strip()
+    return env
+
+
+def build_al2023_root(root: str):
+    """The AL2023-like node (nodeadm's config2.template.toml: `discard_unpacked_layers`, the
+    two roots): the lab CA only in the extracted bundle under /etc/pki (what
+    update-ca-trust writes from the anchors), reached as Go looks for it through absolute links
+    (/etc/ssl/certs → /etc/pki/tls/certs, ca-bundle.crt → the extracted bundle, the links of
+    Azure Linux's ca-certificates spec; AL2023's own layout is unconfirmed), no hosts.toml `ca`;
+    containerd's unit with its proxy in an EnvironmentFile=; config.toml at containerd's default
+    path naming both roots; the registry's hosts.toml, a mirror, only in /etc/docker/certs.d."""
+    with open(os.path.join(PKI, "ca.pem")) as f:
+        ca = f.read()
+    node_file(root, "/etc/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
+    node_file(root, "/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")
+    node_file(root, "/etc/pki/ca-trust/source/anchors/pullpath-lab-ca.pem", ca)
+    node_file(root, "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", ca)
+    node_link(root, "/etc/pki/tls/certs/ca-bundle.crt", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem")
+    node_link(root, "/etc/ssl/certs", "/etc/pki/tls/certs")
+    os.makedirs(os.path.join(root, "etc/containerd/certs.d"), exist_ok=True)
+    node_file(root, "/etc/containerd/config.toml", containerd_config(containerd_dir("al2023"), AL2023_CONFIG_PATH,
+                                                                     discard_unpacked_layers=True))
+    node_file(root, f"/etc/docker/certs.d/{REGISTRY}/hosts.toml", f"""server = "https://{REGISTRY}"
+
+[host."https://{CACHE}"]
+  capabilities = ["pull", "resolve"]
+""")
+    node_file(root, "/usr/lib/systemd/system/containerd.service",
+              "[Unit]\nDescription=containerd container runtime\n\n[Service]\nExecStart=/usr/bin/containerd\n")
+    node_file(root, "/etc/systemd/system/containerd.service.d/http-proxy.conf",
+              f"[Service]\nEnvironmentFile={AL2023_PROXY_FILE}\n")
+    node_file(root, AL2023_PROXY_FILE, f"HTTPS_PROXY={PROXY_URL}\nNO_PROXY=localhost,127.0.0.1\n")
+
+
+def build_k3s_root(root: str):
+    """The k3s-like node: no /etc/containerd; k3s's generated config.toml and certs.d under
+    /var/lib/rancher (from /etc/rancher/k3s/registries.yaml, whose CA file and credentials it
+    names), the registry's CA only there: the machine's own trust (the node's /etc/ssl) lacks
+    the lab CA; alice's credential only in config.toml's `registry.configs`."""
+    with open(os.path.join(PKI, "ca.pem")) as f:
+        ca = f.read()
+    node_file(root, "/etc/resolv.conf", f"nameserver {NODE_RESOLVER}\n")
+    node_file(root, "/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")
+    # The host distribution's trust, as this machine's containerd sees it (without the lab CA).
+    os.makedirs(os.path.join(root, "etc/ssl/certs"))
+    shutil.copy("/etc/ssl/certs/ca-certificates.crt", os.path.join(root, "etc/ssl/certs/ca-certificates.crt"))
+    user, password = "alice", "alice-secret"
+    node_file(root, "/etc/rancher/k3s/registries.yaml",
+              f"configs:\n  \"{REGISTRY}\":\n    auth:\n      username: {user}\n      password: {password}\n"
+              f"    tls:\n      ca_file: {K3S_CA}\n", 0o600)
+    node_file(root, K3S_CA, ca)
+    # k3s writes registries.yaml's credentials into config.toml (plaintext, root-only): the
+    # registry's credential comes from containerd itself, the kubelet sends none.
+    plugin = "io.containerd.cri.v1.images" if containerd_version().startswith("2.") else "io.containerd.grpc.v1.cri"
+    node_file(root, K3S_CONFIG, containerd_config(containerd_dir("k3s"), K3S_CERTS) + f"""
+[plugins."{plugin}".registry.configs."{REGISTRY}".auth]
+  username = "{user}"
+  password = "{password}"
+""", 0o600)
+    node_file(root, f"{K3S_CERTS}/{REGISTRY}/hosts.toml", f"""server = "https://{REGISTRY}"
+
+[host."https://{REGISTRY}"]
+  capabilities = ["pull", "resolve"]
+  ca = ["{K3S_CA}"]
+""")
+
+
+def overlay_etc(root: str) -> str:
+    """Shell commands laying the node's /etc over this machine's in containerd's mount
+    namespace: each directory of the node's /etc replaces this machine's whole (an opaque
+    directory), its files win, and /etc/pki exists only as the node has it."""
+    etc = os.path.join(root, "etc")
+    for entry in os.listdir(etc):
+        path = os.path.join(etc, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.setxattr(path, "trusted.overlay.opaque", b"y")
+    return f"mount -t overlay pp-node-etc -o ro,lowerdir={etc}:/etc /etc && "
+
+
+def var_lib_with(root: str) -> str:
+    """Shell commands giving containerd's mount namespace a /var/lib holding the node's
+    /var/lib/rancher (this machine has none) and the lab's state: a tmpfs with both bound in,
+    moved over /var/lib."""
+    staging = os.path.join(root, ".var-lib")
+    os.makedirs(staging, exist_ok=True)
+    commands = [f"mount -t tmpfs -o mode=0755 pp-node-var-lib {staging}",
+                f"mkdir {staging}/rancher",
+                f"mount --rbind {root}/var/lib/rancher {staging}/rancher"]
+    if STATE.startswith("/var/lib/"):
+        top = STATE.removeprefix("/var/lib/").split("/")[0]
+        commands += [f"mkdir {staging}/{top}", f"mount --rbind /var/lib/{top} {staging}/{top}"]
+    commands.append(f"mount -n --move {staging} /var/lib")
+    return "".join(f"{c} && " for c in commands)
+
+
+def run_with(root: str) -> str:
+    """Shell commands giving containerd's mount namespace the node's /run (where k3s's socket
+    goes), with this machine's /run/netns kept (pod network namespaces): a tmpfs with both bound
+    in, moved over /run."""
+    staging = os.path.join(root, ".run")
+    os.makedirs(os.path.join(root, "run"), exist_ok=True)
+    os.makedirs(staging, exist_ok=True)
+    commands = [f"mount -t tmpfs -o mode=0755 pp-node-run {staging}",
+                f"mkdir {staging}/k3s {staging}/netns",
+                f"mount --rbind {root}/run/k3s {staging}/k3s"]
+    if os.path.isdir("/run/netns"):
+        commands.append(f"mount --rbind /run/netns {staging}/netns")
+    commands.append(f"mount -n --move {staging} /run")
+    return "".join(f"{c} && " for c in commands)
+
+
+def start_image_node(node: str, fresh: bool):
+    """A node laid out as its image: its root rebuilt, its containerd (state and socket under
+    the lab's containerd directory, as every lab node's) started as the image starts it, seeing
+    the image's files at their node paths."""
+    base = containerd_dir(node)
+    stop(f"containerd-{node}")
+    if fresh:
+        shutil.rmtree(os.path.join(base, "root"), ignore_errors=True)
+    write_cni_conf(base)
+    root = node_image_root(node)
+    shutil.rmtree(root, ignore_errors=True)
+    if node == "al2023":
+        build_al2023_root(root)
+        # systemd's EnvironmentFile= of the unit's drop-in: containerd's only proxy setting.
+        with open(os.path.join(root, AL2023_PROXY_FILE.lstrip("/"))) as f:
+            env = environment_file(f.read())
+        # No --config: containerd reads its default /etc/containerd/config.toml, the node's.
+        launch_containerd(node, overlay_etc(root), [], env, service_env=True)
+    else:
+        build_k3s_root(root)
+        os.makedirs(os.path.join(root, os.path.dirname(K3S_SOCKET).lstrip("/")))
+        # k3s's own command line for its containerd (pkg/agent/containerd getContainerdArgs);
+        # state and content under the lab's containerd directory, as every lab node's.
+        launch_containerd(node, var_lib_with(root) + run_with(root),
+                          ["-c", K3S_CONFIG, "-a", K3S_SOCKET, "--state", os.path.join(base, "state"),
+                           "--root", os.path.join(base, "root")], service_env=True)
 
 
 def push_images(large: bool):
@@ -1232,6 +1457,7 @@ def up(large: bool):
         ("containerd on node", lambda: start_containerd("node", fresh=True)),
         ("containerd on old-node", lambda: start_containerd("old-node", fresh=True)),
         ("containerd on node2", lambda: start_containerd("node2", fresh=True)),
+        *((f"containerd on {n} (node image)", lambda n=n: start_image_node(n, fresh=True)) for n in IMAGE_NODES),
         ("pre-pull on old-node", lambda: pull_on("old-node", f"{REGISTRY}/team-a/small:v1", "alice", "alice-secret")),
     ]
     for title, fn in steps:
@@ -1287,8 +1513,36 @@ def down():
         mounts = [line.split()[1] for line in f if line.split()[1].startswith(STATE)]
     for mount in reversed(mounts):
         run("umount", "-l", mount, check=False)
+    lock = os.path.join(STATE, "test.lock")
+    if lock_held(lock):
+        # A test (or a restart run under `flock`) holds the lab's lock, and tests waiting for
+        # it wait on this very file: it stays, and everything else of the lab goes.
+        for entry in os.listdir(STATE):
+            path = os.path.join(STATE, entry)
+            if path != lock:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+        print(f"lab is down ({lock} kept: it is held)")
+        return
     shutil.rmtree(STATE, ignore_errors=True)
     print("lab is down")
+
+
+def lock_held(path: str) -> bool:
+    """Whether some process holds the flock on `path` (tests' LabGuard, `flock(1)`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def leftovers_of_lab() -> list:
@@ -1344,6 +1598,7 @@ def status() -> dict:
     out["logs"] = LOGS
     out["pids"] = {server: pid_of(server) for server in out["servers"] if pid_of(server)}
     out["systemd"] = systemd_dir()
+    out["roots"] = {node: node_image_root(node) for node in IMAGE_NODES}
     out["kubelet"] = KUBELET
     out["containerd"] = containerd_version()
     return out

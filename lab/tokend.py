@@ -10,8 +10,9 @@ the registry trusts through its `rootcertbundle`.
 Identities and what they may do:
   anonymous  pull on public/* and pause (the sandbox image, public as registry.k8s.io's is);
              asking for anything else is refused with 401
-  alice      pull on team-a/* and public/*; other repositories get a token without that scope
-             (the registry then answers insufficient_scope, as hosted registries do)
+  alice      pull on team-a/* and public/*, and on what anonymous may pull (a public repository
+             is public to a signed-in identity too, as on hosted registries); other repositories
+             get a token without that scope (the registry then answers insufficient_scope)
   admin      push and pull everywhere (the lab uses it to push the test images)
 
 Only standard library and the `openssl` command: no packages to install.
@@ -132,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
         who = self.identity(username, password)
         if who is False:
             return self.unauthorized("invalid username or password")
-        rules = ANONYMOUS if who is None else USERS[who][1]
+        rules = ANONYMOUS if who is None else {**ANONYMOUS, **USERS[who][1]}
         access = []
         for kind, name, wanted in parse_scopes(scopes):
             if kind != "repository":

@@ -69,7 +69,10 @@ pub fn probe(
     // node's socket under its root.
     let endpoint = match &args.runtime_endpoint {
         Some(given) => given.clone(),
-        None => probe::kubelet_config::runtime_endpoint(&node, kubelet.as_ref()).value,
+        None => {
+            probe::kubelet_config::runtime_endpoint(&node, kubelet.as_ref(), containerd.as_ref())
+                .value
+        }
     };
     let node_socket = PathBuf::from(endpoint.strip_prefix("unix://").unwrap_or(&endpoint));
     let socket = node.resolve(&node_socket).unwrap_or(node_socket);

@@ -148,34 +148,58 @@ fn cluster(
     image: NodeImage,
     api_only: Vec<Value>,
 ) -> (ApiServer, Arc<CriKubelet>, PathBuf) {
-    let root = node_root(lab, scratch, "node", "node", image);
-    let nodes = BTreeMap::from([(
-        NODE.to_string(),
-        CriNode {
-            root: root.clone(),
-            socket: lab.socket("node").to_path_buf(),
-            runtime_pid: lab.runtime_pid("node"),
-            kubelet_command: image.kubelet_command(),
-            kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-        },
-    )]);
+    let (server, kubelet, mut roots) = cluster_of(
+        lab,
+        scratch,
+        &[(node_object(NODE), "node", image)],
+        api_only,
+    );
+    (server, kubelet, roots.remove(0))
+}
+
+/// The API stand-in with `nodes` (each its Node object, the lab node whose containerd runs its
+/// pods, and that node's image) and the `api_only` objects (nodes no kubelet runs, Secrets,
+/// workloads); their node roots.
+fn cluster_of(
+    lab: &LabGuard,
+    scratch: &Path,
+    nodes: &[(Value, &str, NodeImage)],
+    api_only: Vec<Value>,
+) -> (ApiServer, Arc<CriKubelet>, Vec<PathBuf>) {
+    let mut roots = Vec::new();
+    let mut kubelets = BTreeMap::new();
+    for (object, lab_node, image) in nodes {
+        let root = node_root(lab, scratch, lab_node, lab_node, *image);
+        let name = object["metadata"]["name"].as_str().expect("a node name");
+        kubelets.insert(
+            name.to_string(),
+            CriNode {
+                root: root.clone(),
+                socket: lab.socket(lab_node).to_path_buf(),
+                runtime_pid: lab.runtime_pid(lab_node),
+                kubelet_command: image.kubelet_command(),
+                kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+            },
+        );
+        roots.push(root);
+    }
     // The kubelet reads the Secrets a pod's imagePullSecrets name from the API.
     let secrets = api_only
         .iter()
         .filter(|o| o["kind"] == "Secret")
         .cloned()
         .collect();
-    let kubelet = Arc::new(CriKubelet::new(nodes, scratch.join("pods")).with_secrets(secrets));
-    let mut objects = vec![
-        node_object(NODE),
+    let kubelet = Arc::new(CriKubelet::new(kubelets, scratch.join("pods")).with_secrets(secrets));
+    let mut objects: Vec<Value> = nodes.iter().map(|(object, _, _)| object.clone()).collect();
+    objects.extend([
         kube_api::namespace("default", json!({})),
         kube_api::namespace("pullpath", json!({})),
         kube_api::namespace("shop", json!({})),
-    ];
+    ]);
     objects.extend(api_only);
     let world = World::from_objects(objects).with_kubelet(kubelet.clone());
     let server = ApiServer::start(world);
-    (server, kubelet, root)
+    (server, kubelet, roots)
 }
 
 /// The lab on `scenario`, with the probe image built from this tree and held by the lab
@@ -208,7 +232,7 @@ async fn held(lab: &LabGuard, image: &str) -> Option<String> {
 }
 
 /// `pullpath fleet IMAGE --all-nodes --runtime-pull` against the stand-in, with only the probe
-/// image named (and `extra`): its report and all it printed. When `NODE` did not pass, the
+/// image named (and `extra`): its report and all it printed. When a node did not pass, the
 /// cluster's events and the probe pods' logs are printed too, to read the failure by.
 fn fleet(server: &ApiServer, scratch: &Path, probe: &str, extra: &[&str]) -> (Value, String) {
     let config = server.kubeconfig(scratch, "default");
@@ -232,7 +256,8 @@ fn fleet(server: &ApiServer, scratch: &Path, probe: &str, extra: &[&str]) -> (Va
         .expect("pullpath fleet runs");
     println!("fleet took {:?}", started.elapsed());
     let report = support::fleet_report(&out);
-    if support::fleet_row(&report, NODE)["status"] != "passed" {
+    let rows = report["nodes"].as_array().into_iter().flatten();
+    if rows.clone().count() == 0 || rows.clone().any(|r| r["status"] != "passed") {
         let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
         let logs = Command::new("sh")
             .arg("-c")
@@ -612,6 +637,220 @@ async fn the_kubelets_own_pull_sits_beside_the_probes_verdict() {
     let printed = String::from_utf8_lossy(&text.stdout);
     assert!(printed.contains("[kubelet agrees: pulled]"), "{printed}");
     all_gone(&server, &kubelet);
+}
+
+/// The Amazon-Linux-2023-like node of the stand-in cluster (an EKS node name).
+const AL2023_NODE: &str = "ip-10-10-11-2.ec2.internal";
+/// The k3s-like node.
+const K3S_NODE: &str = "k3s-agent-1";
+
+/// A node laid out as a node image, its pool by `pool_label`, its runtime the lab's containerd.
+fn image_node_object(
+    lab: &LabGuard,
+    name: &str,
+    pool_label: (&str, &str),
+    os_image: &str,
+) -> Value {
+    let mut node = node_object(name);
+    let labels = node["metadata"]["labels"].as_object_mut().expect("labels");
+    labels.remove("kubernetes.azure.com/agentpool");
+    labels.remove("agentpool");
+    labels.insert(pool_label.0.into(), pool_label.1.into());
+    let version = match lab.status.containerd.as_str() {
+        "1.7" => "1.7.24",
+        "2.1" => "2.1.9",
+        _ => "1.6.20",
+    };
+    let info = &mut node["status"]["nodeInfo"];
+    info["containerRuntimeVersion"] = format!("containerd://{version}").into();
+    info["osImage"] = os_image.into();
+    node
+}
+
+/// A node's containerd forgets `image` (the node is fresh again for it).
+async fn forget(lab: &LabGuard, node: &str, image: &str) {
+    let mut images = ImageService::connect(lab.socket(node), Duration::from_secs(10))
+        .await
+        .expect("containerd answers CRI");
+    images.remove(image).await.expect("RemoveImage answers");
+}
+
+/// Each probe pod's report, as its container logged it, by the node it ran on (told by the
+/// config.toml its hosts directories came from: k3s's is under /var/lib/rancher).
+fn probe_reports(scratch: &Path) -> BTreeMap<String, Value> {
+    probe_logs(scratch)
+        .into_iter()
+        .filter_map(|log| {
+            let text = std::fs::read_to_string(&log).ok()?;
+            let report: Value = serde_json::from_str(&cri_kubelet::parse_cri_log(&text)).ok()?;
+            let origin = report["hosts_dirs"]["origin"].as_str()?.to_string();
+            let node = if origin.contains("/var/lib/rancher/") {
+                K3S_NODE
+            } else {
+                AL2023_NODE
+            };
+            Some((node.to_string(), report))
+        })
+        .collect()
+}
+
+/// Nodes laid out as the images clusters run, each with its own containerd reading the image's
+/// files at their node paths (lab.py `build_al2023_root`, `build_k3s_root`):
+///
+/// - Amazon Linux 2023: the lab CA trusted only in /etc/pki (behind the /etc/ssl/certs link,
+///   which containerd's Go really follows), containerd's proxy only in the `EnvironmentFile=` of
+///   its unit's drop-in, no route but to the proxy, and `config_path` the image's two roots
+///   with the registry's mirror (anonymous) only in /etc/docker/certs.d. Each of the three
+///   decides: without the proxy no route, without /etc/pki no trust, without the second root
+///   the registry itself, which refuses an anonymous pull of the image.
+/// - k3s: no /etc/containerd (the probe pod mounts `/` and does not FailedMount), containerd
+///   started with k3s's `-c` and `-a /run/k3s/containerd/containerd.sock`, no kubelet process
+///   (k3s runs it inside its own), the registry's CA and alice's credential only in k3s's
+///   config.toml and certs.d.
+///
+/// `fleet --runtime-pull` gives each the verdict its own containerd gives: both pass on the
+/// healthy lab; when the proxy wants credentials the AL2023 node's EnvironmentFile lacks, it
+/// fails at the proxy as its containerd does, and the k3s node (no proxy) still passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
+    let (_build, lab, probe) = lab_with_probe_image("healthy");
+    for node in ["al2023", "k3s"] {
+        forget(&lab, node, IMAGE).await;
+    }
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-images");
+    let nodes = [
+        (
+            image_node_object(
+                &lab,
+                AL2023_NODE,
+                ("eks.amazonaws.com/nodegroup", "al2023"),
+                "Amazon Linux 2023.6.20250203",
+            ),
+            "al2023",
+            NodeImage::Al2023,
+        ),
+        (
+            image_node_object(
+                &lab,
+                K3S_NODE,
+                ("node.kubernetes.io/instance-type", "k3s"),
+                "K3s",
+            ),
+            "k3s",
+            NodeImage::K3s,
+        ),
+    ];
+    let (server, kubelet, roots) = cluster_of(&lab, scratch.path(), &nodes, vec![]);
+    assert!(
+        !roots[1].join("etc/containerd").exists(),
+        "the k3s node has no /etc/containerd"
+    );
+    // The AL2023 node reaches the mirror and the registry only through its proxy.
+    for address in ["10.10.2.2", "10.10.8.2", "10.10.4.2"] {
+        let route = lab.in_ns("al2023", &["ip", "route", "get", address]);
+        assert!(
+            !route.status.success(),
+            "pp-al2023 has a route to {address}"
+        );
+    }
+
+    let (report, printed) = fleet(&server, scratch.path(), &probe, &[]);
+    for node in [AL2023_NODE, K3S_NODE] {
+        let row = support::fleet_row(&report, node);
+        assert_eq!(row["status"], "passed", "{node}: {row:#}");
+        assert_eq!(row["runtime_pull"]["outcome"], "pulled", "{node}: {row:#}");
+        assert_eq!(row["runtime_pull"]["agrees"], true, "{node}: {row:#}");
+    }
+    let reports = probe_reports(scratch.path());
+    let al2023 = &reports[AL2023_NODE];
+    assert_eq!(
+        al2023["hosts_dirs"]["roots"],
+        json!(["/etc/containerd/certs.d", "/etc/docker/certs.d"]),
+        "{al2023:#}"
+    );
+    assert_eq!(
+        al2023["system_trust"]["bundle"], "/etc/pki/tls/certs/ca-bundle.crt",
+        "{al2023:#}"
+    );
+    let proxy = al2023["proxy"].to_string();
+    assert!(
+        proxy.contains("HTTPS_PROXY") && proxy.contains("http://10.10.9.2:3128"),
+        "{proxy}"
+    );
+    assert!(
+        al2023["path"].to_string().contains("cache.example.test"),
+        "the pull went to the mirror of /etc/docker/certs.d: {al2023:#}"
+    );
+    let k3s = &reports[K3S_NODE];
+    assert_eq!(
+        k3s["hosts_dirs"]["roots"],
+        json!(["/var/lib/rancher/k3s/agent/etc/containerd/certs.d"]),
+        "{k3s:#}"
+    );
+    // The credential is containerd's own, which the kubelet never sends.
+    assert_eq!(
+        k3s["credentials"]["attempts"][0]["source"], "containerd-config",
+        "{k3s:#}"
+    );
+    // Its runtime pull (passed above) went to the one socket the node has, containerd's -a.
+    assert!(!roots[1].join("run/containerd/containerd.sock").exists());
+    assert!(roots[1].join("run/k3s/containerd/containerd.sock").exists());
+    let config = server.kubeconfig(scratch.path(), "default");
+    let events = kube_api::run_kubectl(&config, &["get", "events", "-A", "-o", "json"]);
+    assert!(!events.contains("FailedMount"), "{events}");
+    all_gone(&server, &kubelet);
+
+    // What decided: the same probe on the AL2023 node, told to assume what a node-blind probe
+    // assumes, no longer agrees with that node's containerd.
+    let blind = |assume: &[&str]| {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", "pp-al2023"])
+            .arg(env!("CARGO_BIN_EXE_pullpath"))
+            .args(["probe", IMAGE, "-o", "json", "--host-root"])
+            .arg(&roots[0])
+            .args(["--runtime-pid", &lab.runtime_pid("al2023").to_string()])
+            .args(["--containerd-version", "1.6.20"])
+            .args(assume);
+        let out = command.output().expect("pullpath probe runs");
+        let report: Value = serde_json::from_slice(&out.stdout).expect("probe JSON");
+        report["verdict"].clone()
+    };
+    assert_eq!(blind(&[])["passed"], true, "as the node has it");
+    let certs_d = blind(&["--containerd-certs", "/etc/containerd/certs.d"]);
+    assert_eq!(
+        (certs_d["passed"].as_bool(), certs_d["layer"].as_str()),
+        (Some(false), Some("auth")),
+        "with certs.d assumed, the registry itself refuses the anonymous pull: {certs_d:#}"
+    );
+    let direct = blind(&["--https-proxy", ""]);
+    assert_eq!(
+        (direct["passed"].as_bool(), direct["layer"].as_str()),
+        (Some(false), Some("route")),
+        "without the EnvironmentFile's proxy, no route: {direct:#}"
+    );
+
+    // The proxy now wants credentials, which the AL2023 node's EnvironmentFile lacks.
+    lab.switch("proxy-auth-required");
+    forget(&lab, "al2023", IMAGE).await;
+    forget(&lab, "k3s", IMAGE).await;
+    let (report, more) = fleet(&server, scratch.path(), &probe, &[]);
+    let row = support::fleet_row(&report, AL2023_NODE);
+    assert_eq!(row["status"], "failed", "{row:#}");
+    assert_eq!(row["verdict"]["layer"], "proxy", "{row:#}");
+    assert_eq!(row["runtime_pull"]["outcome"], "failed", "{row:#}");
+    assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    let row = support::fleet_row(&report, K3S_NODE);
+    assert_eq!(row["status"], "passed", "{row:#}");
+    assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    for secret in support::LAB_SECRETS {
+        assert!(
+            !printed.contains(secret) && !more.contains(secret),
+            "{secret} printed"
+        );
+    }
+    all_gone(&server, &kubelet);
+    lab.switch("healthy");
 }
 
 /// `--for pod/NAME` on a private image whose pod brings a pull secret, on a node with no

@@ -11,6 +11,13 @@
 //! deprecated `mirrors` or the registry's own host); from 2.2 on Linux, with no `mirrors`, it
 //! defaults to `/etc/containerd/certs.d:/etc/docker/certs.d` (`plugins/cri/images/plugin.go`,
 //! commit 5386802f, first in v2.2.0).
+//!
+//! From 2.1 on, the CRI plugin pulls through the transfer service unless a setting the transfer
+//! service lacks makes it pull by itself (`CheckLocalImagePullConfigs`,
+//! `internal/cri/config/config.go`, the same list from v2.1.0 to v2.3.4), and that path hands
+//! `config_path` whole to `registry.WithHostDir` (`pullImageWithTransferService`), which
+//! `HostDirFromRoot` takes as one directory: a list is not split there, so a list names no
+//! directory at all. The lab's containerd 2.1.9 pulls past a hosts.toml in the second root.
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +55,9 @@ pub struct RegistrySection {
     pub config_path: Option<String>,
     /// Whether the deprecated `mirrors` table is set (it stops 2.2's default).
     pub mirrors: bool,
+    /// The first setting that makes containerd 2.1 and later pull by itself rather than
+    /// through its transfer service (which takes `config_path` as one directory); `None`: none.
+    pub local_pull: Option<String>,
 }
 
 /// Why config.toml could not be used.
@@ -73,10 +83,15 @@ pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, Conf
     ]
     .iter()
     .find_map(|plugin| plugins?.get(*plugin)?.get("registry")?.as_table());
+    let local_pull = local_pull_setting(plugins);
     let Some(registry) = registry else {
-        return Ok(RegistrySection::default());
+        return Ok(RegistrySection {
+            local_pull,
+            ..RegistrySection::default()
+        });
     };
     Ok(RegistrySection {
+        local_pull,
         config_path: registry
             .get("config_path")
             .and_then(toml::Value::as_str)
@@ -87,6 +102,75 @@ pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, Conf
             .and_then(toml::Value::as_table)
             .is_some_and(|m| !m.is_empty()),
     })
+}
+
+/// The first of the CRI image settings that keep containerd 2.1 and later from pulling through
+/// its transfer service, as `CheckLocalImagePullConfigs` checks them on Linux (defaults:
+/// `disable_snapshot_annotations = true`, `max_concurrent_downloads = 3`), in the version 3
+/// table or the version 2 one (`disable_snapshot_annotations` and `discard_unpacked_layers`
+/// under its `containerd` table there).
+fn local_pull_setting(plugins: Option<&toml::Table>) -> Option<String> {
+    let plugins = plugins?;
+    let tables: Vec<(&str, &toml::Table)> = [
+        ("io.containerd.cri.v1.images", None),
+        ("io.containerd.grpc.v1.cri", None),
+        ("io.containerd.grpc.v1.cri", Some("containerd")),
+    ]
+    .into_iter()
+    .filter_map(|(plugin, sub)| {
+        let table = plugins.get(plugin)?.as_table()?;
+        match sub {
+            Some(sub) => Some((plugin, table.get(sub)?.as_table()?)),
+            None => Some((plugin, table)),
+        }
+    })
+    .collect();
+    let setting = |key: &str, local: &dyn Fn(&toml::Value) -> bool| {
+        tables.iter().find_map(|(plugin, table)| {
+            let value = table.get(key)?;
+            local(value).then(|| format!("{key} = {value} in plugins.\"{plugin}\""))
+        })
+    };
+    let is = |want: bool| move |v: &toml::Value| v.as_bool() == Some(want);
+    let filled = |v: &toml::Value| v.as_table().is_some_and(|t| !t.is_empty());
+    setting("use_local_image_pull", &is(true))
+        .or_else(|| setting("disable_snapshot_annotations", &is(false)))
+        .or_else(|| setting("discard_unpacked_layers", &is(true)))
+        .or_else(|| {
+            tables.iter().find_map(|(plugin, table)| {
+                let registry = table.get("registry")?.as_table()?;
+                ["mirrors", "configs", "auths"].iter().find_map(|key| {
+                    filled(registry.get(*key)?)
+                        .then(|| format!("registry.{key} in plugins.\"{plugin}\""))
+                })
+            })
+        })
+        .or_else(|| setting("max_concurrent_downloads", &|v| v.as_integer() != Some(3)))
+        .or_else(|| setting("image_pull_with_sync_fs", &is(true)))
+}
+
+/// `config_path` as the runtime's pull reads it: split (`filepath.SplitList`), or whole where
+/// containerd 2.1 and later pull through the transfer service; and how, for the report.
+fn config_path_roots(
+    value: &str,
+    section: &RegistrySection,
+    runtime: &RuntimeIdentity,
+) -> (Vec<PathBuf>, String) {
+    let transfer = version_at_least(runtime, (2, 1)) == Some(true);
+    match (&section.local_pull, transfer) {
+        (None, true) if value.contains(':') => (
+            vec![PathBuf::from(value)],
+            format!(
+                ", taken whole as one directory: containerd {} pulls through its transfer service, which does not split the list (no setting makes it pull by itself)",
+                runtime.version.as_deref().unwrap_or("2.1+")
+            ),
+        ),
+        (Some(setting), true) if value.contains(':') => (
+            split_config_path(value),
+            format!(", split: {setting} makes containerd pull by itself"),
+        ),
+        _ => (split_config_path(value), String::new()),
+    }
 }
 
 /// The directories containerd reads registry hosts from, and how that was decided.
@@ -130,19 +214,23 @@ pub fn hosts_dirs(
         }
     };
     if let Some(value) = &section.config_path {
+        let (roots, how) = config_path_roots(value, &section, runtime);
         return HostsDirs {
-            roots: split_config_path(value),
-            origin: format!("config_path in {shown}"),
+            roots,
+            origin: format!("config_path in {shown}{how}"),
         };
     }
-    match defaults_config_path(runtime) {
-        Some(true) if !section.mirrors => HostsDirs {
-            roots: split_config_path(DEFAULT_CONFIG_PATH_2_2),
-            origin: format!(
-                "no config_path in {shown}: containerd {} defaults to {DEFAULT_CONFIG_PATH_2_2}",
-                runtime.version.as_deref().unwrap_or("2.2+")
-            ),
-        },
+    match version_at_least(runtime, (2, 2)) {
+        Some(true) if !section.mirrors => {
+            let (roots, how) = config_path_roots(DEFAULT_CONFIG_PATH_2_2, &section, runtime);
+            HostsDirs {
+                roots,
+                origin: format!(
+                    "no config_path in {shown}: containerd {} defaults to {DEFAULT_CONFIG_PATH_2_2}{how}",
+                    runtime.version.as_deref().unwrap_or("2.2+")
+                ),
+            }
+        }
         Some(true) => HostsDirs {
             roots: Vec::new(),
             origin: format!(
@@ -166,9 +254,10 @@ pub fn hosts_dirs(
     }
 }
 
-/// Whether this containerd defaults `config_path` (2.2 and later); `None` when the version is
-/// not known, and so neither is the answer.
-fn defaults_config_path(runtime: &RuntimeIdentity) -> Option<bool> {
+/// Whether this containerd is `at_least` that (major, minor): 2.2 defaults `config_path`, 2.1
+/// pulls through the transfer service; `None` when the version is not known, and so neither is
+/// the answer.
+fn version_at_least(runtime: &RuntimeIdentity, at_least: (u32, u32)) -> Option<bool> {
     let version = runtime.version.as_deref()?;
     let mut numbers = version
         .trim_start_matches('v')
@@ -177,7 +266,7 @@ fn defaults_config_path(runtime: &RuntimeIdentity) -> Option<bool> {
     let (Some(Ok(major)), Some(Ok(minor))) = (numbers.next(), numbers.next()) else {
         return None;
     };
-    Some((major, minor) >= (2, 2))
+    Some((major, minor) >= at_least)
 }
 
 #[cfg(test)]
@@ -203,7 +292,7 @@ mod tests {
             section(v2).config_path.as_deref(),
             Some("/etc/containerd/certs.d")
         );
-        let dirs = hosts_dirs(&Ok(Some(section(v3))), Path::new(CONFIG), &runtime("2.1.4"));
+        let dirs = hosts_dirs(&Ok(Some(section(v3))), Path::new(CONFIG), &runtime("2.0.4"));
         assert_eq!(
             dirs.roots,
             [
@@ -215,6 +304,57 @@ mod tests {
             dirs.origin
                 .contains("config_path in /etc/containerd/config.toml")
         );
+    }
+
+    #[test]
+    fn from_2_1_the_transfer_service_takes_a_list_whole_unless_a_setting_makes_containerd_pull_itself()
+     {
+        let list = "/etc/containerd/certs.d:/etc/docker/certs.d";
+        let v3 = |extra: &str| {
+            section(&format!(
+                "version = 3\n[plugins.\"io.containerd.cri.v1.images\"]\n{extra}\n[plugins.\"io.containerd.cri.v1.images\".registry]\nconfig_path = \"{list}\"\n"
+            ))
+        };
+        let dirs = |s: RegistrySection, version: &str| {
+            hosts_dirs(&Ok(Some(s)), Path::new(CONFIG), &runtime(version))
+        };
+        // The lab's containerd 2.1.9 pulled past a hosts.toml in the second root.
+        let whole = dirs(v3(""), "2.1.9");
+        assert_eq!(whole.roots, [PathBuf::from(list)]);
+        assert!(
+            whole.origin.contains("transfer service"),
+            "{}",
+            whole.origin
+        );
+        assert_eq!(dirs(v3(""), "2.3.4").roots.len(), 1);
+        // 1.7 and 2.0 have no transfer-service pull in CRI: the list is split.
+        assert_eq!(dirs(v3(""), "2.0.11").roots.len(), 2);
+        assert_eq!(dirs(v3(""), "1.7.27").roots.len(), 2);
+        // EKS's AL2023 template (discard_unpacked_layers), and each other local-pull setting.
+        for extra in [
+            "discard_unpacked_layers = true",
+            "use_local_image_pull = true",
+            "disable_snapshot_annotations = false",
+            "max_concurrent_downloads = 5",
+            "image_pull_with_sync_fs = true",
+            "[plugins.\"io.containerd.cri.v1.images\".registry.configs.\"r.example\".auth]\nusername = \"u\"",
+        ] {
+            let split = dirs(v3(extra), "2.1.9");
+            assert_eq!(split.roots.len(), 2, "{extra}: {split:?}");
+            assert!(split.origin.contains("pull by itself"), "{}", split.origin);
+        }
+        // Settings at their defaults change nothing.
+        for extra in [
+            "max_concurrent_downloads = 3",
+            "disable_snapshot_annotations = true",
+        ] {
+            assert_eq!(dirs(v3(extra), "2.1.9").roots.len(), 1, "{extra}");
+        }
+        // A version 2 file on 2.x: the containerd table's settings count too.
+        let v2 = section(&format!(
+            "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndiscard_unpacked_layers = true\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\nconfig_path = \"{list}\"\n"
+        ));
+        assert_eq!(dirs(v2, "2.1.9").roots.len(), 2);
     }
 
     #[test]
@@ -230,8 +370,16 @@ mod tests {
                 .roots
                 .is_empty()
         );
+        // 2.2's default is a list, which its transfer-service pull takes whole.
         assert_eq!(
             hosts_dirs(&none, Path::new(CONFIG), &runtime("2.2.0")).roots,
+            [PathBuf::from(DEFAULT_CONFIG_PATH_2_2)]
+        );
+        let local = Ok(Some(section(
+            "version = 3\n[plugins.\"io.containerd.cri.v1.images\"]\nuse_local_image_pull = true\n",
+        )));
+        assert_eq!(
+            hosts_dirs(&local, Path::new(CONFIG), &runtime("2.2.0")).roots,
             split_config_path(DEFAULT_CONFIG_PATH_2_2)
         );
         // No config file at all is the same as an empty one.
@@ -239,7 +387,7 @@ mod tests {
             hosts_dirs(&Ok(None), Path::new(CONFIG), &runtime("v2.3.1"))
                 .roots
                 .len(),
-            2
+            1
         );
         let mirrors = Ok(Some(section(
             "version = 3\n[plugins.\"io.containerd.cri.v1.images\".registry.mirrors.\"docker.io\"]\nendpoint = [\"https://m.example\"]\n",

@@ -48,8 +48,15 @@ pub fn config_files(node: &NodeRoot, kubelet: &RunningProcess) -> Vec<PathBuf> {
 }
 
 /// The CRI endpoint the kubelet pulls through: its flag, else its config files' field (the last
-/// that sets it), else the default.
-pub fn runtime_endpoint(node: &NodeRoot, kubelet: Option<&RunningProcess>) -> Sourced {
+/// that sets it), else the default. With no kubelet process in sight, the running containerd's
+/// own `--address`/`-a`: k3s runs its kubelet inside the k3s process (`pkg/daemons/executor`,
+/// `Embedded.Kubelet`) and starts containerd with `-a /run/k3s/containerd/containerd.sock`
+/// (`pkg/agent/containerd`, `getContainerdArgs`), where the default socket does not exist.
+pub fn runtime_endpoint(
+    node: &NodeRoot,
+    kubelet: Option<&RunningProcess>,
+    containerd: Option<&RunningProcess>,
+) -> Sourced {
     if let Some(kubelet) = kubelet {
         if let Some(value) = kubelet.flag("container-runtime-endpoint") {
             return Sourced {
@@ -74,6 +81,19 @@ pub fn runtime_endpoint(node: &NodeRoot, kubelet: Option<&RunningProcess>) -> So
         if let Some(found) = from_files {
             return found;
         }
+    }
+    let address = kubelet
+        .is_none()
+        .then_some(containerd)
+        .flatten()
+        .and_then(|c| Some((c.pid, c.flag("address").or_else(|| c.flag("a"))?)));
+    if let Some((pid, address)) = address {
+        return Sourced {
+            value: format!("unix://{}", address.trim_start_matches("unix://")),
+            origin: format!(
+                "no kubelet process (k3s runs its kubelet inside its own): the running containerd's --address (pid {pid})"
+            ),
+        };
     }
     Sourced {
         value: DEFAULT_RUNTIME_ENDPOINT.into(),
@@ -140,21 +160,58 @@ mod tests {
             "/etc/kubernetes/kubelet/config.json",
             "--config-dir=/etc/kubernetes/kubelet/config.json.d",
         ];
-        let found = runtime_endpoint(&node, Some(&kubelet(&args)));
+        let found = runtime_endpoint(&node, Some(&kubelet(&args)), None);
         assert_eq!(found.value, "unix:///run/other/containerd.sock");
         assert!(found.origin.contains("40-nodeadm.conf"), "{found:?}");
         let mut with_flag = args.to_vec();
         with_flag.push("--container-runtime-endpoint=unix:///run/flag.sock");
         assert_eq!(
-            runtime_endpoint(&node, Some(&kubelet(&with_flag))).value,
+            runtime_endpoint(&node, Some(&kubelet(&with_flag)), None).value,
             "unix:///run/flag.sock"
         );
-        let only_file = runtime_endpoint(&node, Some(&kubelet(&args[..2])));
+        let only_file = runtime_endpoint(&node, Some(&kubelet(&args[..2])), None);
         assert_eq!(only_file.value, "unix:///run/containerd/containerd.sock");
         assert_eq!(
-            runtime_endpoint(&node, None).value,
+            runtime_endpoint(&node, None, None).value,
             DEFAULT_RUNTIME_ENDPOINT
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn without_a_kubelet_process_containerds_own_address() {
+        let node = NodeRoot::at(Path::new("/nonexistent"));
+        let k3s = RunningProcess {
+            pid: 9,
+            args: [
+                "containerd",
+                "-c",
+                "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+                "-a",
+                "/run/k3s/containerd/containerd.sock",
+                "--state",
+                "/run/k3s/containerd",
+            ]
+            .map(str::to_string)
+            .to_vec(),
+            environ: None,
+        };
+        let found = runtime_endpoint(&node, None, Some(&k3s));
+        assert_eq!(found.value, "unix:///run/k3s/containerd/containerd.sock");
+        assert!(found.origin.contains("no kubelet process"), "{found:?}");
+        // A kubelet in sight decides, whatever containerd listens on.
+        assert_eq!(
+            runtime_endpoint(&node, Some(&kubelet(&[])), Some(&k3s)).value,
+            DEFAULT_RUNTIME_ENDPOINT
+        );
+        let plain = RunningProcess {
+            pid: 9,
+            args: vec!["/usr/bin/containerd".into()],
+            environ: None,
+        };
+        assert_eq!(
+            runtime_endpoint(&node, None, Some(&plain)).value,
+            DEFAULT_RUNTIME_ENDPOINT
+        );
     }
 }

@@ -272,11 +272,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
     };
     let runtime_pull = match &config.runtime_pull {
         Some(socket) => {
-            // The credential the verdict came from is the one the kubelet's loop ends with.
-            let credentials = attempts
-                .last()
-                .and_then(|a| a.candidate.as_ref())
-                .map(|c| &c.credentials);
+            let credentials = kubelet_sends(&attempts);
             Some(runtime_pull::ask(socket, &config.image, credentials, config.deadline).await)
         }
         None => None,
@@ -288,6 +284,17 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
         attempts,
         runtime_pull,
     })
+}
+
+/// The credential the kubelet sends with its pull: the one its loop ended with (the verdict's),
+/// except containerd's own `registry.configs` auth, which the kubelet never sends — containerd
+/// uses it when the pull comes with none (k3s keeps registries.yaml's credentials there).
+fn kubelet_sends(attempts: &[kubelet_creds::Attempt]) -> Option<&creds::Credentials> {
+    attempts
+        .last()
+        .and_then(|a| a.candidate.as_ref())
+        .filter(|c| !matches!(c.source, kubelet_creds::Source::ContainerdConfig(_)))
+        .map(|c| &c.credentials)
 }
 
 /// What the walk is tried with, in order: `--username` alone; else every credential the
@@ -350,4 +357,40 @@ fn trusts_for(
         });
     }
     Ok((walk_endpoints, trusts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kubelet_creds::{Attempt, Candidate, Source};
+    use super::*;
+
+    fn attempt(source: Source) -> Attempt {
+        Attempt {
+            candidate: Some(Candidate {
+                source,
+                key: "registry.example.test".into(),
+                credentials: creds::Credentials {
+                    username: "alice".into(),
+                    password: "alice-secret".into(),
+                },
+            }),
+            stop: None,
+        }
+    }
+
+    #[test]
+    fn the_runtime_pull_carries_what_the_kubelet_sends_and_never_containerds_own_auth() {
+        let own = attempt(Source::ContainerdConfig(PathBuf::from(
+            "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+        )));
+        assert!(kubelet_sends(std::slice::from_ref(&own)).is_none());
+        let node = attempt(Source::NodeConfig(PathBuf::from(
+            "/var/lib/kubelet/config.json",
+        )));
+        assert_eq!(
+            kubelet_sends(&[node]).map(|c| c.username.as_str()),
+            Some("alice")
+        );
+        assert!(kubelet_sends(&[]).is_none());
+    }
 }

@@ -96,21 +96,28 @@ impl CriKubelet {
     pub fn new(nodes: BTreeMap<String, CriNode>, log_dir: PathBuf) -> CriKubelet {
         let bin = log_dir.with_extension("bin");
         std::fs::create_dir_all(&bin).expect("kubelet bin dir");
-        let program = bin.join("kubelet");
-        let built = std::process::Command::new("gcc")
-            .args(["-static", "-O2", "-o"])
-            .arg(&program)
-            .arg(crate::support::repo().join("lab/pause.c"))
-            .output()
-            .expect("gcc runs");
-        assert!(
-            built.status.success(),
-            "gcc lab/pause.c: {}",
-            String::from_utf8_lossy(&built.stderr)
-        );
         let processes = nodes
             .values()
-            .map(|node| start_kubelet_process(&program, node))
+            .map(|node| {
+                // Named as the node's kubelet command names it: `kubelet`, or `k3s` where the
+                // kubelet runs inside the k3s process.
+                let name = Path::new(&node.kubelet_command[0])
+                    .file_name()
+                    .expect("a program name");
+                let program = bin.join(name);
+                if !program.exists() {
+                    crate::support::succeeded(
+                        "gcc lab/pause.c",
+                        std::process::Command::new("gcc")
+                            .args(["-static", "-O2", "-o"])
+                            .arg(&program)
+                            .arg(crate::support::repo().join("lab/pause.c"))
+                            .output()
+                            .expect("gcc runs"),
+                    );
+                }
+                start_kubelet_process(&program, node)
+            })
             .collect();
         CriKubelet {
             nodes,
@@ -219,7 +226,7 @@ fn start_kubelet_process(program: &Path, node: &CriNode) -> (u32, std::process::
             .next()
             .and_then(|c| c.parse::<u32>().ok())
             && std::fs::read_to_string(format!("/proc/{child}/comm"))
-                .is_ok_and(|c| c.trim() == "kubelet")
+                .is_ok_and(|c| Path::new(c.trim()) == program.file_name().expect("a name"))
         {
             return (child, nsenter);
         }

@@ -19,6 +19,17 @@ pub enum NodeImage {
     /// registry's credential only from `acr-credential-provider`, which reads the root-only
     /// `/etc/kubernetes/azure.json` (here alice's, for `*.example.test`).
     AksUbuntu,
+    /// Amazon Linux 2023 (nodeadm), the lab's `al2023` node: its trust only under /etc/pki
+    /// behind the /etc/ssl/certs link, containerd's proxy in its unit's `EnvironmentFile=`,
+    /// `config_path = "/etc/containerd/certs.d:/etc/docker/certs.d"` with the registry's mirror
+    /// in the second root (lab.py `build_al2023_root`); the kubelet's flags as nodeadm writes
+    /// them, its ECR credential provider matching no lab image.
+    Al2023,
+    /// k3s, the lab's `k3s` node: no /etc/containerd, containerd started as k3s starts it
+    /// (`-c /var/lib/rancher/k3s/agent/etc/containerd/config.toml -a
+    /// /run/k3s/containerd/containerd.sock`), and no kubelet process: the `k3s agent` process
+    /// runs it inside (lab.py `build_k3s_root`).
+    K3s,
 }
 
 impl NodeImage {
@@ -37,6 +48,19 @@ impl NodeImage {
                 "--config=/etc/default/kubeletconfig.json",
                 "--resolv-conf=/run/systemd/resolve/resolv.conf",
             ],
+            NodeImage::Al2023 => &[
+                "/usr/bin/kubelet",
+                "--config=/etc/kubernetes/kubelet/config.json",
+                "--kubeconfig=/var/lib/kubelet/kubeconfig",
+                "--image-credential-provider-bin-dir=/etc/eks/image-credential-provider",
+                "--image-credential-provider-config=/etc/eks/image-credential-provider/config.json",
+                "--node-ip=10.10.11.2",
+                "--cloud-provider=external",
+                "--node-labels=eks.amazonaws.com/nodegroup=al2023",
+            ],
+            // No kubelet process: k3s runs the kubelet inside its own (`pkg/daemons/executor`
+            // `Embedded.Kubelet`), its flags never on a command line.
+            NodeImage::K3s => &["/usr/local/bin/k3s", "agent"],
         };
         let mut command: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         if self == NodeImage::AksUbuntu {
@@ -55,6 +79,45 @@ impl NodeImage {
 const KUBELET_CONFIG: &str = r#"{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
   "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock", "cgroupDriver": "systemd"}
 "#;
+
+/// AL2023's ECR credential provider (nodeadm's `image-credential-provider/config.json`):
+/// matchImages of ECR only, so no lab image gets a credential from it.
+const ECR_PROVIDER_CONFIG: &str = r#"{"apiVersion": "kubelet.config.k8s.io/v1", "kind": "CredentialProviderConfig",
+  "providers": [{"name": "ecr-credential-provider", "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+    "defaultCacheDuration": "12h", "matchImages": ["*.dkr.ecr.*.amazonaws.com", "*.dkr.ecr.*.amazonaws.com.cn", "public.ecr.aws"]}]}
+"#;
+
+/// A copy of a lab node image's root (lab.py `node_image_root`) at `root`: files hard-linked,
+/// links made again as they are (their targets node paths), directories with their modes.
+fn copy_image_root(from: &Path, root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pending = vec![from.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let relative = dir.strip_prefix(from).expect("under the image root");
+        let at = root.join(relative);
+        std::fs::create_dir_all(&at).expect("node dir");
+        let mode = std::fs::metadata(&dir).expect("dir").permissions().mode();
+        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode)).expect("mode");
+        for entry in std::fs::read_dir(&dir).expect("image root").flatten() {
+            let path = entry.path();
+            let to = at.join(entry.file_name());
+            match entry.file_type() {
+                // lab.py's staging mount points for the node's /var/lib and /run.
+                Ok(t)
+                    if t.is_dir()
+                        && [".var-lib", ".run"]
+                            .contains(&entry.file_name().to_str().unwrap_or("")) => {}
+                Ok(t) if t.is_dir() => pending.push(path),
+                Ok(t) if t.is_symlink() => {
+                    let target = std::fs::read_link(&path).expect("link");
+                    std::os::unix::fs::symlink(target, &to).expect("node link");
+                }
+                Ok(_) => std::fs::hard_link(&path, &to).expect("node file"),
+                Err(e) => panic!("{}: {e}", path.display()),
+            }
+        }
+    }
+}
 
 /// The node's root filesystem as its probe pod mounts it at /host: a directory laid out like a
 /// node's `/`, holding that lab node's own files at their node paths — its resolver and hosts
@@ -100,6 +163,26 @@ pub fn node_root(
     let resolv_conf = PathBuf::from(format!("/etc/netns/{ns}/resolv.conf"));
     let hosts = PathBuf::from(format!("/etc/netns/{ns}/hosts"));
     let tree = NodeTree::at_root(&root);
+    if let NodeImage::Al2023 | NodeImage::K3s = image {
+        // What the node's containerd itself reads, at the node paths it reads them.
+        copy_image_root(&lab.status.roots[containerd], &root);
+        if image == NodeImage::Al2023 {
+            tree.file("/etc/kubernetes/kubelet/config.json", KUBELET_CONFIG, 0o644);
+            tree.file(
+                "/etc/eks/image-credential-provider/config.json",
+                ECR_PROVIDER_CONFIG,
+                0o644,
+            );
+        }
+        // k3s's socket is in its root already, where its containerd's `-a` put it.
+        if image == NodeImage::Al2023 {
+            place(
+                lab.socket(containerd),
+                Path::new("/run/containerd/containerd.sock"),
+            );
+        }
+        return root;
+    }
     match image {
         NodeImage::Plain => {
             place(&resolv_conf, Path::new("/etc/resolv.conf"));
@@ -111,6 +194,7 @@ pub fn node_root(
             }
             tree.file("/var/lib/kubelet/config.yaml", KUBELET_CONFIG, 0o644);
         }
+        NodeImage::Al2023 | NodeImage::K3s => unreachable!("image nodes return above"),
         NodeImage::AksUbuntu => {
             let read = |path: &Path| std::fs::read_to_string(path).expect("the namespace's file");
             aks_resolver(&tree, &read(&resolv_conf), &read(&hosts));

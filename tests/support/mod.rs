@@ -188,6 +188,10 @@ pub struct Status {
     /// The node's kubelet credential files (provider.yaml, bin/, root/, pull-secret.json).
     #[serde(default)]
     pub kubelet: PathBuf,
+    /// The roots of the nodes laid out as node images (`al2023`, `k3s`): the files their
+    /// containerd reads at node paths.
+    #[serde(default)]
+    pub roots: BTreeMap<String, PathBuf>,
 }
 
 /// Exclusive use of the lab for one test.
