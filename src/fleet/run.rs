@@ -19,15 +19,20 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 
 use super::answer::{self, Answer};
-use super::kubelet_pull::{self, KubeletPull, KubeletPullPlan};
+use super::kubelet_pull::{KubeletPull, KubeletPullPlan};
 use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
+
+mod kubelet;
+mod watch;
+
+use kubelet::kubelet_pull_on;
+use watch::{finished, watch_pods};
 
 /// A pod log beyond this is not a probe report (the report is a few KiB).
 const MAX_LOG_BYTES: i64 = 4 << 20;
@@ -303,64 +308,6 @@ pub async fn run(
     }
 }
 
-/// A pod in a terminal phase: the API never moves it back (pod lifecycle: Succeeded and Failed
-/// are final).
-fn finished(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
-}
-
-/// Each change of the run's pods as the API reports it, into what the node tasks see: a
-/// finished pod is read at once. The watch is renewed before the client's request timeout
-/// would cut it; one the API refuses (RBAC without `watch`, a proxy that cannot stream) ends
-/// here, and the polled lists carry the run alone.
-async fn watch_pods(
-    api: &Api<Pod>,
-    selector: &str,
-    seen: &tokio::sync::watch::Sender<Seen>,
-    request_timeout: Duration,
-    poll: Duration,
-) {
-    let window = u32::try_from(request_timeout.as_secs().saturating_sub(1).max(1)).unwrap_or(290);
-    let params = WatchParams::default()
-        .labels(selector)
-        .timeout(window)
-        .disable_bookmarks();
-    loop {
-        let opened = Instant::now();
-        let stream = match api.watch(&params, "0").await {
-            Ok(stream) => stream,
-            Err(kube::Error::Api(status)) if [403, 404, 405].contains(&status.code) => return,
-            Err(_) => {
-                tokio::time::sleep(poll).await;
-                continue;
-            }
-        };
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod)) => {
-                    if let Some(name) = pod.metadata.name.clone() {
-                        seen.send_modify(|s| {
-                            s.pods.insert(name, pod);
-                        });
-                    }
-                }
-                // A pod gone is told by the lists (after GONE_AFTER_LISTS of them).
-                Ok(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => {}
-                Ok(WatchEvent::Error(_)) | Err(_) => break,
-            }
-        }
-        // A watch that ends at once (an error, a server that will not hold it) is not renewed
-        // in a busy loop.
-        if opened.elapsed() < Duration::from_secs(1) {
-            tokio::time::sleep(poll).await;
-        }
-    }
-}
-
 /// The run's pod events, by pod, only for the run's pods.
 fn events_by_pod(
     events: Vec<Event>,
@@ -453,55 +400,6 @@ async fn wait_and_read(
             Reading::Answer(answer) => return *answer,
         }
     }
-}
-
-/// The kubelet's own pull on one node: create the kubelet-pull pod, read it each poll interval
-/// until its status says how the pull went (within the start budget), delete it. One get per
-/// poll for the node's one pod: the opt-in costs a few requests per node, not per cluster.
-async fn kubelet_pull_on(
-    api: &Api<Pod>,
-    plan: &KubeletPullPlan,
-    settings: &RunSettings,
-) -> KubeletPull {
-    if let Err(e) = api
-        .create(&PostParams::default(), &kubelet_pull::pod(plan))
-        .await
-    {
-        return KubeletPull::NoAnswer {
-            why: format!(
-                "cannot create the kubelet-pull pod {}/{}: {}",
-                plan.namespace,
-                plan.name,
-                api_error(&e)
-            ),
-        };
-    }
-    let until = Instant::now() + settings.budgets.start;
-    let answer = loop {
-        tokio::time::sleep(settings.poll).await;
-        match api.get(&plan.name).await {
-            Ok(pod) => {
-                if let Some(pull) = kubelet_pull::read(&pod) {
-                    break pull;
-                }
-            }
-            Err(e) => {
-                break KubeletPull::NoAnswer {
-                    why: format!("cannot read the kubelet-pull pod: {}", api_error(&e)),
-                };
-            }
-        }
-        if Instant::now() > until {
-            break KubeletPull::NoAnswer {
-                why: format!(
-                    "the kubelet said nothing of its pull within the start budget ({}s)",
-                    settings.budgets.start.as_secs()
-                ),
-            };
-        }
-    };
-    let _ = api.delete(&plan.name, &now()).await;
-    answer
 }
 
 /// The probe container has started (running, or already ended).

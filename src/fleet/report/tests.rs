@@ -1,0 +1,242 @@
+use super::*;
+use crate::cluster::nodes::NodeFacts;
+use crate::fleet::answer::ProbeAnswer;
+use crate::fleet::run::{Cleanup, NodeRun};
+use crate::verdict::{Failure, Fault};
+use crate::vocab::Hop;
+use std::time::Duration;
+
+fn seen(host: &str, issuer: &str, verified: bool) -> TrustSeen {
+    TrustSeen {
+        host: host.into(),
+        issuer: issuer.into(),
+        verified,
+        unknown_authority: !verified,
+    }
+}
+
+#[test]
+fn a_ca_only_some_nodes_trust_is_named_on_them() {
+    let ok = [seen("r.example:443", "CN=corp root", true)];
+    let lacks = [seen("r.example:443", "CN=corp root", false)];
+    let other_ca = [seen("r.example:443", "CN=public root", false)];
+    let found = trust_only_here(&[
+        ("old", "user", &ok[..]),
+        ("new", "spot", &lacks[..]),
+        ("elsewhere", "x", &other_ca[..]),
+    ]);
+    let on_old = &found["old"];
+    assert_eq!(on_old.len(), 1);
+    assert!(on_old[0].contains("CN=corp root") && on_old[0].contains("new (pool spot)"));
+    assert!(!on_old[0].contains("elsewhere"));
+    assert!(!found.contains_key("new"));
+    // Everyone trusts it: nothing to say.
+    assert!(trust_only_here(&[("a", "p", &ok[..]), ("b", "p", &ok[..])]).is_empty());
+}
+
+fn candidate(
+    name: &str,
+    pool: &str,
+    eligible: Option<Result<(), String>>,
+    listed: bool,
+) -> Candidate {
+    Candidate {
+        facts: NodeFacts::named(name),
+        pool: pool.to_string(),
+        ready: true,
+        eligible,
+        listed,
+        running: false,
+        chosen: true,
+        why: "the pool's newest Ready node".into(),
+        evidence: None,
+        arch: None,
+    }
+}
+
+/// A probe report that fails at `failing`, or passes.
+fn probe(failing: Option<Layer>, hand_fixes: &[&str]) -> Answer {
+    let verdict = failing.map_or(Verdict::Passed, |layer| {
+        let owner = crate::advice::advise(layer, None, Hop::Registry, "r.example").owner;
+        Verdict::Failed(Failure {
+            fault: Fault::new(layer, None, owner),
+            seen: Seen {
+                hop: Some(Hop::Registry),
+                host: Some("r.example".to_string()),
+                cause: Some(format!("{layer} observed")),
+            },
+        })
+    });
+    Answer::Probe(Box::new(ProbeAnswer {
+        verdict,
+        hand_fixes: hand_fixes.iter().map(|h| h.to_string()).collect(),
+        view: None,
+        elapsed_ms: Some(5),
+        runtime: None,
+        trust: vec![],
+    }))
+}
+
+#[test]
+fn a_refusal_at_auth_waits_for_the_workloads_pull_secrets() {
+    use crate::verdict::{Failure, Fault};
+    use crate::vocab::Owner;
+    let auth = Verdict::Failed(Failure {
+        fault: Fault::new(Layer::Auth, None, Owner::Identity),
+        seen: Seen {
+            cause: Some("401 Unauthorized".into()),
+            ..Seen::default()
+        },
+    });
+    let secrets = vec!["regcred".to_string()];
+    // No secrets: the node's own refusal is the answer.
+    assert_eq!(with_pull_secrets(auth.clone(), &[], None), auth);
+    // Secrets and no kubelet pull: undecided, leaning auth, naming them and what decides.
+    let Verdict::Undecided(undecided) = with_pull_secrets(auth.clone(), &secrets, None) else {
+        panic!("undecided");
+    };
+    assert_eq!(undecided.leaning.map(|f| f.layer()), Some(Layer::Auth));
+    let decides = undecided.decides.expect("what decides");
+    assert!(decides.contains("regcred") && decides.contains("--kubelet-pull"));
+    // The kubelet's own pull with them decides either way.
+    let pulled = kubelet_pull::KubeletPull::Pulled {
+        evidence: "imageID sha256:ab".into(),
+    };
+    assert_eq!(
+        with_pull_secrets(auth.clone(), &secrets, Some(&pulled)),
+        Verdict::Passed
+    );
+    let failed = kubelet_pull::KubeletPull::Failed {
+        reason: "ErrImagePull".into(),
+        message: "401 Unauthorized".into(),
+        layer: Some(Layer::Auth),
+    };
+    assert_eq!(
+        with_pull_secrets(auth.clone(), &secrets, Some(&failed)),
+        auth
+    );
+    // Another layer is the node's whatever the pod brings.
+    let dns = Verdict::Failed(Failure {
+        fault: Fault::new(Layer::Dns, None, Owner::DnsTeam),
+        seen: Seen::default(),
+    });
+    assert_eq!(with_pull_secrets(dns.clone(), &secrets, None), dns);
+}
+
+fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetReport {
+    let outcome = RunOutcome {
+        runs: answers
+            .into_iter()
+            .map(|(node, answer)| NodeRun {
+                node: node.into(),
+                pod: format!("pullpath-fleet-x-{node}"),
+                answer,
+                kubelet_pull: None,
+                elapsed: Duration::from_millis(20),
+            })
+            .collect(),
+        ending: Ending::Finished,
+        cleanup: Ok(Cleanup {
+            deleted: 0,
+            remaining: 0,
+            unverified: None,
+        }),
+        events_unread: None,
+    };
+    let header = Header {
+        image: "r.example/app:1".into(),
+        run_id: "0123456789".into(),
+        probe_namespace: "pullpath".into(),
+        probe_image: "r.example/pullpath:0.1.0".into(),
+        probe_arches: Some(vec!["amd64".into()]),
+        workload: None,
+        pull_secrets: Vec::new(),
+        now: 0,
+        elapsed_ms: 30,
+    };
+    build(header, candidates, &outcome)
+}
+
+#[test]
+fn the_verdict_is_the_worst_eligible_pool_an_ineligible_failure_only_flagged() {
+    let candidates = [
+        candidate(
+            "gpu-1",
+            "gpu",
+            Some(Err("taint sku=gpu:NoSchedule is not tolerated".into())),
+            false,
+        ),
+        candidate("user-1", "user", Some(Ok(())), false),
+        candidate("user-2", "user", Some(Ok(())), true),
+    ];
+    let r = build_of(
+        &candidates,
+        vec![
+            ("gpu-1", probe(Some(Layer::Dns), &[])),
+            ("user-1", probe(None, &[])),
+            ("user-2", probe(Some(Layer::Tls), &[])),
+        ],
+    );
+    // user fails at tls (its cached node): that is the verdict, not gpu's dns.
+    assert_eq!(r.verdict.layer(), Some(Layer::Tls));
+    assert_eq!(r.pools[0].pool, "user");
+    assert_eq!(r.pools[1].eligible, Some(false));
+    assert!(
+        r.pools[1].summary.contains("not eligible"),
+        "{}",
+        r.pools[1].summary
+    );
+    let cached = r.nodes.iter().find(|n| n.node == "user-2").expect("row");
+    assert_eq!(cached.status, "works-from-cache");
+    assert!(
+        r.summary[0].contains("user-2 only works from cache"),
+        "{}",
+        r.summary[0]
+    );
+    assert_eq!(
+        crate::exit::for_verdict(&r.verdict),
+        crate::exit::for_layer(Layer::Tls)
+    );
+}
+
+#[test]
+fn hand_fixes_no_answers_and_an_all_passing_run() {
+    let candidates = [
+        candidate("a", "p", None, false),
+        candidate("b", "q", None, false),
+    ];
+    let r = build_of(
+        &candidates,
+        vec![
+            ("a", probe(None, &["/etc/hosts maps r.example to 10.0.0.5"])),
+            (
+                "b",
+                Answer::Missing {
+                    why: "the pod's log holds no JSON report".into(),
+                },
+            ),
+        ],
+    );
+    let a = r.pools.iter().find(|p| p.pool == "p").expect("p");
+    assert!(
+        a.summary
+            .contains("a has a hand fix a replaced node would lack: /etc/hosts maps r.example"),
+        "{}",
+        a.summary
+    );
+    // An eligible pool without an answer makes the run undecided (exit 3).
+    assert!(matches!(r.verdict, Verdict::Undecided(_)));
+    assert_eq!(crate::exit::for_verdict(&r.verdict), crate::exit::UNDECIDED);
+    let passing = build_of(
+        &candidates,
+        vec![("a", probe(None, &[])), ("b", probe(None, &[]))],
+    );
+    assert!(passing.verdict.is_passed());
+    assert_eq!(
+        passing.summary,
+        vec![
+            "pool `p` passes (1 node probed)",
+            "pool `q` passes (1 node probed)"
+        ]
+    );
+}

@@ -1,0 +1,58 @@
+//! `--kubelet-pull` on one node: the pod that has the node's kubelet pull the image itself.
+
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+
+use super::{RunSettings, api_error, now};
+use crate::fleet::kubelet_pull::{self, KubeletPull, KubeletPullPlan};
+
+/// The kubelet's own pull on one node: create the kubelet-pull pod, read it each poll interval
+/// until its status says how the pull went (within the start budget), delete it. One get per
+/// poll for the node's one pod: the opt-in costs a few requests per node, not per cluster.
+pub(super) async fn kubelet_pull_on(
+    api: &Api<Pod>,
+    plan: &KubeletPullPlan,
+    settings: &RunSettings,
+) -> KubeletPull {
+    if let Err(e) = api
+        .create(&PostParams::default(), &kubelet_pull::pod(plan))
+        .await
+    {
+        return KubeletPull::NoAnswer {
+            why: format!(
+                "cannot create the kubelet-pull pod {}/{}: {}",
+                plan.namespace,
+                plan.name,
+                api_error(&e)
+            ),
+        };
+    }
+    let until = Instant::now() + settings.budgets.start;
+    let answer = loop {
+        tokio::time::sleep(settings.poll).await;
+        match api.get(&plan.name).await {
+            Ok(pod) => {
+                if let Some(pull) = kubelet_pull::read(&pod) {
+                    break pull;
+                }
+            }
+            Err(e) => {
+                break KubeletPull::NoAnswer {
+                    why: format!("cannot read the kubelet-pull pod: {}", api_error(&e)),
+                };
+            }
+        }
+        if Instant::now() > until {
+            break KubeletPull::NoAnswer {
+                why: format!(
+                    "the kubelet said nothing of its pull within the start budget ({}s)",
+                    settings.budgets.start.as_secs()
+                ),
+            };
+        }
+    };
+    let _ = api.delete(&plan.name, &now()).await;
+    answer
+}
