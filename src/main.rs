@@ -281,46 +281,25 @@ fn cluster_command(
     read_cluster(kube, all_namespaces, output, object.as_ref()).map(|(status, _)| status)
 }
 
-/// `explain OBJECT --probe`: `pullpath fleet IMAGE --for OBJECT` with explain's cluster flags,
-/// parsed as the fleet command line so every fleet default holds.
+/// `explain OBJECT --probe`: `pullpath fleet IMAGE --for OBJECT` with explain's cluster flags.
 fn probe_from_nodes(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Result<u8> {
-    match <cli::Cli as clap::Parser>::try_parse_from(fleet_line(args, object, image))?.command {
-        Command::Fleet(fleet) => fleet_command(fleet),
-        _ => bail!("internal: the fleet command line did not parse as fleet"),
-    }
+    fleet_command(fleet_args(args, object, image)?)
 }
 
-/// The fleet command line `explain OBJECT --probe` stands for.
-fn fleet_line(args: &ExplainArgs, object: &str, image: &str) -> Vec<std::ffi::OsString> {
-    let mut line: Vec<std::ffi::OsString> = ["pullpath", "fleet", image, "--for", object]
-        .into_iter()
-        .map(Into::into)
-        .collect();
-    if let Some(probe_image) = &args.probe_image {
-        line.extend(["--probe-image".into(), probe_image.into()]);
-    }
-    line.extend([
-        "--probe-namespace".into(),
-        args.probe_namespace.clone().into(),
-    ]);
-    if args.kubelet_pull {
-        line.push("--kubelet-pull".into());
-    }
-    let k = &args.kube;
-    if let Some(kubeconfig) = &k.kubeconfig {
-        line.extend(["--kubeconfig".into(), kubeconfig.clone().into_os_string()]);
-    }
-    if let Some(context) = &k.context {
-        line.extend(["--context".into(), context.into()]);
-    }
-    if let Some(namespace) = &k.namespace {
-        line.extend(["--namespace".into(), namespace.into()]);
-    }
-    line.extend([
-        "--request-timeout".into(),
-        format!("{}ms", k.request_timeout.as_millis()).into(),
-    ]);
-    line
+/// The fleet arguments `explain OBJECT --probe` stands for: every fleet default (clap's, for
+/// a fleet of IMAGE), then explain's own settings field by field.
+fn fleet_args(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Result<FleetArgs> {
+    let Command::Fleet(mut fleet) =
+        <cli::Cli as clap::Parser>::try_parse_from(["pullpath", "fleet", image])?.command
+    else {
+        bail!("internal: fleet's defaults did not parse as fleet");
+    };
+    fleet.for_workload = Some(object.to_string());
+    fleet.probe_image.clone_from(&args.probe_image);
+    fleet.probe_namespace.clone_from(&args.probe_namespace);
+    fleet.kubelet_pull = args.kubelet_pull;
+    fleet.kube = args.kube.clone();
+    Ok(fleet)
 }
 
 /// Read the cluster (one object, or a scan), print its findings, and return the exit status
@@ -563,13 +542,7 @@ mod tests {
         let Command::Explain(args) = parsed.command else {
             panic!("explain");
         };
-        let line = fleet_line(&args, "pod/web", "r.example/team/app:v1");
-        let Command::Fleet(fleet) = <cli::Cli as clap::Parser>::try_parse_from(line)
-            .expect("fleet parses")
-            .command
-        else {
-            panic!("fleet");
-        };
+        let fleet = fleet_args(&args, "pod/web", "r.example/team/app:v1").expect("fleet arguments");
         assert!(fleet.kubelet_pull);
         assert_eq!(fleet.for_workload.as_deref(), Some("pod/web"));
         assert_eq!(fleet.kube.namespace.as_deref(), Some("shop"));
@@ -577,5 +550,10 @@ mod tests {
             fleet.probe_image.as_deref(),
             Some("r.example/tools/pullpath:1")
         );
+        // Fleet's own defaults, and explain's request timeout as it was given.
+        assert_eq!(fleet.image.as_deref(), Some("r.example/team/app:v1"));
+        assert_eq!(fleet.probe_namespace, "pullpath");
+        assert_eq!(fleet.kube.request_timeout, args.kube.request_timeout);
+        assert!(!fleet.dry_run && !fleet.cleanup && !fleet.all_nodes);
     }
 }
