@@ -12,6 +12,7 @@ use super::connect::{Attempt, ConnectOutcome};
 use super::dns::Outcome;
 use super::host::Tunnel;
 use super::net::Transport;
+use super::redirect::RedirectProblem;
 use super::route::RouteLookup;
 use super::tls::TlsProblem;
 
@@ -65,6 +66,8 @@ pub enum Evidence {
     NoHeaders { ms: u128 },
     /// A body that stalled, broke, ran long or did not verify.
     Body(BodyProblem),
+    /// A redirect the runtime cannot follow, or will not follow further.
+    Redirect(RedirectProblem),
     /// What the walk still reports only in words (HTTP statuses and bodies, manifests,
     /// redirects, hosts.toml, the deadline).
     Other(String),
@@ -79,6 +82,12 @@ impl From<String> for Evidence {
 impl From<&str> for Evidence {
     fn from(words: &str) -> Evidence {
         Evidence::Other(words.to_string())
+    }
+}
+
+impl From<RedirectProblem> for Evidence {
+    fn from(problem: RedirectProblem) -> Evidence {
+        Evidence::Redirect(problem)
     }
 }
 
@@ -169,6 +178,7 @@ impl fmt::Display for Evidence {
             Evidence::Transport(transport) => write!(f, "{transport}"),
             Evidence::NoHeaders { ms } => write!(f, "no response headers within {ms} ms"),
             Evidence::Body(problem) => problem.fmt(f),
+            Evidence::Redirect(problem) => problem.fmt(f),
             Evidence::Other(words) => f.write_str(words),
         }
     }

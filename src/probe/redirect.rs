@@ -19,12 +19,55 @@ pub enum Next {
     Follow(Url),
 }
 
+/// A redirect the runtime cannot follow, or will not follow further.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedirectProblem {
+    /// The `Location` does not resolve against the request URL: Go's own parse error.
+    Unusable {
+        status: u16,
+        location: String,
+        error: String,
+    },
+    /// The `Location` is not an http(s) URL with a host (shown without its query).
+    NotHttp { status: u16, target: String },
+    /// More than [`MAX_REDIRECTS`] in a row.
+    TooMany,
+    /// The token request's POST (it carries the password) redirected to another host.
+    CredentialElsewhere { from: Authority, target: String },
+}
+
+impl std::fmt::Display for RedirectProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RedirectProblem::Unusable {
+                status,
+                location,
+                error,
+            } => write!(
+                f,
+                "{status} with an unusable Location {location:?}: {error}"
+            ),
+            RedirectProblem::NotHttp { status, target } => {
+                write!(f, "{status} to {target}, which is not an http(s) URL")
+            }
+            RedirectProblem::TooMany => write!(
+                f,
+                "stopped after {MAX_REDIRECTS} redirects, as containerd does (a redirect loop?)"
+            ),
+            RedirectProblem::CredentialElsewhere { from, target } => write!(
+                f,
+                "{from} redirects the credential POST to {target}: pullpath does not send the password to another host (containerd would)"
+            ),
+        }
+    }
+}
+
 /// The next request after an answer with `status` and `location` to a request for `current`.
 pub fn interpret_redirect(
     current: &Url,
     status: u16,
     location: Option<&str>,
-) -> Result<Next, String> {
+) -> Result<Next, RedirectProblem> {
     if !matches!(status, 301 | 302 | 303 | 307 | 308) {
         return Ok(Next::Final);
     }
@@ -33,12 +76,16 @@ pub fn interpret_redirect(
     };
     let next = current
         .join(location.trim())
-        .map_err(|e| format!("{status} with an unusable Location {location:?}: {e}"))?;
+        .map_err(|e| RedirectProblem::Unusable {
+            status,
+            location: location.to_string(),
+            error: e.to_string(),
+        })?;
     if Scheme::of(&next).is_none() || next.host().is_none() {
-        return Err(format!(
-            "{status} to {}, which is not an http(s) URL",
-            redact_url(&next)
-        ));
+        return Err(RedirectProblem::NotHttp {
+            status,
+            target: redact_url(&next),
+        });
     }
     Ok(Next::Follow(next))
 }
@@ -111,8 +158,17 @@ mod tests {
         };
         assert!(is_downgrade(&here, &plain));
         assert!(!is_downgrade(&plain, &here));
-        assert!(interpret_redirect(&here, 302, Some("ftp://x/y")).is_err());
-        assert!(interpret_redirect(&here, 302, Some("http://[::1")).is_err());
+        assert_eq!(
+            interpret_redirect(&here, 302, Some("ftp://x/y")),
+            Err(RedirectProblem::NotHttp {
+                status: 302,
+                target: "ftp://x/y".into()
+            })
+        );
+        assert!(matches!(
+            interpret_redirect(&here, 302, Some("http://[::1")),
+            Err(RedirectProblem::Unusable { status: 302, .. })
+        ));
     }
 
     #[test]

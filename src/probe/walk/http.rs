@@ -10,7 +10,7 @@ use super::Walk;
 use crate::probe::authority::{Authority, Scheme};
 use crate::probe::evidence::Evidence;
 use crate::probe::net::{Network, Request, Response, Target, Transport};
-use crate::probe::redirect::{self, MAX_REDIRECTS, Next};
+use crate::probe::redirect::{self, MAX_REDIRECTS, Next, RedirectProblem};
 use crate::probe::stop::Stop;
 use crate::vocab::{Hop, Layer};
 
@@ -148,29 +148,27 @@ impl<N: Network> Walk<N> {
                         && !Authority::of(&next)
                             .is_some_and(|to| redirect::carries_authorization(&at, &to))
                     {
-                        let detail = format!(
-                            "{at} redirects the credential POST to {}: pullpath does not send the password to another host (containerd would)",
-                            redirect::redact_url(&next)
-                        );
+                        let problem = RedirectProblem::CredentialElsewhere {
+                            from: at.clone(),
+                            target: redirect::redact_url(&next),
+                        };
                         self.path
-                            .record(hop, &at, step, false, detail.clone(), None);
-                        return Err(Stop::new(hop, &at, Layer::Other, step, detail));
+                            .record(hop, &at, step, false, problem.to_string(), None);
+                        return Err(Stop::new(hop, &at, Layer::Other, step, problem));
                     }
                     url = next;
                 }
-                Err(detail) => {
+                Err(problem) => {
                     self.path
-                        .record(hop, &at, step, false, detail.clone(), None);
-                    return Err(Stop::new(hop, &at, Layer::Other, step, detail));
+                        .record(hop, &at, step, false, problem.to_string(), None);
+                    return Err(Stop::new(hop, &at, Layer::Other, step, problem));
                 }
             }
         }
-        let detail = format!(
-            "stopped after {MAX_REDIRECTS} redirects, as containerd does (a redirect loop?)"
-        );
+        let problem = RedirectProblem::TooMany;
         self.path
-            .record(hop, &at, step, false, detail.clone(), None);
-        Err(Stop::new(hop, &at, Layer::Other, step, detail))
+            .record(hop, &at, step, false, problem.to_string(), None);
+        Err(Stop::new(hop, &at, Layer::Other, step, problem))
     }
 }
 
@@ -248,10 +246,9 @@ mod tests {
         let (outcome, _) = walk(looping, vec![endpoint("r.test", true)], false).await;
         let s = stop(&outcome);
         assert_eq!((s.layer, s.mechanism), (Layer::Blob, Some(Layer::Other)));
-        assert!(
-            s.evidence.to_string().contains("after 10 redirects"),
-            "{}",
-            s.evidence
+        assert_eq!(
+            *s.evidence,
+            crate::probe::evidence::Evidence::Redirect(RedirectProblem::TooMany)
         );
     }
 
@@ -290,10 +287,14 @@ mod tests {
         let stop = stop(&outcome);
         assert_eq!((stop.hop, stop.layer), (Hop::Auth, Layer::Other));
         assert!(
-            stop.evidence
-                .to_string()
-                .contains("does not send the password"),
-            "{}",
+            matches!(
+                &*stop.evidence,
+                crate::probe::evidence::Evidence::Redirect(RedirectProblem::CredentialElsewhere {
+                    target,
+                    ..
+                }) if target == "https://elsewhere.test/token"
+            ),
+            "{:?}",
             stop.evidence
         );
         assert!(
