@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 
-use crate::cli::ProbeArgs;
+use crate::cli::{FleetArgs, ProbeArgs};
+use crate::cluster::{self, ObjectRef};
+use crate::fleet;
 use crate::image_ref::ImageRef;
 use crate::node_root::NodeRoot;
 use crate::probe::process::RunningProcess;
@@ -129,6 +131,54 @@ pub fn probe(
     Ok(config)
 }
 
+/// `pullpath fleet`'s configuration for a run (not `--cleanup`) against `target`.
+pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet::FleetConfig> {
+    let workload = match &args.for_workload {
+        Some(text) => Some(ObjectRef::parse(text).with_context(|| {
+            format!("--for {text:?}: want pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME")
+        })?),
+        None => None,
+    };
+    // clap requires IMAGE unless --cleanup.
+    let image = args.image.clone().unwrap_or_default();
+    let image_ref =
+        ImageRef::parse(&image).with_context(|| format!("{image:?} is not an image reference"))?;
+    let probe_image = fleet::probe_image(args.probe_image.as_deref())?;
+    ImageRef::parse(&probe_image)
+        .with_context(|| format!("--probe-image {probe_image:?} is not an image reference"))?;
+    let probe_deadline = args.probe_deadline.min(args.deadline);
+    Ok(fleet::FleetConfig {
+        target,
+        image,
+        probe_arches: (!args.probe_image_arch.is_empty()).then(|| args.probe_image_arch.clone()),
+        settings: fleet::run::RunSettings {
+            namespace: args.probe_namespace.clone(),
+            parallel: usize::from(args.parallel),
+            deadline: args.deadline,
+            poll: args.poll_interval,
+            budgets: fleet::life::Budgets {
+                start: args.start_budget,
+                probe: probe_deadline,
+            },
+            origin: fleet::probe_origin(&image_ref, &probe_image),
+            request_timeout: args.kube.request_timeout,
+        },
+        probe_image,
+        probe_namespace: args.probe_namespace.clone(),
+        workload,
+        selector: args.selector.clone(),
+        choice: fleet::select::Choice {
+            nodes_per_pool: usize::from(args.nodes_per_pool),
+            all_nodes: args.all_nodes,
+            pools: args.pools.clone(),
+            also: None,
+        },
+        full: args.full,
+        runtime_pull: args.runtime_pull,
+        kubelet_pull: args.kubelet_pull,
+    })
+}
+
 /// The kubelet's credential sources: each setting from its flag, else the running kubelet's
 /// command line, else the kubelet's default, saying which.
 fn kubelet_sources(
@@ -223,6 +273,70 @@ mod tests {
             crate::cli::Command::Probe(args) => args,
             _ => panic!("probe"),
         }
+    }
+
+    fn fleet_args(line: &[&str]) -> FleetArgs {
+        let mut argv = vec!["pullpath", "fleet"];
+        argv.extend(line);
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Fleet(args) => args,
+            _ => panic!("fleet"),
+        }
+    }
+
+    fn target() -> cluster::Target {
+        cluster::Target {
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            all_namespaces: false,
+            read_secrets: false,
+            request_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+
+    /// Fleet's configuration: a probe's own deadline never outlasts the run's, the probe image
+    /// is required and must be a reference, and `--for` must name a workload.
+    #[test]
+    fn fleet_settings_follow_the_flags_and_refuse_what_cannot_run() {
+        let config = fleet(
+            &fleet_args(&[
+                "r.example/team/app:v1",
+                "--probe-image",
+                "r.example/tools/pullpath:1",
+                "--deadline",
+                "30s",
+                "--probe-deadline",
+                "90s",
+                "--for",
+                "deploy/web",
+            ]),
+            target(),
+        )
+        .expect("a configuration");
+        assert_eq!(
+            config.settings.budgets.probe,
+            std::time::Duration::from_secs(30)
+        );
+        assert!(config.settings.origin.same_registry);
+        assert!(config.workload.is_some());
+        let no_probe_image = fleet(&fleet_args(&["r.example/team/app:v1"]), target())
+            .expect_err("no probe image")
+            .to_string();
+        assert!(no_probe_image.contains("--probe-image"), "{no_probe_image}");
+        let bad_for = fleet(
+            &fleet_args(&[
+                "r.example/team/app:v1",
+                "--probe-image",
+                "r.example/tools/pullpath:1",
+                "--for",
+                "web",
+            ]),
+            target(),
+        )
+        .expect_err("not a workload")
+        .to_string();
+        assert!(bad_for.contains("--for \"web\""), "{bad_for}");
     }
 
     /// A `/proc` holding one process: its name, command line, environment and working

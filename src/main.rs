@@ -9,7 +9,6 @@ use pullpath::cli::{
     ProbeArgs, ScanArgs,
 };
 use pullpath::cluster::{self, ObjectRef};
-use pullpath::image_ref::ImageRef;
 use pullpath::probe::{self, creds};
 use pullpath::render::{self, Style};
 use pullpath::{azure, cli_docs, configure, exit, failure_text, report, scan_report};
@@ -384,12 +383,6 @@ fn async_runtime() -> Option<tokio::runtime::Runtime> {
 /// leftovers. API errors are pullpath's own (exit 70); findings exit by the worst eligible pool.
 fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
     use pullpath::fleet;
-    let workload = match &args.for_workload {
-        Some(text) => Some(ObjectRef::parse(text).with_context(|| {
-            format!("--for {text:?}: want pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME")
-        })?),
-        None => None,
-    };
     if args.kube.read_secrets {
         bail!("--read-secrets goes with explain and scan, not fleet");
     }
@@ -428,44 +421,7 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
             }
         };
     }
-    // clap requires IMAGE unless --cleanup.
-    let image = args.image.clone().unwrap_or_default();
-    let image_ref =
-        ImageRef::parse(&image).with_context(|| format!("{image:?} is not an image reference"))?;
-    let probe_image = fleet::probe_image(args.probe_image.as_deref())?;
-    ImageRef::parse(&probe_image)
-        .with_context(|| format!("--probe-image {probe_image:?} is not an image reference"))?;
-    let probe_deadline = args.probe_deadline.min(args.deadline);
-    let config = fleet::FleetConfig {
-        target,
-        image,
-        probe_arches: (!args.probe_image_arch.is_empty()).then(|| args.probe_image_arch.clone()),
-        settings: fleet::run::RunSettings {
-            namespace: args.probe_namespace.clone(),
-            parallel: usize::from(args.parallel),
-            deadline: args.deadline,
-            poll: args.poll_interval,
-            budgets: fleet::life::Budgets {
-                start: args.start_budget,
-                probe: probe_deadline,
-            },
-            origin: fleet::probe_origin(&image_ref, &probe_image),
-            request_timeout: args.kube.request_timeout,
-        },
-        probe_image,
-        probe_namespace: args.probe_namespace.clone(),
-        workload,
-        selector: args.selector.clone(),
-        choice: fleet::select::Choice {
-            nodes_per_pool: usize::from(args.nodes_per_pool),
-            all_nodes: args.all_nodes,
-            pools: args.pools.clone(),
-            also: None,
-        },
-        full: args.full,
-        runtime_pull: args.runtime_pull,
-        kubelet_pull: args.kubelet_pull,
-    };
+    let config = configure::fleet(&args, target)?;
     if args.dry_run {
         return match runtime.block_on(fleet::plan(&config)) {
             Ok(plan) => {
