@@ -1,4 +1,6 @@
-//! Records the git commit pullpath is built from, for `pullpath --version`.
+//! Records the git commit pullpath is built from, for `pullpath --version`, and builds the
+//! first stage of a probe pod that needs no registry (`stage/pullpath-stage.rs`, embedded into
+//! pullpath: `fleet::deliver`).
 //!
 //! Only the local checkout is read (no network). A build outside a git checkout (a source
 //! archive, `cargo install` of a packaged crate) or without git says so instead of failing;
@@ -15,6 +17,82 @@ fn main() {
         .or_else(git_commit)
         .unwrap_or_else(|| "unknown, not built from a git checkout".to_string());
     println!("cargo:rustc-env=PULLPATH_GIT_COMMIT={}", commit.trim());
+    stage();
+}
+
+/// `stage/pullpath-stage.rs` built for the target with rustc alone: no std, `panic=abort` (which
+/// a cargo profile cannot give one target), the C library linked statically, stripped; written
+/// to `OUT_DIR/pullpath-stage` behind a marker and its length, which pullpath embeds and
+/// `fleet::deliver::embedded_stage` finds again (in this binary or another architecture's).
+/// Where it cannot be built (no static C library for the target), a warning, and an empty
+/// stage: fleet then says so and asks for `--probe-image`.
+fn stage() {
+    println!("cargo:rerun-if-changed=stage");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let target = std::env::var("TARGET").expect("TARGET");
+    let built = out.join("pullpath-stage.elf");
+    let mut command = Command::new(rustc);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("stage/pullpath-stage.rs"))
+        .args([
+            "--edition",
+            "2024",
+            "--crate-type",
+            "bin",
+            "--target",
+            &target,
+        ])
+        .args([
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=s",
+            "-C",
+            "strip=symbols",
+        ])
+        .args(["-C", "target-feature=+crt-static", "-C", "codegen-units=1"])
+        // The C library and libgcc's unwinder it names, statically, whatever rustc put before.
+        .args([
+            "-C",
+            "link-arg=-Wl,-Bstatic",
+            "-C",
+            "link-arg=-Wl,--start-group",
+        ])
+        .args([
+            "-C",
+            "link-arg=-lc",
+            "-C",
+            "link-arg=-lgcc_eh",
+            "-C",
+            "link-arg=-lgcc",
+        ])
+        .args(["-C", "link-arg=-Wl,--end-group"])
+        .arg("-o")
+        .arg(&built)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    if let Ok(linker) = std::env::var("RUSTC_LINKER") {
+        command.arg("-C").arg(format!("linker={linker}"));
+    }
+    let stage = match command.output() {
+        Ok(o) if o.status.success() => std::fs::read(&built).unwrap_or_default(),
+        Ok(o) => {
+            let why = String::from_utf8_lossy(&o.stderr);
+            let first = why.lines().find(|l| l.contains("error")).unwrap_or("");
+            println!(
+                "cargo:warning=pullpath-stage not built for {target} (fleet will need --probe-image): {first}"
+            );
+            Vec::new()
+        }
+        Err(e) => {
+            println!("cargo:warning=pullpath-stage not built for {target}: {e}");
+            Vec::new()
+        }
+    };
+    let mut embedded = b"PULLPATH-STAGE:".to_vec();
+    embedded.extend_from_slice(&(stage.len() as u64).to_le_bytes());
+    embedded.extend_from_slice(&stage);
+    std::fs::write(out.join("pullpath-stage"), embedded).expect("write the embedded stage");
 }
 
 /// `git rev-parse HEAD` of the checkout holding this crate, and a rebuild when HEAD moves.

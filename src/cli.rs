@@ -367,11 +367,23 @@ pub struct FleetArgs {
     /// The namespace the probe pods run in (Pod Security level `privileged`).
     #[arg(long, value_name = "NS", default_value = "pullpath")]
     pub probe_namespace: String,
-    /// The probe image (required): scripts/image.sh builds it; push it where every node pulls
-    /// from, best the image's own registry (a probe image from another registry that does not
-    /// pull is a run problem naming that registry, not a finding).
+    /// A probe image to pull instead of delivering pullpath through the API: scripts/image.sh
+    /// builds it; push it where every node pulls from, best the image's own registry (a probe
+    /// image from another registry that does not pull is a run problem naming that registry).
+    /// Without it, no registry is needed: each probe pod starts from the node's own sandbox
+    /// (pause) image with pullpath's static binary delivered as ConfigMaps in the probe
+    /// namespace, deleted with the run.
     #[arg(long, value_name = "IMAGE")]
     pub probe_image: Option<String>,
+    /// Without --probe-image: the image every probed node holds to start the probe from
+    /// (`imagePullPolicy: Never`), instead of each node's sandbox image from its status.
+    #[arg(long, value_name = "IMAGE", conflicts_with = "probe_image")]
+    pub node_image: Option<String>,
+    /// Without --probe-image: the static pullpath to deliver to nodes of ARCH
+    /// (`arm64=/path/pullpath`; repeatable). Without it, this executable, when it is static, for
+    /// its own architecture.
+    #[arg(long, value_name = "ARCH=PATH", conflicts_with = "probe_image")]
+    pub probe_binary: Vec<String>,
     /// The architectures the probe image has (`amd64,arm64`): a chosen node of another
     /// (`kubernetes.io/arch`) gets no probe pod and is a run problem. Unknown without it.
     #[arg(long, value_name = "ARCH,…", value_delimiter = ',')]

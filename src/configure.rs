@@ -143,9 +143,21 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
     let image = args.image.clone().unwrap_or_default();
     let image_ref =
         ImageRef::parse(&image).with_context(|| format!("{image:?} is not an image reference"))?;
-    let probe_image = fleet::probe_image(args.probe_image.as_deref())?;
-    ImageRef::parse(&probe_image)
-        .with_context(|| format!("--probe-image {probe_image:?} is not an image reference"))?;
+    let probe = fleet::probe_source(
+        args.probe_image.as_deref(),
+        args.node_image.as_deref(),
+        &args.probe_binary,
+    )
+    .map_err(anyhow::Error::msg)?;
+    for (flag, image) in [
+        ("--probe-image", args.probe_image.as_deref()),
+        ("--node-image", args.node_image.as_deref()),
+    ] {
+        if let Some(image) = image {
+            ImageRef::parse(image)
+                .with_context(|| format!("{flag} {image:?} is not an image reference"))?;
+        }
+    }
     let probe_deadline = args.probe_deadline.min(args.deadline);
     Ok(fleet::FleetConfig {
         target,
@@ -160,10 +172,10 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
                 start: args.start_budget,
                 probe: probe_deadline,
             },
-            origin: fleet::probe_origin(&image_ref, &probe_image),
+            origin: fleet::probe_origin(&image_ref, &probe),
             request_timeout: args.kube.request_timeout,
         },
-        probe_image,
+        probe,
         probe_namespace: args.probe_namespace.clone(),
         workload,
         selector: args.selector.clone(),
@@ -320,10 +332,44 @@ mod tests {
         );
         assert!(config.settings.origin.same_registry);
         assert!(config.workload.is_some());
-        let no_probe_image = fleet(&fleet_args(&["r.example/team/app:v1"]), target())
-            .expect_err("no probe image")
-            .to_string();
-        assert!(no_probe_image.contains("--probe-image"), "{no_probe_image}");
+        // No probe image: pullpath is delivered through the API.
+        let delivered =
+            fleet(&fleet_args(&["r.example/team/app:v1"]), target()).expect("no registry needed");
+        assert!(matches!(delivered.probe, fleet::ProbeSource::Delivered(_)));
+        assert!(!delivered.settings.origin.same_registry);
+        let given = fleet(
+            &fleet_args(&[
+                "r.example/team/app:v1",
+                "--node-image",
+                "registry.k8s.io/pause:3.10",
+                "--probe-binary",
+                "arm64=/opt/pullpath-arm64",
+            ]),
+            target(),
+        )
+        .expect("delivered with the node image and a binary given");
+        let fleet::ProbeSource::Delivered(given) = given.probe else {
+            panic!("delivered");
+        };
+        assert_eq!(
+            given.node_image.as_deref(),
+            Some("registry.k8s.io/pause:3.10")
+        );
+        assert_eq!(
+            given.binaries.get("arm64").map(|p| p.display().to_string()),
+            Some("/opt/pullpath-arm64".into())
+        );
+        for bad in [
+            &["--probe-binary", "/opt/pullpath"][..],
+            &["--node-image", "Not An Image"],
+        ] {
+            let mut argv = vec!["r.example/team/app:v1"];
+            argv.extend(bad);
+            let error = fleet(&fleet_args(&argv), target())
+                .expect_err("refused")
+                .to_string();
+            assert!(error.contains(bad[0]), "{error}");
+        }
         let bad_for = fleet(
             &fleet_args(&[
                 "r.example/team/app:v1",

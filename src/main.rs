@@ -425,7 +425,10 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
     if args.dry_run {
         return match runtime.block_on(fleet::plan(&config)) {
             Ok(plan) => {
-                print!("{}", render::json::render(&fleet::manifest(&plan)));
+                print!(
+                    "{}",
+                    render::json::render(&fleet::manifest(&plan, &config.probe_namespace))
+                );
                 Ok(exit::PASSED)
             }
             Err(e) => {

@@ -75,6 +75,11 @@ pub enum RunProblem {
     ProbeOverran { deadline: Duration },
     /// Not started: what was left of the run's `--deadline` was less than a probe needs.
     NoTimeLeft { left: Duration, needs: Duration },
+    /// No registry (no `--probe-image`), and no image this node holds to start from: its
+    /// status lists no sandbox (pause) image, and `--node-image` names none.
+    NoNodeImage,
+    /// No registry, and no pullpath binary to deliver for the node's architecture.
+    NoProbeBinary { arch: String, why: String },
 }
 
 /// An admission refusal at create time, with what refused it.
@@ -105,6 +110,8 @@ impl RunProblem {
             RunProblem::NeverStarted { .. } => "never-started",
             RunProblem::ProbeOverran { .. } => "probe-deadline",
             RunProblem::NoTimeLeft { .. } => "no-time-left",
+            RunProblem::NoNodeImage => "no-node-image",
+            RunProblem::NoProbeBinary { .. } => "probe-binary",
         }
     }
 
@@ -128,7 +135,11 @@ impl RunProblem {
                 format!("the kubelet did not admit the probe pod ({reason}): {message}")
             }
             RunProblem::ProbeImageNeverPulled { message } => format!(
-                "the probe image is not on the node and its pull policy is Never (ErrImageNeverPull): {message}"
+                "the probe pod's image is not on the node and its pull policy is Never (ErrImageNeverPull): {message}"
+            ),
+            RunProblem::NoNodeImage => "not started: the node's status lists no sandbox (pause) image to start the probe from without a registry (the kubelet lists at most 50 images, largest first); name one the node holds with --node-image, or pass --probe-image".to_string(),
+            RunProblem::NoProbeBinary { arch, why } => format!(
+                "not started: no pullpath binary to deliver for {arch}: {why}"
             ),
             RunProblem::SandboxNotCreated { message } => format!(
                 "the runtime could not create the probe pod's sandbox (FailedCreatePodSandBox), as it would fail any pod on this node: {message}"

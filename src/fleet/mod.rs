@@ -12,6 +12,7 @@
 //! kubelet's own pull, read beside the probe's answer.
 
 pub mod answer;
+pub mod deliver;
 pub mod eligibility;
 pub mod kubelet_pull;
 pub mod life;
@@ -38,32 +39,78 @@ use report::FleetReport;
 use run::RunSettings;
 use select::Choice;
 
-/// No probe image was given, and there is no default to fall back on.
+/// How the probe pods start: the one place it is decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoProbeImage;
+pub enum ProbeSource {
+    /// `--probe-image`: each node pulls it like any image.
+    Image(String),
+    /// No registry (the default): an image each node holds, pullpath delivered through the API
+    /// (`deliver`).
+    Delivered(deliver::prepare::Given),
+}
 
-impl std::fmt::Display for NoProbeImage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(
-            "--probe-image IMAGE is required: build the probe image with scripts/image.sh, push it to a registry every node can pull from (best: the image's own registry, so a failure to pull it says something about the image), and pass it, by digest where possible",
-        )
+impl ProbeSource {
+    /// The report's `probe_image`: the image, or how the probe reached the nodes.
+    pub fn describe(&self) -> String {
+        match self {
+            ProbeSource::Image(image) => image.clone(),
+            ProbeSource::Delivered(given) => format!(
+                "none: pullpath delivered through the API, started from {}",
+                given
+                    .node_image
+                    .as_deref()
+                    .unwrap_or("each node's sandbox image")
+            ),
+        }
     }
 }
 
-impl std::error::Error for NoProbeImage {}
-
-/// The probe image a run uses: the one place that decides it (a registry-free default will
-/// come here). Until then there is none: a placeholder name would only fail on every node.
-pub fn probe_image(given: Option<&str>) -> Result<String, NoProbeImage> {
-    given
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-        .map(str::to_string)
-        .ok_or(NoProbeImage)
+/// The probe's source from `--probe-image`, `--node-image` and `--probe-binary ARCH=PATH`:
+/// a probe image, else delivery through the API; a `--probe-binary` that is not `ARCH=PATH`
+/// is refused.
+pub fn probe_source(
+    probe_image: Option<&str>,
+    node_image: Option<&str>,
+    probe_binaries: &[String],
+) -> Result<ProbeSource, String> {
+    let given = |text: Option<&str>| {
+        text.map(str::trim)
+            .filter(|g| !g.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(image) = given(probe_image) {
+        return Ok(ProbeSource::Image(image));
+    }
+    let mut binaries = std::collections::BTreeMap::new();
+    for text in probe_binaries {
+        let Some((arch, path)) = text
+            .split_once('=')
+            .filter(|(a, p)| !a.trim().is_empty() && !p.trim().is_empty())
+        else {
+            return Err(format!(
+                "--probe-binary {text:?}: want ARCH=PATH (amd64=/path/to/static/pullpath)"
+            ));
+        };
+        binaries.insert(
+            arch.trim().to_string(),
+            std::path::PathBuf::from(path.trim()),
+        );
+    }
+    Ok(ProbeSource::Delivered(deliver::prepare::Given {
+        node_image: given(node_image),
+        binaries,
+    }))
 }
 
-/// Whether the probe image comes from `image`'s registry host.
-pub fn probe_origin(image: &ImageRef, probe_image: &str) -> life::ProbeOrigin {
+/// Whether the probe image comes from `image`'s registry host (a delivered probe comes from
+/// no registry).
+pub fn probe_origin(image: &ImageRef, source: &ProbeSource) -> life::ProbeOrigin {
+    let ProbeSource::Image(probe_image) = source else {
+        return life::ProbeOrigin {
+            same_registry: false,
+            registry: String::new(),
+        };
+    };
     let registry = ImageRef::parse(probe_image)
         .map(|p| p.registry)
         .unwrap_or_else(|_| probe_image.to_string());
@@ -78,7 +125,7 @@ pub fn probe_origin(image: &ImageRef, probe_image: &str) -> life::ProbeOrigin {
 pub struct FleetConfig {
     pub target: Target,
     pub image: String,
-    pub probe_image: String,
+    pub probe: ProbeSource,
     /// `--probe-image-arch`: the architectures the probe image has; `None`: unknown.
     pub probe_arches: Option<Vec<String>>,
     pub probe_namespace: String,
@@ -111,8 +158,10 @@ pub struct Plan {
     pub candidates: Vec<select::Candidate>,
     pub pods: Vec<PodPlan>,
     /// Chosen nodes no probe pod is made for, and why (the probe image lacks their
-    /// architecture).
+    /// architecture; no image or binary to deliver).
     pub unprobed: Vec<(String, life::RunProblem)>,
+    /// No registry: the binaries delivered through the API, one per architecture probed.
+    pub payloads: Vec<deliver::Payload>,
     pub workload: Option<String>,
     /// The workload's `imagePullSecrets` (names).
     pub pull_secrets: Vec<String>,
@@ -198,16 +247,39 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     let candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
     let id = run_id();
     let has = config.probe_arches.as_deref();
-    let unprobed = candidates
+    let chosen: Vec<&select::Candidate> = candidates.iter().filter(|c| c.chosen).collect();
+    let (payloads, starts) = match &config.probe {
+        ProbeSource::Image(image) => {
+            let start = |c: &select::Candidate| match lacks_arch(c, has) {
+                Some(problem) => Err(problem),
+                None => Ok(pod_spec::Start::Image(image.clone())),
+            };
+            (Vec::new(), chosen.iter().map(|c| start(c)).collect())
+        }
+        ProbeSource::Delivered(given) => {
+            let prepared = deliver::prepare::prepare(&id, &chosen, &nodes, given);
+            let starts: Vec<_> = chosen
+                .iter()
+                .map(|c| match prepared.starts.get(&c.facts.name) {
+                    Some(Ok(delivered)) => Ok(pod_spec::Start::Delivered(delivered.clone())),
+                    Some(Err(problem)) => Err(problem.clone()),
+                    None => Err(life::RunProblem::NoNodeImage),
+                })
+                .collect();
+            (prepared.payloads, starts)
+        }
+    };
+    let unprobed = chosen
         .iter()
-        .filter(|c| c.chosen)
-        .filter_map(|c| Some((c.facts.name.clone(), lacks_arch(c, has)?)))
+        .zip(&starts)
+        .filter_map(|(c, s)| Some((c.facts.name.clone(), s.clone().err()?)))
         .collect();
-    let pods = candidates
+    let pods = chosen
         .iter()
-        .filter(|c| c.chosen && lacks_arch(c, has).is_none())
+        .zip(starts)
+        .filter_map(|(c, s)| Some((*c, s.ok()?)))
         .enumerate()
-        .map(|(i, c)| PodPlan {
+        .map(|(i, (c, start))| PodPlan {
             kubelet_pull: config.kubelet_pull.then(|| KubeletPullPlan {
                 name: format!("pullpath-fleet-{id}-{i}-kubelet"),
                 namespace: namespace.clone(),
@@ -222,7 +294,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
             namespace: config.probe_namespace.clone(),
             node: c.facts.name.clone(),
             run_id: id.clone(),
-            probe_image: config.probe_image.clone(),
+            start,
             image: config.image.clone(),
             full: config.full,
             runtime_pull: config.runtime_pull,
@@ -236,22 +308,47 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         candidates,
         pods,
         unprobed,
+        payloads,
         workload,
         pull_secrets: identity.1,
         client,
     })
 }
 
-/// The probe pods of a plan as one `List` (what `kubectl apply -f` reads).
-pub fn manifest(plan: &Plan) -> serde_json::Value {
-    let items: Vec<serde_json::Value> = plan
-        .pods
-        .iter()
-        .flat_map(|p| {
-            let kubelet_pull = p.kubelet_pull.as_ref().map(kubelet_pull::pod);
-            std::iter::once(pod_spec::probe_pod(p)).chain(kubelet_pull)
-        })
-        .map(|pod| serde_json::to_value(pod).unwrap_or_default())
+/// Every object a plan's run would create as one `List` (what `kubectl apply -f` reads): the
+/// delivered ConfigMaps first (their data elided), then the probe pods.
+pub fn manifest(plan: &Plan, namespace: &str) -> serde_json::Value {
+    let delivered = plan.payloads.iter().flat_map(|payload| {
+        deliver::objects(&plan.run_id, payload)
+            .into_iter()
+            .map(|(name, key, bytes)| {
+                let mut object = serde_json::to_value(deliver::config_map(
+                    &plan.run_id,
+                    namespace,
+                    &name,
+                    &key,
+                    &[],
+                ))
+                .unwrap_or_default();
+                object["binaryData"][&key] = format!(
+                    "(elided: {} bytes of the {} pullpath binary)",
+                    bytes.len(),
+                    payload.arch
+                )
+                .into();
+                object
+            })
+    });
+    let items: Vec<serde_json::Value> = delivered
+        .chain(
+            plan.pods
+                .iter()
+                .flat_map(|p| {
+                    let kubelet_pull = p.kubelet_pull.as_ref().map(kubelet_pull::pod);
+                    std::iter::once(pod_spec::probe_pod(p)).chain(kubelet_pull)
+                })
+                .map(|pod| serde_json::to_value(pod).unwrap_or_default()),
+        )
         .collect();
     serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
@@ -264,6 +361,31 @@ pub async fn fleet(
 ) -> Result<FleetReport, ClusterError> {
     let started = Instant::now();
     let plan = plan(config).await?;
+    let mut interrupt = std::pin::pin!(interrupt);
+    let namespace = &config.probe_namespace;
+    // No registry: the binaries first, shared by every probe pod of the run.
+    let sent = if plan.payloads.is_empty() || plan.pods.is_empty() {
+        None
+    } else {
+        let creating = deliver::send::create(&plan.client, namespace, &plan.run_id, &plan.payloads);
+        let created = tokio::select! {
+            created = creating => Some(created),
+            () = &mut interrupt => None,
+        };
+        match created {
+            Some(Ok(sent)) => Some(sent),
+            Some(Err(why)) => {
+                let _ = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
+                return Err(ClusterError::Api {
+                    code: 0,
+                    what: format!("create configmaps in {namespace}"),
+                    message: format!("{why} (see deploy/rbac-fleet.yaml)"),
+                });
+            }
+            // Interrupted: the pods are not created; the run below ends at once.
+            None => None,
+        }
+    };
     let mut outcome = run::run(
         plan.client.clone(),
         &config.settings,
@@ -272,6 +394,10 @@ pub async fn fleet(
         interrupt,
     )
     .await;
+    if !plan.payloads.is_empty() {
+        let deleted = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
+        outcome.cleanup = run::Cleanup::both(outcome.cleanup, deleted);
+    }
     outcome
         .runs
         .extend(plan.unprobed.iter().map(|(node, problem)| run::NodeRun {
@@ -288,8 +414,12 @@ pub async fn fleet(
         image: config.image.clone(),
         run_id: plan.run_id.clone(),
         probe_namespace: config.probe_namespace.clone(),
-        probe_image: config.probe_image.clone(),
+        probe_image: config.probe.describe(),
         probe_arches: config.probe_arches.clone(),
+        delivery: match &config.probe {
+            ProbeSource::Image(_) => None,
+            ProbeSource::Delivered(_) => Some(report::DeliveryReport::new(&plan.payloads, sent)),
+        },
         workload: plan.workload.clone(),
         pull_secrets: plan.pull_secrets.clone(),
         now: now(),
@@ -303,13 +433,15 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<run::Clea
     let session = cluster::read::connect(target).await?;
     let api: Api<Pod> = Api::namespaced(session.client(), probe_namespace);
     let selector = format!("{}={}", pod_spec::MANAGED_BY.0, pod_spec::MANAGED_BY.1);
-    run::delete_run(&api, &selector)
-        .await
-        .map_err(|message| ClusterError::Api {
-            code: 0,
-            what: format!("delete pods in {probe_namespace} ({selector})"),
-            message,
-        })
+    let failed = |message| ClusterError::Api {
+        code: 0,
+        what: format!("delete pods and configmaps in {probe_namespace} ({selector})"),
+        message,
+    };
+    let pods = run::delete_run(&api, &selector).await;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(session.client(), probe_namespace);
+    run::Cleanup::both(pods, run::delete_run(&maps, &selector).await).map_err(failed)
 }
 
 /// Where a run's pods would go: a namespace the API cannot find, or one being deleted, refuses

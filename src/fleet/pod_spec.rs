@@ -45,6 +45,16 @@ pub fn probe_security_context() -> Value {
 /// The capabilities the probe container adds (see [`probe_security_context`]).
 pub const PROBE_CAPABILITIES: [&str; 3] = ["SYS_PTRACE", "SYS_CHROOT", "DAC_READ_SEARCH"];
 
+/// How one probe pod's container starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// `--probe-image`: the node pulls it like any image.
+    Image(String),
+    /// No registry: an image the node holds, `imagePullPolicy: Never`, pullpath delivered
+    /// through the API (`fleet::deliver`).
+    Delivered(super::deliver::Delivered),
+}
+
 /// Everything one probe pod needs.
 #[derive(Debug, Clone)]
 pub struct PodPlan {
@@ -52,7 +62,8 @@ pub struct PodPlan {
     pub namespace: String,
     pub node: String,
     pub run_id: String,
-    pub probe_image: String,
+    /// How the probe container starts: a probe image, or delivered files on the node's image.
+    pub start: Start,
     /// The image to probe, as the pod spec names it.
     pub image: String,
     pub full: bool,
@@ -149,6 +160,29 @@ pub fn extend(base: &mut Value, fields: Value) {
 pub fn probe_pod(plan: &PodPlan) -> Pod {
     let args = probe_args(plan);
     let mut spec = pinned_spec(&plan.node, plan.deadline_seconds);
+    let node_root = json!({"name": NODE_ROOT_VOLUME, "mountPath": HOST_ROOT, "readOnly": true, "recursiveReadOnly": "IfPossible"});
+    let mut volumes =
+        vec![json!({"name": NODE_ROOT_VOLUME, "hostPath": {"path": "/", "type": "Directory"}})];
+    let (image, pull_policy, command, args, mounts) = match &plan.start {
+        Start::Image(image) => (
+            image.clone(),
+            "IfNotPresent",
+            vec![BINARY.to_string()],
+            args,
+            vec![node_root],
+        ),
+        Start::Delivered(delivered) => {
+            use super::deliver;
+            volumes.extend(deliver::volumes(delivered));
+            let (command, args) = deliver::command(delivered, &args);
+            let mounts = vec![
+                node_root,
+                json!({"name": deliver::BINARY_VOLUME, "mountPath": deliver::BINARY_DIR, "readOnly": true}),
+                json!({"name": deliver::RUN_VOLUME, "mountPath": deliver::RUN_DIR}),
+            ];
+            (delivered.node_image.clone(), "Never", command, args, mounts)
+        }
+    };
     let own = json!({
             // The node's network (the pull's own path) and its processes (the running
             // containerd's environment and the kubelet's flags, read from /proc).
@@ -160,15 +194,16 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
             "dnsPolicy": "Default",
             "containers": [{
                 "name": CONTAINER,
-                "image": plan.probe_image,
-                "imagePullPolicy": "IfNotPresent",
-                "command": [BINARY],
+                "image": image,
+                "imagePullPolicy": pull_policy,
+                "command": command,
                 "args": args,
                 "securityContext": probe_security_context(),
+                // A delivered binary lives in a memory volume: it counts against this limit.
                 "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-                "volumeMounts": [{"name": NODE_ROOT_VOLUME, "mountPath": HOST_ROOT, "readOnly": true, "recursiveReadOnly": "IfPossible"}],
+                "volumeMounts": mounts,
             }],
-            "volumes": [{"name": NODE_ROOT_VOLUME, "hostPath": {"path": "/", "type": "Directory"}}],
+            "volumes": volumes,
     });
     extend(&mut spec, own);
     let pod = json!({
@@ -191,7 +226,7 @@ mod tests {
             namespace: "pullpath".into(),
             node: "aks-user-1".into(),
             run_id: "ab12".into(),
-            probe_image: "r.example/tools/pullpath:0.1.0".into(),
+            start: Start::Image("r.example/tools/pullpath:0.1.0".into()),
             image: "r.example/team/app:v1".into(),
             full: true,
             runtime_pull: false,
@@ -303,5 +338,52 @@ mod tests {
         assert!(args.contains("--runtime-pull"), "{args}");
         assert!(!args.contains("--runtime-endpoint"), "{args}");
         assert_eq!(spec.volumes.as_ref().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn a_delivered_start_runs_the_stage_from_the_nodes_own_image_never_pulled() {
+        let mut p = plan();
+        p.start = Start::Delivered(crate::fleet::deliver::Delivered {
+            node_image: "mcr.microsoft.com/oss/kubernetes/pause:3.6".into(),
+            config_maps: vec![
+                ("pullpath-ab12-amd64-stage".into(), "pullpath-stage".into()),
+                ("pullpath-ab12-amd64-0".into(), "part-0000-of-0001".into()),
+            ],
+            size: 123,
+        });
+        let pod = probe_pod(&p);
+        let spec = pod.spec.as_ref().expect("spec");
+        let c = &spec.containers[0];
+        assert_eq!(
+            c.image.as_deref(),
+            Some("mcr.microsoft.com/oss/kubernetes/pause:3.6")
+        );
+        assert_eq!(c.image_pull_policy.as_deref(), Some("Never"));
+        assert_eq!(
+            c.command.as_deref(),
+            Some(&["/pullpath/delivered/pullpath-stage".to_string()][..])
+        );
+        let args = c.args.as_ref().expect("args").join(" ");
+        assert!(
+            args.starts_with(
+                "/pullpath/delivered /pullpath/run/pullpath 123 -- probe r.example/team/app:v1"
+            ),
+            "{args}"
+        );
+        let volumes = spec.volumes.as_ref().expect("volumes");
+        assert_eq!(volumes.len(), 3);
+        let projected = volumes[1].projected.as_ref().expect("projected");
+        assert_eq!(projected.default_mode, Some(0o555));
+        assert_eq!(projected.sources.as_ref().map(Vec::len), Some(2));
+        let memory = volumes[2].empty_dir.as_ref().expect("emptyDir");
+        assert_eq!(memory.medium.as_deref(), Some("Memory"));
+        let mounts = c.volume_mounts.as_ref().expect("mounts");
+        assert_eq!(mounts[1].read_only, Some(true), "the delivered files");
+        assert_eq!(mounts[0].read_only, Some(true), "the node's root");
+        // The same privileges as a probe image's pod: nothing more.
+        assert_eq!(
+            c.security_context,
+            probe_pod(&plan()).spec.expect("spec").containers[0].security_context
+        );
     }
 }

@@ -26,6 +26,9 @@ pub struct FleetReport {
     pub run_id: String,
     pub probe_namespace: String,
     pub probe_image: String,
+    /// No registry: what the run delivered through the API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliveryReport>,
     /// The workload whose scheduling rules decide eligibility (`--for`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
@@ -138,6 +141,52 @@ pub struct CleanupReport {
     pub error: Option<String>,
 }
 
+/// No registry: what the run delivered through the API (docs/fleet.md, `delivery`).
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryReport {
+    /// ConfigMaps created (0 when no node could be started).
+    pub objects: usize,
+    /// Bytes of the create requests (JSON, the binary data in base64).
+    pub bytes_sent: u64,
+    /// One per architecture delivered.
+    pub binaries: Vec<DeliveredBinary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveredBinary {
+    pub arch: String,
+    /// The probe binary's size, and compressed.
+    pub size: usize,
+    pub compressed: usize,
+    /// The first stage's size (delivered as it is).
+    pub stage: usize,
+    /// ConfigMaps of this architecture (the stage's and the parts').
+    pub objects: usize,
+}
+
+impl DeliveryReport {
+    pub fn new(
+        payloads: &[super::deliver::Payload],
+        sent: Option<super::deliver::send::Sent>,
+    ) -> Self {
+        let sent = sent.unwrap_or_default();
+        DeliveryReport {
+            objects: sent.objects,
+            bytes_sent: sent.bytes,
+            binaries: payloads
+                .iter()
+                .map(|p| DeliveredBinary {
+                    arch: p.arch.clone(),
+                    size: p.size,
+                    compressed: p.parts.iter().map(Vec::len).sum(),
+                    stage: p.stage.len(),
+                    objects: 1 + p.parts.len(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The run's inputs the report names.
 pub struct Header {
     pub image: String,
@@ -146,6 +195,8 @@ pub struct Header {
     pub probe_image: String,
     /// `--probe-image-arch`; `None`: the probe image's architectures are unknown.
     pub probe_arches: Option<Vec<String>>,
+    /// No registry: what was delivered; `None` with a probe image.
+    pub delivery: Option<DeliveryReport>,
     pub workload: Option<String>,
     /// The `--for` workload's `imagePullSecrets` (names): the kubelet tries them before the
     /// node's own credentials, and the probe pod cannot read them.
@@ -530,7 +581,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         })
         .collect();
     let mut problems: Vec<ProblemReport> = nodes.iter().filter_map(|n| n.problem.clone()).collect();
-    if header.probe_arches.is_none() {
+    if header.probe_arches.is_none() && header.delivery.is_none() {
         problems.push(ProblemReport {
             node: None,
             pool: None,
@@ -567,6 +618,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         run_id: header.run_id,
         probe_namespace: header.probe_namespace,
         probe_image: header.probe_image,
+        delivery: header.delivery,
         workload: header.workload,
         verdict,
         ending: match outcome.ending {

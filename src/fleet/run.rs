@@ -112,6 +112,19 @@ pub struct Cleanup {
     pub unverified: Option<String>,
 }
 
+impl Cleanup {
+    /// Two deletes of one run (pods in two namespaces, pods and ConfigMaps) as one; the first
+    /// failure when either failed.
+    pub fn both(a: Result<Cleanup, String>, b: Result<Cleanup, String>) -> Result<Cleanup, String> {
+        let (a, b) = (a?, b?);
+        Ok(Cleanup {
+            deleted: a.deleted + b.deleted,
+            remaining: a.remaining + b.remaining,
+            unverified: a.unverified.or(b.unverified),
+        })
+    }
+}
+
 /// Probe every plan's node; `interrupt` resolving ends the run early.
 pub async fn run(
     client: Client,
@@ -262,14 +275,7 @@ pub async fn run(
         .filter(|ns| *ns != settings.namespace)
     {
         let workload: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace);
-        cleanup = match (cleanup, delete_run(&workload, &selector).await) {
-            (Ok(a), Ok(b)) => Ok(Cleanup {
-                deleted: a.deleted + b.deleted,
-                remaining: a.remaining + b.remaining,
-                unverified: a.unverified.or(b.unverified),
-            }),
-            (Err(e), _) | (_, Err(e)) => Err(e),
-        };
+        cleanup = Cleanup::both(cleanup, delete_run(&workload, &selector).await);
     }
     let events_unread = seen_rx.borrow().events_error.clone();
     let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
@@ -466,14 +472,20 @@ fn now() -> DeleteParams {
     }
 }
 
-/// Delete every pod matching `selector` in the probe namespace, then count what is left.
-pub async fn delete_run(api: &Api<Pod>, selector: &str) -> Result<Cleanup, String> {
+/// Delete every object (pods, the delivered ConfigMaps) matching `selector` in the probe
+/// namespace, then count what is left.
+pub async fn delete_run<K>(api: &Api<K>, selector: &str) -> Result<Cleanup, String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
     let params = ListParams::default().labels(selector);
     let deleted = match api.delete_collection(&now(), &params).await {
         Ok(either) => either.left().map_or(0, |list| list.items.len()),
         Err(e) => {
             return Err(format!(
-                "cannot delete the probe pods ({selector}): {}",
+                "cannot delete the run's {} ({selector}): {}",
+                K::plural(&Default::default()),
                 api_error(&e)
             ));
         }
@@ -488,7 +500,8 @@ pub async fn delete_run(api: &Api<Pod>, selector: &str) -> Result<Cleanup, Strin
             deleted,
             remaining: 0,
             unverified: Some(format!(
-                "cannot list the probe pods ({selector}): {}",
+                "cannot list the run's {} ({selector}): {}",
+                K::plural(&Default::default()),
                 api_error(&e)
             )),
         },
@@ -496,7 +509,7 @@ pub async fn delete_run(api: &Api<Pod>, selector: &str) -> Result<Cleanup, Strin
 }
 
 /// An API error in one line: the apiserver's own message when it sent a Status.
-fn api_error(e: &kube::Error) -> String {
+pub(crate) fn api_error(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => {
             format!("{} {}: {}", status.code, status.reason, status.message)

@@ -149,6 +149,7 @@ fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetRepo
         probe_namespace: "pullpath".into(),
         probe_image: "r.example/pullpath:0.1.0".into(),
         probe_arches: Some(vec!["amd64".into()]),
+        delivery: None,
         workload: None,
         pull_secrets: Vec::new(),
         now: 0,

@@ -1,0 +1,100 @@
+//! A run's delivery prepared: the binary of each chosen node's architecture read, checked and
+//! packed once, and each node's start (its image and the objects of its architecture) or the
+//! run problem that keeps it from starting.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::{Delivered, Payload, binaries, objects, pack, sandbox_image};
+use crate::fleet::life::RunProblem;
+use crate::fleet::select::Candidate;
+
+/// `--node-image` and `--probe-binary`, as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Given {
+    /// The image every node holds; else each node's sandbox image.
+    pub node_image: Option<String>,
+    /// A static pullpath per architecture; else this executable, for its own.
+    pub binaries: BTreeMap<String, PathBuf>,
+}
+
+/// The binary of one architecture, packed, or why there is none.
+fn load(arch: &str, given: &Given) -> Result<Payload, String> {
+    let (path, shown) = match given.binaries.get(arch) {
+        Some(path) => (
+            path.clone(),
+            format!("--probe-binary {arch}={}", path.display()),
+        ),
+        None => {
+            let own =
+                std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+            let shown = format!("this pullpath ({})", own.display());
+            (own, shown)
+        }
+    };
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let loaded = binaries(arch, bytes, &shown).map_err(|why| {
+        format!("{why}; pass --probe-binary {arch}=PATH (a static pullpath for {arch}: scripts/release.sh), or --probe-image")
+    })?;
+    pack(&loaded)
+}
+
+/// What a run delivers: one payload per architecture used, and each chosen node's start.
+pub struct Prepared {
+    pub payloads: Vec<Payload>,
+    /// By node name.
+    pub starts: BTreeMap<String, Result<Delivered, RunProblem>>,
+}
+
+/// Prepare `chosen` nodes (their Node objects in `nodes`) for a run `run_id`.
+pub fn prepare(run_id: &str, chosen: &[&Candidate], nodes: &[Node], given: &Given) -> Prepared {
+    let mut packed: BTreeMap<String, Result<Payload, String>> = BTreeMap::new();
+    let mut starts = BTreeMap::new();
+    for candidate in chosen {
+        let name = candidate.facts.name.clone();
+        let node = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(&name));
+        let Some(node_image) = given
+            .node_image
+            .clone()
+            .or_else(|| node.and_then(sandbox_image))
+        else {
+            starts.insert(name, Err(RunProblem::NoNodeImage));
+            continue;
+        };
+        let Some(arch) = candidate.arch.clone() else {
+            starts.insert(
+                name,
+                Err(RunProblem::NoProbeBinary {
+                    arch: "an unknown architecture".into(),
+                    why: "the node names none (kubernetes.io/arch, status.nodeInfo.architecture)"
+                        .into(),
+                }),
+            );
+            continue;
+        };
+        let payload = packed
+            .entry(arch.clone())
+            .or_insert_with(|| load(&arch, given));
+        let start = match payload {
+            Ok(payload) => Ok(Delivered {
+                node_image,
+                config_maps: objects(run_id, payload)
+                    .into_iter()
+                    .map(|(name, key, _)| (name, key))
+                    .collect(),
+                size: payload.size,
+            }),
+            Err(why) => Err(RunProblem::NoProbeBinary {
+                arch,
+                why: why.clone(),
+            }),
+        };
+        starts.insert(name, start);
+    }
+    let payloads = packed.into_values().filter_map(Result::ok).collect();
+    Prepared { payloads, starts }
+}

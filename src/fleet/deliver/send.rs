@@ -1,0 +1,56 @@
+//! The delivered objects on the API: created before the run's pods, deleted with them (by the
+//! run's label) whatever ends the run. The networked part of `deliver`.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+
+use super::{Payload, config_map, objects};
+use crate::fleet::pod_spec::RUN_LABEL;
+use crate::fleet::run::{self, Cleanup};
+
+/// What a run sent to the API to deliver its binaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub objects: usize,
+    /// The request bodies' bytes (JSON: the binary data in base64).
+    pub bytes: u64,
+}
+
+/// Create every payload's objects in `namespace`; the first refusal ends it (the caller deletes
+/// what was made).
+pub async fn create(
+    client: &kube::Client,
+    namespace: &str,
+    run_id: &str,
+    payloads: &[Payload],
+) -> Result<Sent, String> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut sent = Sent::default();
+    for payload in payloads {
+        for (name, key, bytes) in objects(run_id, payload) {
+            let object = config_map(run_id, namespace, &name, &key, bytes);
+            let body = serde_json::to_vec(&object).map_or(0, |b| b.len() as u64);
+            api.create(&PostParams::default(), &object)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "cannot create ConfigMap {name} in {namespace} (the delivered pullpath): {}",
+                        run::api_error(&e)
+                    )
+                })?;
+            sent.objects += 1;
+            sent.bytes += body;
+        }
+    }
+    Ok(sent)
+}
+
+/// Delete the run's delivered objects, then count what is left.
+pub async fn delete(
+    client: &kube::Client,
+    namespace: &str,
+    run_id: &str,
+) -> Result<Cleanup, String> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    run::delete_run(&api, &format!("{RUN_LABEL}={run_id}")).await
+}
