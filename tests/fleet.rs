@@ -1338,26 +1338,48 @@ async fn a_probe_image_from_another_registry_that_does_not_pull_names_that_regis
     assert_eq!(code, 3);
 }
 
+/// Without a probe image, pullpath delivers itself; this test's pullpath is dynamically linked,
+/// which a pause image cannot run: every chosen node is a `probe-binary` run problem saying so
+/// and how to give a static one, and nothing is created. A node whose status lists no sandbox
+/// image (and no --node-image) is `no-node-image`.
 #[tokio::test(flavor = "multi_thread")]
-async fn without_a_probe_image_the_run_stops_saying_how_to_get_one() {
+async fn without_a_probe_image_a_dynamic_pullpath_is_not_delivered_and_says_how() {
     let f = fleet("fleet-no-probe-image", &[]).await;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
-    command
-        .args(["fleet", IMAGE, "--kubeconfig"])
-        .arg(&f.config)
-        .env_remove("KUBECONFIG");
-    let out = tokio::task::spawn_blocking(move || command.output().expect("runs"))
-        .await
-        .expect("pullpath");
-    assert_eq!(out.status.code(), Some(64));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("--probe-image IMAGE is required") && stderr.contains("scripts/image.sh"),
-        "{stderr}"
-    );
+    for (extra, kind, words) in [
+        (
+            &["--node-image", "registry.k8s.io/pause:3.10"][..],
+            "probe-binary",
+            "dynamically linked",
+        ),
+        (&[][..], "no-node-image", "--node-image"),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+        command
+            .args(["fleet", IMAGE, "-o", "json", "--kubeconfig"])
+            .arg(&f.config)
+            .args(extra)
+            .env_remove("KUBECONFIG");
+        let out = tokio::task::spawn_blocking(move || command.output().expect("runs"))
+            .await
+            .expect("pullpath");
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        support::assert_valid_fleet(&report);
+        let rows = report["nodes"].as_array().expect("rows");
+        assert!(!rows.is_empty(), "{report:#}");
+        for row in rows {
+            assert_eq!(row["problem"]["kind"], kind, "{row:#}");
+            let message = row["problem"]["message"].as_str().unwrap_or("");
+            assert!(message.contains(words), "{message}");
+        }
+        assert!(
+            report["probe_image"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("none: pullpath delivered through the API")),
+            "{report:#}"
+        );
+        assert_eq!(out.status.code(), Some(3), "undecided: no node was asked");
+    }
     assert_eq!(f.server.store.created(), 0);
-    assert!(
-        f.server.served().is_empty(),
-        "asked the API before the usage error"
-    );
+    assert!(f.server.store.config_map_names().is_empty());
 }

@@ -231,10 +231,10 @@ async fn held(lab: &LabGuard, image: &str) -> Option<String> {
     images.cached(image).await.expect("ImageStatus answers")
 }
 
-/// `pullpath fleet IMAGE --all-nodes --runtime-pull` against the stand-in, with only the probe
-/// image named (and `extra`): its report and all it printed. When a node did not pass, the
+/// `pullpath fleet IMAGE --all-nodes --runtime-pull` against the stand-in, with only the probe's
+/// source named (`--probe-image IMAGE`, or `--probe-binary ARCH=PATH`) and `extra`: its report and all it printed. When a node did not pass, the
 /// cluster's events and the probe pods' logs are printed too, to read the failure by.
-fn fleet(server: &ApiServer, scratch: &Path, probe: &str, extra: &[&str]) -> (Value, String) {
+fn fleet(server: &ApiServer, scratch: &Path, source: &[&str], extra: &[&str]) -> (Value, String) {
     let config = server.kubeconfig(scratch, "default");
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
@@ -248,7 +248,7 @@ fn fleet(server: &ApiServer, scratch: &Path, probe: &str, extra: &[&str]) -> (Va
         ])
         .arg("--kubeconfig")
         .arg(&config)
-        .args(["--probe-image", probe])
+        .args(source)
         .args(["--poll-interval", "100ms", "--deadline", "120s"])
         .args(extra)
         .env("NO_COLOR", "1")
@@ -286,7 +286,7 @@ async fn the_probe_pod_runs_as_a_container_on_the_nodes_containerd_and_gives_the
     assert!(held(&lab, &probe).await.is_none(), "a fresh node's store");
     let scratch = Scratch::under(&lab.status.state, "lab-cri");
     let (server, kubelet, _root) = cluster(&lab, scratch.path(), NodeImage::Plain, vec![]);
-    let (report, _) = fleet(&server, scratch.path(), &probe, &[]);
+    let (report, _) = fleet(&server, scratch.path(), &["--probe-image", &probe], &[]);
     let row = support::fleet_row(&report, NODE);
     // The scenario's verdict for this node: the pull works (by the hosts-file hand fix).
     assert_eq!(scenario.expect.outcome, "pulled");
@@ -478,7 +478,7 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
     let (report, printed) = fleet(
         &server,
         scratch.path(),
-        &probe,
+        &["--probe-image", &probe],
         &["--probe-image-arch", "amd64"],
     );
     let row = support::fleet_row(&report, NODE);
@@ -754,7 +754,7 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
         );
     }
 
-    let (report, printed) = fleet(&server, scratch.path(), &probe, &[]);
+    let (report, printed) = fleet(&server, scratch.path(), &["--probe-image", &probe], &[]);
     for node in [AL2023_NODE, K3S_NODE] {
         let row = support::fleet_row(&report, node);
         assert_eq!(row["status"], "passed", "{node}: {row:#}");
@@ -834,7 +834,7 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
     lab.switch("proxy-auth-required");
     forget(&lab, "al2023", IMAGE).await;
     forget(&lab, "k3s", IMAGE).await;
-    let (report, more) = fleet(&server, scratch.path(), &probe, &[]);
+    let (report, more) = fleet(&server, scratch.path(), &["--probe-image", &probe], &[]);
     let row = support::fleet_row(&report, AL2023_NODE);
     assert_eq!(row["status"], "failed", "{row:#}");
     assert_eq!(row["verdict"]["layer"], "proxy", "{row:#}");
@@ -929,4 +929,98 @@ async fn a_workloads_pull_secret_is_what_the_kubelet_pull_decides() {
         assert!(!everything.contains(secret), "{secret} printed");
     }
     all_gone(&server, &kubelet);
+}
+
+/// No registry at all: the lab node's containerd reaches none (`no-route`) and holds only its
+/// sandbox image, which its Node object lists. With no `--probe-image`, fleet delivers the
+/// static pullpath (its first stage inside it) as ConfigMaps, the probe pod starts from the
+/// pause image with `imagePullPolicy: Never`, and the node gets the scenario's hop-by-hop
+/// verdict, the same as its own containerd's pull (`--runtime-pull`). Back on `healthy` the same
+/// node passes. Every object the runs made is gone after each; a node whose status lists no
+/// sandbox image is a run problem saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_runtimes_verdict() {
+    const PAUSE: &str = "registry.example.test/pause:3.6";
+    let scenario = catalog().remove("no-route").expect("scenario");
+    let build = Scratch::new("lab-cri-no-registry-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    // The node holds its sandbox image as every node does (containerd pulled it for a pod).
+    lab.switch("healthy");
+    if held(&lab, PAUSE).await.is_none() {
+        let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
+            .await
+            .expect("containerd answers CRI");
+        images
+            .pull(PAUSE, None)
+            .await
+            .expect("the sandbox image pulls");
+    }
+    lab.switch("no-route");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-no-registry");
+    let mut node = node_object(NODE);
+    node["status"]["images"] = json!([{"names": [PAUSE], "sizeBytes": 321_000}]);
+    let (server, kubelet, _roots) = cluster_of(
+        &lab,
+        scratch.path(),
+        &[(node, "node", NodeImage::Plain)],
+        vec![api_only_node(
+            "aks-bare-31415926-vmss000000",
+            "bare",
+            json!({}),
+        )],
+    );
+    let delivered = format!("amd64={}", binary.display());
+    let source = ["--probe-binary", delivered.as_str()];
+    let (report, printed) = fleet(&server, scratch.path(), &source, &[]);
+    let row = support::fleet_row(&report, NODE);
+    let expect = &scenario.expect;
+    assert_eq!(row["status"], "failed", "{row:#}\n{printed}");
+    assert_eq!(
+        row["verdict"]["layer"],
+        expect.layer.as_deref().expect("layer"),
+        "{row:#}"
+    );
+    assert_eq!(
+        row["verdict"]["hop"],
+        expect.hop.as_deref().expect("hop"),
+        "{row:#}"
+    );
+    assert_eq!(
+        row["verdict"]["host"],
+        expect.host.as_deref().expect("host"),
+        "{row:#}"
+    );
+    assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    // Started from the pause image, no probe image pulled: the node's store holds the same.
+    let logs = probe_logs(scratch.path());
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let delivery = &report["delivery"];
+    assert!(
+        delivery["objects"].as_u64().is_some_and(|n| n >= 2),
+        "{delivery:#}"
+    );
+    assert!(
+        delivery["bytes_sent"].as_u64().is_some_and(|b| b > 0),
+        "{delivery:#}"
+    );
+    println!("delivery: {delivery:#}");
+    // The node without a sandbox image in its status is named, not guessed at.
+    let bare = support::fleet_row(&report, "aks-bare-31415926-vmss000000");
+    assert_eq!(bare["problem"]["kind"], "no-node-image", "{bare:#}");
+    all_gone(&server, &kubelet);
+    assert!(
+        server.store.config_map_names().is_empty(),
+        "{:?}",
+        server.store.config_map_names()
+    );
+
+    // Where the registry is reached, the same delivered probe passes; its objects go too.
+    lab.switch("healthy");
+    let (report, printed) = fleet(&server, scratch.path(), &source, &[]);
+    let row = support::fleet_row(&report, NODE);
+    assert_eq!(row["status"], "passed", "{row:#}\n{printed}");
+    assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    all_gone(&server, &kubelet);
+    assert!(server.store.config_map_names().is_empty());
 }

@@ -614,31 +614,47 @@ impl Pod {
         if !self.set_status(self.waiting(&started, "ContainerCreating", None)) {
             return;
         }
-        // 1. Volumes: the hostPath type checks.
+        // 1. Volumes: the hostPath type checks; configMap, projected and emptyDir volumes
+        // written as the kubelet writes them. Each volume → its directory on this machine.
         let mut host_paths: HashMap<String, String> = HashMap::new();
         for volume in self.spec["spec"]["volumes"]
             .as_array()
             .into_iter()
             .flatten()
         {
-            let (Some(name), Some(path)) =
-                (volume["name"].as_str(), volume["hostPath"]["path"].as_str())
-            else {
+            let Some(name) = volume["name"].as_str() else {
                 continue;
             };
-            let kind = volume["hostPath"]["type"].as_str().unwrap_or("");
-            if let Err(error) = check_host_path(&self.sim.root, path, kind) {
-                self.event(
-                    "Warning",
-                    "FailedMount",
-                    &format!("MountVolume.SetUp failed for volume \"{name}\" : {error}"),
-                    None,
-                );
-                let state = json!({"waiting": {"reason": "ContainerCreating"}});
-                self.stuck(started_at, &started, state).await;
-                return;
+            let prepared = match volume["hostPath"]["path"].as_str() {
+                Some(path) => {
+                    let kind = volume["hostPath"]["type"].as_str().unwrap_or("");
+                    check_host_path(&self.sim.root, path, kind).map(|()| {
+                        self.sim
+                            .root
+                            .join(path.trim_start_matches('/'))
+                            .display()
+                            .to_string()
+                    })
+                }
+                None => self.set_up_volume(name, volume),
+            };
+            match prepared {
+                Ok(dir) => {
+                    host_paths.insert(name.to_string(), dir);
+                }
+                Err(error) => {
+                    self.event(
+                        "Warning",
+                        "FailedMount",
+                        &format!("MountVolume.SetUp failed for volume \"{name}\" : {error}"),
+                        None,
+                    );
+                    let state = json!({"waiting": {"reason": "ContainerCreating"}});
+                    self.stuck(started_at, &started, state).await;
+                    self.tear_down_volumes();
+                    return;
+                }
             }
-            host_paths.insert(name.to_string(), path.to_string());
         }
         // 3. The sandbox and the container.
         let channel = match channel(&self.sim.socket, CRI_TIMEOUT).await {
@@ -706,6 +722,133 @@ impl Pod {
             .lock()
             .expect("live")
             .remove(&(self.sim.socket.clone(), sandbox));
+        self.tear_down_volumes();
+    }
+
+    /// This pod's volume directories (the kubelet's `pods/UID/volumes`).
+    fn volumes_dir(&self) -> PathBuf {
+        self.log_dir
+            .with_extension("volumes")
+            .join(format!("{}_{}", self.name(), self.uid()))
+    }
+
+    /// A volume that is not a hostPath, set up as the kubelet does, or the error it reports:
+    /// `emptyDir` (a tmpfs for `medium: Memory`, its `sizeLimit` the tmpfs size), `configMap`
+    /// and `projected` (configMap sources): the kubelet's atomic writer on a tmpfs — the keys
+    /// as files in a timestamped directory with `defaultMode` or the item's `mode`, `..data`
+    /// linking to it, each path a link through `..data` (pkg/volume/util/atomic_writer.go).
+    fn set_up_volume(&self, name: &str, volume: &Value) -> Result<String, String> {
+        let dir = self.volumes_dir().join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let tmpfs = |size: Option<&str>| -> Result<(), String> {
+            let mut options = "mode=0777".to_string();
+            if let Some(size) = size {
+                let bytes = parse_quantity(size).ok_or(format!("bad sizeLimit {size}"))?;
+                options.push_str(&format!(",size={bytes}"));
+            }
+            let out = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &options, "tmpfs"])
+                .arg(&dir)
+                .output()
+                .map_err(|e| e.to_string())?;
+            out.status
+                .success()
+                .then_some(())
+                .ok_or_else(|| String::from_utf8_lossy(&out.stderr).trim().to_string())
+        };
+        let show = dir.display().to_string();
+        if volume.get("emptyDir").is_some() {
+            if volume["emptyDir"]["medium"] == "Memory" {
+                tmpfs(volume["emptyDir"]["sizeLimit"].as_str())?;
+            }
+            return Ok(show);
+        }
+        let (sources, default_mode) = if volume.get("configMap").is_some() {
+            (
+                vec![volume["configMap"].clone()],
+                &volume["configMap"]["defaultMode"],
+            )
+        } else if volume.get("projected").is_some() {
+            let sources = volume["projected"]["sources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| s["configMap"].clone())
+                .collect();
+            (sources, &volume["projected"]["defaultMode"])
+        } else {
+            return Err(format!("the stand-in does not serve volume {volume}"));
+        };
+        let default_mode = default_mode.as_u64().unwrap_or(0o644) as u32;
+        // Every source read before anything is written: a missing one fails the mount.
+        let mut files: Vec<(String, Vec<u8>, u32)> = Vec::new();
+        for source in &sources {
+            let map_name = source["name"].as_str().unwrap_or("");
+            let map = self
+                .store
+                .config_map(self.ns(), map_name)
+                .ok_or(format!("configmap \"{map_name}\" not found"))?;
+            let value = |key: &str| -> Option<Vec<u8>> {
+                use base64::Engine;
+                if let Some(text) = map["data"][key].as_str() {
+                    return Some(text.as_bytes().to_vec());
+                }
+                base64::engine::general_purpose::STANDARD
+                    .decode(map["binaryData"][key].as_str()?)
+                    .ok()
+            };
+            match source["items"].as_array() {
+                Some(items) => {
+                    for item in items {
+                        let key = item["key"].as_str().unwrap_or("");
+                        let bytes = value(key).ok_or(format!(
+                            "configmap references non-existent config key: {key}"
+                        ))?;
+                        let mode = item["mode"].as_u64().map_or(default_mode, |m| m as u32);
+                        let path = item["path"].as_str().unwrap_or(key).to_string();
+                        files.push((path, bytes, mode));
+                    }
+                }
+                None => {
+                    for section in ["data", "binaryData"] {
+                        for key in map[section]
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .map(|(k, _)| k)
+                        {
+                            files.push((key.clone(), value(key).unwrap_or_default(), default_mode));
+                        }
+                    }
+                }
+            }
+        }
+        tmpfs(None)?;
+        use std::os::unix::fs::PermissionsExt;
+        let stamp = format!("..{}", now_rfc3339().replace([':', '-'], "_"));
+        let data = dir.join(&stamp);
+        std::fs::create_dir(&data).map_err(|e| e.to_string())?;
+        for (path, bytes, mode) in &files {
+            let file = data.join(path);
+            std::fs::write(&file, bytes).map_err(|e| e.to_string())?;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(*mode))
+                .map_err(|e| e.to_string())?;
+            std::os::unix::fs::symlink(format!("..data/{path}"), dir.join(path))
+                .map_err(|e| e.to_string())?;
+        }
+        std::os::unix::fs::symlink(&stamp, dir.join("..data")).map_err(|e| e.to_string())?;
+        Ok(show)
+    }
+
+    /// Unmount and remove this pod's volume directories (the pod is gone).
+    fn tear_down_volumes(&self) {
+        let root = self.volumes_dir();
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let _ = std::process::Command::new("umount")
+                .arg(entry.path())
+                .output();
+        }
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     fn namespaces(&self) -> NamespaceOption {
@@ -813,12 +956,7 @@ impl Pod {
                 let path = host_paths.get(m["name"].as_str()?)?;
                 Some(Mount {
                     container_path: m["mountPath"].as_str()?.to_string(),
-                    host_path: self
-                        .sim
-                        .root
-                        .join(path.trim_start_matches('/'))
-                        .display()
-                        .to_string(),
+                    host_path: path.clone(),
                     readonly: m["readOnly"].as_bool().unwrap_or(false),
                     ..Mount::default()
                 })
@@ -1009,6 +1147,25 @@ impl Pod {
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+/// A resource quantity (`128Mi`, `1G`, `500000`) in bytes.
+fn parse_quantity(text: &str) -> Option<u64> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let factor: u64 = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(factor)
 }
 
 /// A few bits that differ between events recorded in the same second.

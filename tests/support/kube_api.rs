@@ -80,6 +80,14 @@ const RESOURCES: &[Resource] = &[
     Resource {
         group: "",
         version: "v1",
+        plural: "configmaps",
+        kind: "ConfigMap",
+        namespaced: true,
+        short_names: &["cm"],
+    },
+    Resource {
+        group: "",
+        version: "v1",
         plural: "pods",
         kind: "Pod",
         namespaced: true,
@@ -231,6 +239,8 @@ pub struct PodStore {
     /// core/v1 Events a kubelet recorded (`FailedMount`, `Failed`, …), served beside the world's.
     events: Mutex<Vec<Value>>,
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
+    /// ConfigMaps created through the API (fleet's delivered binary).
+    config_maps: Mutex<Vec<Value>>,
     created: AtomicU64,
     /// Open watches of pods: each change is sent to every one as a watch event's
     /// (`type`, `object`).
@@ -250,18 +260,22 @@ impl std::fmt::Debug for PodStore {
 impl PodStore {
     /// `namespace/name` of every pod now stored.
     pub fn names(&self) -> Vec<String> {
-        self.pods
+        namespaced_names(&self.pods.lock().expect("pods"))
+    }
+
+    /// `namespace/name` of every ConfigMap now stored.
+    pub fn config_map_names(&self) -> Vec<String> {
+        namespaced_names(&self.config_maps.lock().expect("configmaps"))
+    }
+
+    /// A stored ConfigMap, as a kubelet reads it for a volume.
+    pub fn config_map(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.config_maps
             .lock()
-            .expect("pods")
+            .expect("configmaps")
             .iter()
-            .map(|p| {
-                format!(
-                    "{}/{}",
-                    p["metadata"]["namespace"].as_str().unwrap_or(""),
-                    p["metadata"]["name"].as_str().unwrap_or("")
-                )
-            })
-            .collect()
+            .find(|c| c["metadata"]["namespace"] == namespace && c["metadata"]["name"] == name)
+            .cloned()
     }
 
     /// How many pods were ever created.
@@ -604,6 +618,9 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
         if let ["api", "v1", "namespaces", ns, "pods", rest @ ..] = segments.as_slice() {
             return write_pods(world, req, ns, rest.first().copied(), &query);
         }
+        if let ["api", "v1", "namespaces", ns, "configmaps", rest @ ..] = segments.as_slice() {
+            return write_config_maps(world, req, ns, rest.first().copied(), &query);
+        }
         return status(
             405,
             "MethodNotAllowed",
@@ -835,6 +852,7 @@ fn objects(
     };
     let stored = match resource.kind {
         "Pod" => world.store.snapshot(),
+        "ConfigMap" => world.store.config_maps.lock().expect("configmaps").clone(),
         "Event" => world.store.events.lock().expect("events").clone(),
         _ => Vec::new(),
     };
@@ -1252,33 +1270,10 @@ fn write_pods(
             if let Some(refused) = pod_fault(world, "create", ns, None) {
                 return refused;
             }
-            let Ok(mut pod) = serde_json::from_slice::<Value>(req.body()) else {
-                return status(
-                    400,
-                    "BadRequest",
-                    "the body is not a JSON object".into(),
-                    json!({}),
-                );
+            let (mut pod, name) = match to_create(world, req, ns, "Pod") {
+                Ok(created) => created,
+                Err(refused) => return *refused,
             };
-            if pod["kind"] != "Pod" {
-                return status(
-                    400,
-                    "BadRequest",
-                    format!("kind {} is not Pod", pod["kind"]),
-                    json!({}),
-                );
-            }
-            let Some(name) = pod["metadata"]["name"].as_str().map(str::to_string) else {
-                return status(
-                    422,
-                    "Invalid",
-                    "Pod \"\" is invalid: metadata.name: Required value".into(),
-                    json!({"kind": "Pod"}),
-                );
-            };
-            if let Some(refused) = namespace_lifecycle(world, ns, &name) {
-                return refused;
-            }
             if let Some(refused) = admit(world, ns, &name, &pod) {
                 return refused;
             }
@@ -1324,12 +1319,7 @@ fn write_pods(
                     store.changed("DELETED", &pod);
                     respond(200, &pod)
                 }
-                None => status(
-                    404,
-                    "NotFound",
-                    format!("pods \"{name}\" not found"),
-                    json!({"name": name, "kind": "pods"}),
-                ),
+                None => not_found("pods", name),
             }
         }
         (hyper::Method::DELETE, None) => {
@@ -1367,6 +1357,177 @@ fn write_pods(
             405,
             "MethodNotAllowed",
             "not a pod operation the stand-in serves".into(),
+            json!({}),
+        ),
+    }
+}
+
+/// The API's 404 for one object: `pods "x" not found`.
+fn not_found(plural: &str, name: &str) -> Response<Body> {
+    status(
+        404,
+        "NotFound",
+        format!("{plural} \"{name}\" not found"),
+        json!({"name": name, "kind": plural}),
+    )
+}
+
+/// `namespace/name` of each object.
+fn namespaced_names(objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap_or(""),
+                o["metadata"]["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// A create's body as the API reads it before admission: a JSON object of `kind` with a name,
+/// in a namespace that exists; the object and its name.
+fn to_create(
+    world: &World,
+    req: &Request<Bytes>,
+    ns: &str,
+    kind: &str,
+) -> Result<(Value, String), Box<Response<Body>>> {
+    let Ok(object) = serde_json::from_slice::<Value>(req.body()) else {
+        return Err(Box::new(status(
+            400,
+            "BadRequest",
+            "the body is not a JSON object".into(),
+            json!({}),
+        )));
+    };
+    if object["kind"] != kind {
+        return Err(Box::new(status(
+            400,
+            "BadRequest",
+            format!("kind {} is not {kind}", object["kind"]),
+            json!({}),
+        )));
+    }
+    let Some(name) = object["metadata"]["name"].as_str().map(str::to_string) else {
+        return Err(Box::new(status(
+            422,
+            "Invalid",
+            format!("{kind} \"\" is invalid: metadata.name: Required value"),
+            json!({"kind": kind}),
+        )));
+    };
+    if let Some(refused) = namespace_lifecycle(world, ns, &name) {
+        return Err(Box::new(refused));
+    }
+    Ok((object, name))
+}
+
+/// `core.MaxSecretSize`: what a ConfigMap's data and binaryData may hold together.
+pub const CONFIGMAP_LIMIT: usize = 1 << 20;
+
+/// POST (create), DELETE (one, or the collection by labelSelector) on ConfigMaps, validated as
+/// the API validates them (pkg/apis/core/validation `ValidateConfigMap`: the decoded bytes of
+/// `data` and `binaryData` summed, more than 1 MiB is `field.TooLong(field.NewPath(""), "",
+/// core.MaxSecretSize)`, 422 Invalid); `namespaces "X" not found` without the namespace.
+fn write_config_maps(
+    world: &World,
+    req: &Request<Bytes>,
+    ns: &str,
+    name: Option<&str>,
+    query: &BTreeMap<String, String>,
+) -> Response<Body> {
+    use base64::Engine;
+    let maps = &world.store.config_maps;
+    match (req.method().clone(), name) {
+        (hyper::Method::POST, None) => {
+            let (mut map, name) = match to_create(world, req, ns, "ConfigMap") {
+                Ok(created) => created,
+                Err(refused) => return *refused,
+            };
+            let text: usize = map["data"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(_, v)| v.as_str().map_or(0, str::len))
+                .sum();
+            let mut binary = 0;
+            for (key, value) in map["binaryData"].as_object().into_iter().flatten() {
+                let Some(bytes) = value
+                    .as_str()
+                    .and_then(|v| base64::engine::general_purpose::STANDARD.decode(v).ok())
+                else {
+                    return status(
+                        400,
+                        "BadRequest",
+                        format!(
+                            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: binaryData[{key}] is not base64"
+                        ),
+                        json!({}),
+                    );
+                };
+                binary += bytes.len();
+            }
+            if text + binary > CONFIGMAP_LIMIT {
+                let message = format!("Too long: must have at most {CONFIGMAP_LIMIT} bytes");
+                return status(
+                    422,
+                    "Invalid",
+                    format!("ConfigMap \"{name}\" is invalid: []: {message}"),
+                    json!({"name": name, "kind": "ConfigMap",
+                        "causes": [{"reason": "FieldValueTooLong", "message": message, "field": "[]"}]}),
+                );
+            }
+            let mut maps = maps.lock().expect("configmaps");
+            if maps
+                .iter()
+                .any(|c| c["metadata"]["namespace"] == ns && c["metadata"]["name"] == name.as_str())
+            {
+                return status(
+                    409,
+                    "AlreadyExists",
+                    format!("configmaps \"{name}\" already exists"),
+                    json!({"name": name, "kind": "configmaps"}),
+                );
+            }
+            let count = world.store.revisions.fetch_add(1, Ordering::SeqCst);
+            map["metadata"]["namespace"] = json!(ns);
+            map["metadata"]["uid"] = json!(format!("00000000-0000-4000-9000-{count:012}"));
+            map["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+            map["metadata"]["resourceVersion"] = json!(format!("{}", 70_000 + count));
+            maps.push(map.clone());
+            respond(201, &map)
+        }
+        (hyper::Method::DELETE, Some(name)) => {
+            let mut maps = maps.lock().expect("configmaps");
+            match maps
+                .iter()
+                .position(|c| c["metadata"]["namespace"] == ns && c["metadata"]["name"] == name)
+            {
+                Some(at) => respond(200, &maps.remove(at)),
+                None => not_found("configmaps", name),
+            }
+        }
+        (hyper::Method::DELETE, None) => {
+            let terms = match label_terms(query) {
+                Ok(terms) => terms,
+                Err(refused) => return *refused,
+            };
+            let mut maps = maps.lock().expect("configmaps");
+            let (gone, kept): (Vec<Value>, Vec<Value>) = maps.drain(..).partition(|c| {
+                c["metadata"]["namespace"] == ns && terms.iter().all(|t| t.matches(c))
+            });
+            *maps = kept;
+            respond(
+                200,
+                &json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "48215"}, "items": gone}),
+            )
+        }
+        _ => status(
+            405,
+            "MethodNotAllowed",
+            "not a configmap operation the stand-in serves".into(),
             json!({}),
         ),
     }
