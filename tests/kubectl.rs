@@ -620,12 +620,20 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
         "pullpath"
     );
     assert_eq!(policy["spec"]["failurePolicy"], "Fail");
-    let expressions: Vec<&str> = policy["spec"]["validations"]
-        .as_array()
-        .expect("validations")
+    let expressions: Vec<&str> = ["validations", "variables"]
         .iter()
+        .flat_map(|list| policy["spec"][list].as_array().expect(list).iter())
         .filter_map(|v| v["expression"].as_str())
         .collect();
+    let stage = format!(
+        "['{}/{}']",
+        pullpath::fleet::deliver::BINARY_DIR,
+        pullpath::fleet::deliver::STAGE
+    );
+    assert!(
+        expressions.iter().any(|e| e.contains(&stage)),
+        "the delivered stage's path {stage}: {expressions:#?}"
+    );
     let allowed = format!(
         "[{}]",
         pullpath::fleet::pod_spec::PROBE_CAPABILITIES
@@ -642,6 +650,11 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
         "hostPath",
         "params.data.digest",
         "hostIPC",
+        // No registry: the node image by name, never pulled, the delivered stage, read-only.
+        "params.data.nodeImages",
+        "'Never'",
+        "projected",
+        "'Memory'",
     ] {
         assert!(
             expressions.iter().any(|e| e.contains(needed)),
