@@ -931,6 +931,27 @@ async fn a_workloads_pull_secret_is_what_the_kubelet_pull_decides() {
     all_gone(&server, &kubelet);
 }
 
+/// The lab's sandbox image, as containerd's config names it.
+const PAUSE: &str = "registry.example.test/pause:3.6";
+
+/// The lab node as a node that ran pods: its containerd holds the sandbox image (pulled now if
+/// it does not; the lab must be on a scenario that reaches the registry), and its Node object
+/// lists it in `status.images` as the kubelet does.
+async fn holding_its_pause_image(lab: &LabGuard) -> Value {
+    if held(lab, PAUSE).await.is_none() {
+        let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
+            .await
+            .expect("containerd answers CRI");
+        images
+            .pull(PAUSE, None)
+            .await
+            .expect("the sandbox image pulls");
+    }
+    let mut node = node_object(NODE);
+    node["status"]["images"] = json!([{"names": [PAUSE], "sizeBytes": 321_000}]);
+    node
+}
+
 /// No registry at all: the lab node's containerd reaches none (`no-route`) and holds only its
 /// sandbox image, which its Node object lists. With no `--probe-image`, fleet delivers the
 /// static pullpath (its first stage inside it) as ConfigMaps, the probe pod starts from the
@@ -940,26 +961,14 @@ async fn a_workloads_pull_secret_is_what_the_kubelet_pull_decides() {
 /// sandbox image is a run problem saying so.
 #[tokio::test(flavor = "multi_thread")]
 async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_runtimes_verdict() {
-    const PAUSE: &str = "registry.example.test/pause:3.6";
     let scenario = catalog().remove("no-route").expect("scenario");
     let build = Scratch::new("lab-cri-no-registry-build");
     let binary = static_probe_binary(build.path());
     let lab = lab();
-    // The node holds its sandbox image as every node does (containerd pulled it for a pod).
     lab.switch("healthy");
-    if held(&lab, PAUSE).await.is_none() {
-        let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
-            .await
-            .expect("containerd answers CRI");
-        images
-            .pull(PAUSE, None)
-            .await
-            .expect("the sandbox image pulls");
-    }
+    let node = holding_its_pause_image(&lab).await;
     lab.switch("no-route");
     let scratch = Scratch::under(&lab.status.state, "lab-cri-no-registry");
-    let mut node = node_object(NODE);
-    node["status"]["images"] = json!([{"names": [PAUSE], "sizeBytes": 321_000}]);
     let (server, kubelet, _roots) = cluster_of(
         &lab,
         scratch.path(),
@@ -1023,4 +1032,64 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
     assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
     all_gone(&server, &kubelet);
     assert!(server.store.config_map_names().is_empty());
+}
+
+/// What each way of reaching the node costs, on the same lab node and scenario (`healthy`), with
+/// one verdict: the probe image pulled fresh from the lab registry, or pullpath delivered through
+/// the API onto the pause image. Prints per run the request bytes the API received, the objects
+/// created, and the time from pod creation to the probe's first step (the node's row time, pod
+/// created → report read, less the probe's own `elapsed_ms`: the sandbox, the pull or the
+/// delivered files and the first stage, and up to one poll). `bash bench/delivery.sh` runs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn delivered_or_pulled_the_probe_gives_one_verdict_and_its_costs_are_printed() {
+    let (build, lab, probe) = lab_with_probe_image("healthy");
+    let binary = build.path().join("pullpath");
+    let delivered = format!("amd64={}", binary.display());
+    let node = holding_its_pause_image(&lab).await;
+    let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
+        .await
+        .expect("containerd answers CRI");
+    println!(
+        "| way | verdict | API request bytes | objects created | pod created → probe's first step (ms) | probe's own time (ms) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut verdicts = Vec::new();
+    for (way, source) in [
+        ("probe image", ["--probe-image", probe.as_str()]),
+        ("delivered", ["--probe-binary", delivered.as_str()]),
+    ] {
+        // A fresh pull each time: the node does not hold the probe image yet.
+        let _ = images.remove(&probe).await;
+        let scratch = Scratch::under(&lab.status.state, "lab-cri-delivery-costs");
+        let (server, kubelet, _roots) = cluster_of(
+            &lab,
+            scratch.path(),
+            &[(node.clone(), "node", NodeImage::Plain)],
+            vec![],
+        );
+        let before = server.received.load(std::sync::atomic::Ordering::SeqCst);
+        let (report, printed) = fleet(&server, scratch.path(), &source, &[]);
+        let bytes = server.received.load(std::sync::atomic::Ordering::SeqCst) - before;
+        let row = support::fleet_row(&report, NODE);
+        assert_eq!(row["status"], "passed", "{way}: {row:#}\n{printed}");
+        let logs = probe_logs(scratch.path());
+        let logged = std::fs::read_to_string(&logs[0]).expect("the container's log");
+        let own: Value =
+            serde_json::from_str(&cri_kubelet::parse_cri_log(&logged)).expect("the probe's report");
+        let total = row["elapsed_ms"].as_u64().expect("elapsed_ms");
+        let probing = own["elapsed_ms"].as_u64().expect("the probe's elapsed_ms");
+        let objects = 1 + report["delivery"]["objects"].as_u64().unwrap_or(0);
+        println!(
+            "| {way} | {} | {bytes} | {objects} | {} | {probing} |",
+            row["status"].as_str().unwrap_or(""),
+            total.saturating_sub(probing)
+        );
+        if way == "delivered" {
+            println!("delivery: {}", report["delivery"]);
+        }
+        verdicts.push(row["verdict"].clone());
+        all_gone(&server, &kubelet);
+        assert!(server.store.config_map_names().is_empty());
+    }
+    assert_eq!(verdicts[0], verdicts[1], "one verdict both ways");
 }

@@ -296,15 +296,19 @@ pub fn volumes(delivered: &Delivered) -> Vec<Value> {
     ]
 }
 
-/// The container's command for a delivered start: the stage, then the probe's own arguments.
+/// The container's command for a delivered start: the stage, where to write the binary, its
+/// size and its parts in order, then the probe's own arguments.
 pub fn command(delivered: &Delivered, probe_args: &[String]) -> (Vec<String>, Vec<String>) {
     let command = vec![format!("{BINARY_DIR}/{STAGE}")];
-    let mut args = vec![
-        BINARY_DIR.to_string(),
-        format!("{RUN_DIR}/pullpath"),
-        delivered.size.to_string(),
-        "--".to_string(),
-    ];
+    let mut args = vec![format!("{RUN_DIR}/pullpath"), delivered.size.to_string()];
+    args.extend(
+        delivered
+            .config_maps
+            .iter()
+            .filter(|(_, key)| key != STAGE)
+            .map(|(_, key)| format!("{BINARY_DIR}/{key}")),
+    );
+    args.push("--".to_string());
     args.extend(probe_args.iter().cloned());
     (command, args)
 }

@@ -366,7 +366,7 @@ mod tests {
         let args = c.args.as_ref().expect("args").join(" ");
         assert!(
             args.starts_with(
-                "/pullpath/delivered /pullpath/run/pullpath 123 -- probe r.example/team/app:v1"
+                "/pullpath/run/pullpath 123 /pullpath/delivered/part-0000-of-0001 -- probe r.example/team/app:v1"
             ),
             "{args}"
         );

@@ -223,7 +223,12 @@ pub struct World {
     store: Arc<PodStore>,
     /// Validating webhooks that refuse every pod create: (name, message).
     webhooks: Vec<(String, String)>,
+    /// Request body bytes received (what a run sends the API).
+    received: Arc<AtomicU64>,
 }
+
+/// The apiserver's `MaxRequestBodyBytes` (staging/src/k8s.io/apiserver/pkg/server/config.go).
+const MAX_REQUEST_BODY: usize = 3 << 20;
 
 /// Plays the kubelet of every node: told of each pod created, it writes the pod's status and
 /// log back through the store (from its own thread: the server never waits on it).
@@ -402,6 +407,7 @@ impl World {
             shift_seconds: 0,
             store: Arc::default(),
             webhooks: Vec::new(),
+            received: Arc::default(),
         }
     }
 
@@ -443,6 +449,8 @@ pub struct ApiServer {
     pub ca_pem: String,
     /// Pods created through the API.
     pub store: Arc<PodStore>,
+    /// Request body bytes received so far.
+    pub received: Arc<AtomicU64>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -455,6 +463,7 @@ impl ApiServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let store = world.store.clone();
+        let received = world.received.clone();
         let world = Arc::new(world);
         let log = requests.clone();
         let (tls, ca_pem) = tls();
@@ -481,11 +490,20 @@ impl ApiServer {
                                     let log = log.clone();
                                     async move {
                                         let (parts, body) = req.into_parts();
-                                        // Bodies are pod specs: a few KiB.
-                                        let body = match http_body_util::Limited::new(body, 1 << 20).collect().await {
+                                        // The apiserver's limit on a request body
+                                        // (`MaxRequestBodyBytes`, 3 MiB), with its refusal.
+                                        let body = match http_body_util::Limited::new(body, MAX_REQUEST_BODY).collect().await {
                                             Ok(collected) => collected.to_bytes(),
-                                            Err(_) => Bytes::new(),
+                                            Err(_) => {
+                                                return Ok::<_, Infallible>(status(
+                                                    413,
+                                                    "RequestEntityTooLarge",
+                                                    format!("Request entity too large: limit is {MAX_REQUEST_BODY}"),
+                                                    json!({}),
+                                                ));
+                                            }
                                         };
+                                        world.received.fetch_add(body.len() as u64, Ordering::SeqCst);
                                         let req = Request::from_parts(parts, body);
                                         Ok::<_, Infallible>(handle(&world, &log, &req))
                                     }
@@ -504,6 +522,7 @@ impl ApiServer {
             requests,
             ca_pem,
             store,
+            received,
             stop: Some(stop),
             thread: Some(thread),
         }
