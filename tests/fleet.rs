@@ -243,7 +243,8 @@ impl Fleet {
         if !args.contains(&"--poll-interval") {
             command.args(["--poll-interval", "100ms"]);
         }
-        if !args.contains(&"--probe-image") {
+        // A run without a registry says so by naming its binary.
+        if !args.contains(&"--probe-image") && !args.contains(&"--probe-binary") {
             command.args(["--probe-image", PROBE_IMAGE]);
         }
         command
@@ -1382,4 +1383,141 @@ async fn without_a_probe_image_a_dynamic_pullpath_is_not_delivered_and_says_how(
     }
     assert_eq!(f.server.store.created(), 0);
     assert!(f.server.store.config_map_names().is_empty());
+}
+
+/// A stand-in for a static amd64 pullpath: an ELF header without a program interpreter, `len`
+/// bytes that do not compress, and a first stage behind build.rs's marker. Enough for fleet to
+/// deliver it (nothing here executes it).
+fn synthetic_static_pullpath(dir: &Path, len: usize) -> PathBuf {
+    let mut bytes = vec![0u8; 64 + 56];
+    bytes[..4].copy_from_slice(b"\x7fELF");
+    bytes[4] = 2;
+    bytes[5] = 1;
+    bytes[18..20].copy_from_slice(&62u16.to_le_bytes());
+    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+    bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
+    bytes[56..58].copy_from_slice(&1u16.to_le_bytes());
+    bytes[64..68].copy_from_slice(&1u32.to_le_bytes());
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    bytes.extend((0..len).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u8
+    }));
+    let stage = b"\x7fELF a first stage";
+    bytes.extend_from_slice(b"PULLPATH-STAGE:");
+    bytes.extend_from_slice(&(stage.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(stage);
+    let path = dir.join("pullpath-amd64");
+    std::fs::write(&path, bytes).expect("write the binary");
+    path
+}
+
+/// No registry: `--dry-run` lists the delivered ConfigMaps (labelled with the run, data elided)
+/// before the pods that mount them; a run creates them once for all its pods (a binary over
+/// 1 MiB compressed is two parts: three objects with the stage) and deletes them with the pods
+/// at the deadline and on SIGINT, as it does pods.
+#[tokio::test(flavor = "multi_thread")]
+async fn delivered_objects_are_listed_by_dry_run_and_deleted_at_the_deadline_and_on_sigint() {
+    let f = fleet(
+        "fleet-delivered",
+        &[(USER_NEW, Behaviour::Hang), (SYSTEM, Behaviour::Hang)],
+    )
+    .await;
+    let binary = synthetic_static_pullpath(f.scratch.path(), 1_200_000);
+    let given = format!("amd64={}", binary.display());
+    let source = [
+        "--probe-binary",
+        given.as_str(),
+        "--node-image",
+        "registry.k8s.io/pause:3.10",
+    ];
+    let mut args = vec![IMAGE, "--dry-run"];
+    args.extend(source);
+    let out = f.run(&args).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("a List");
+    let items = listed["items"].as_array().expect("items");
+    let kinds: Vec<&str> = items.iter().filter_map(|i| i["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ConfigMap", "ConfigMap", "ConfigMap", "Pod", "Pod"]);
+    for map in &items[..3] {
+        assert_eq!(map["metadata"]["namespace"], "pullpath");
+        assert_eq!(
+            map["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "pullpath"
+        );
+        let data = map["binaryData"].as_object().expect("binaryData");
+        assert_eq!(data.len(), 1);
+        assert!(
+            data.values()
+                .all(|v| v.as_str().is_some_and(|v| v.starts_with("(elided: "))),
+            "{map:#}"
+        );
+    }
+    let pod = &items[3];
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["image"], "registry.k8s.io/pause:3.10");
+    assert_eq!(container["imagePullPolicy"], "Never");
+    let sources = &pod["spec"]["volumes"][1]["projected"]["sources"];
+    assert_eq!(sources.as_array().map(Vec::len), Some(3), "{pod:#}");
+    assert_eq!(f.server.store.created(), 0);
+    assert!(f.server.store.config_map_names().is_empty());
+
+    let mut args = vec!["--deadline", "3s"];
+    args.extend(source);
+    let (_, r) = f.json(&args).await;
+    assert_eq!(r["ending"], "deadline", "{r:#}");
+    assert_eq!(r["delivery"]["objects"], 3, "{r:#}");
+    assert!(
+        r["delivery"]["bytes_sent"]
+            .as_u64()
+            .is_some_and(|b| b > 1_200_000),
+        "{r:#}"
+    );
+    assert_eq!(r["cleanup"]["remaining"], 0, "{r:#}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    assert!(f.server.store.config_map_names().is_empty());
+
+    let mut args = vec![IMAGE, "-o", "json"];
+    args.extend(source);
+    let child = spawn(f.command(&args));
+    f.until_created(4).await;
+    assert_eq!(
+        f.server.store.config_map_names().len(),
+        3,
+        "shared by both pods"
+    );
+    signal(&child, "INT");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
+        .await
+        .expect("wait");
+    assert_eq!(support::fleet_report(&out)["ending"], "interrupted");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    assert!(f.server.store.config_map_names().is_empty());
+    // No kinder than the API: a ConfigMap over 1 MiB is refused in its words.
+    let big = f.scratch.path().join("big.json");
+    let data = "x".repeat((1 << 20) + 1);
+    let map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "big", "namespace": "pullpath"}, "data": {"part": data}});
+    std::fs::write(&big, map.to_string()).expect("write");
+    let out = Command::new(kube_api::kubectl())
+        .arg("--kubeconfig")
+        .arg(&f.config)
+        .args(["create", "--validate=false", "-f"])
+        .arg(&big)
+        .output()
+        .expect("kubectl runs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && said.contains(
+                "ConfigMap \"big\" is invalid: []: Too long: must have at most 1048576 bytes"
+            ),
+        "{said}"
+    );
 }
