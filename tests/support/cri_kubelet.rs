@@ -9,6 +9,10 @@
 //!    `generateVolumeMsg`: `MountVolume.SetUp failed for volume "NAME" : ERROR`), and the pod
 //!    stays Pending in ContainerCreating. Nothing a hostPath names is created, except for the
 //!    `…OrCreate` types, which the kubelet creates too;
+//!    `configMap` and `projected` (configMap sources) volumes are written as the kubelet's atomic
+//!    writer writes them on a tmpfs (`..data` → a timestamped directory, `defaultMode` or the
+//!    item's `mode`), a missing ConfigMap a `FailedMount`; `emptyDir` with `medium: Memory` is a
+//!    tmpfs of its `sizeLimit`; all unmounted when the pod is deleted;
 //! 2. `RunPodSandbox` first, as the kubelet's `SyncPod` does, then the image, pulled by that
 //!    node's containerd (CRI `ImageStatus`, `PullImage`) as `imagePullPolicy` says: `Never` and
 //!    absent is `ErrImageNeverPull`, a failed pull is `ErrImagePull` with containerd's own
