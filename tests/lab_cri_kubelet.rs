@@ -934,19 +934,52 @@ async fn a_workloads_pull_secret_is_what_the_kubelet_pull_decides() {
 /// The lab's sandbox image, as containerd's config names it.
 const PAUSE: &str = "registry.example.test/pause:3.6";
 
-/// The lab node as a node that ran pods: its containerd holds the sandbox image (pulled now if
-/// it does not; the lab must be on a scenario that reaches the registry), and its Node object
-/// lists it in `status.images` as the kubelet does.
+/// The lab node as a node image ships it: its containerd holds the sandbox image without
+/// pulling it, and its Node object lists it in `status.images` as the kubelet does. A scenario
+/// switch starts the lab node's containerd with an empty store, so the image is pulled once
+/// (on `healthy`, where the registry is reached), exported beside the lab's state and imported
+/// into the node's store after every switch: no registry is asked for it then.
 async fn holding_its_pause_image(lab: &LabGuard) -> Value {
-    if held(lab, PAUSE).await.is_none() {
-        let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
-            .await
-            .expect("containerd answers CRI");
-        images
-            .pull(PAUSE, None)
-            .await
-            .expect("the sandbox image pulls");
+    let archive = lab.status.state.join("pause-image.tar");
+    let socket = lab.socket("node").to_string_lossy().into_owned();
+    let ctr = |args: &[&str]| {
+        let mut command = vec!["ctr", "--address", socket.as_str(), "-n", "k8s.io"];
+        command.extend_from_slice(args);
+        let out = lab.in_ns("node", &command);
+        assert!(
+            out.status.success(),
+            "ctr {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    if !archive.exists() {
+        let scenario =
+            std::fs::read_to_string(lab.status.state.join("scenario.json")).unwrap_or_default();
+        lab.switch("healthy");
+        if held(lab, PAUSE).await.is_none() {
+            let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
+                .await
+                .expect("containerd answers CRI");
+            images
+                .pull(PAUSE, None)
+                .await
+                .expect("the sandbox image pulls");
+        }
+        let partial = archive.with_extension("partial");
+        ctr(&["images", "export", &partial.to_string_lossy(), PAUSE]);
+        std::fs::rename(&partial, &archive).expect("the exported sandbox image");
+        let was: Value = serde_json::from_str(&scenario).unwrap_or(Value::Null);
+        if let Some(name) = was["name"].as_str() {
+            lab.switch(name);
+        }
     }
+    if held(lab, PAUSE).await.is_none() {
+        ctr(&["images", "import", &archive.to_string_lossy()]);
+    }
+    assert!(
+        held(lab, PAUSE).await.is_some(),
+        "the imported sandbox image is in the node's CRI store"
+    );
     let mut node = node_object(NODE);
     node["status"]["images"] = json!([{"names": [PAUSE], "sizeBytes": 321_000}]);
     node
@@ -965,14 +998,13 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
     let build = Scratch::new("lab-cri-no-registry-build");
     let binary = static_probe_binary(build.path());
     let lab = lab();
-    lab.switch("healthy");
-    let node = holding_its_pause_image(&lab).await;
     lab.switch("no-route");
+    let node = holding_its_pause_image(&lab).await;
     let scratch = Scratch::under(&lab.status.state, "lab-cri-no-registry");
     let (server, kubelet, _roots) = cluster_of(
         &lab,
         scratch.path(),
-        &[(node, "node", NodeImage::Plain)],
+        &[(node, "node", NodeImage::AksUbuntu)],
         vec![api_only_node(
             "aks-bare-31415926-vmss000000",
             "bare",
@@ -1024,8 +1056,18 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
         server.store.config_map_names()
     );
 
-    // Where the registry is reached, the same delivered probe passes; its objects go too.
+    // Where the registry is reached, the same delivered probe passes; its objects go too. (The
+    // switch restarted the node's containerd: a new cluster knows its new process.)
+    drop((server, kubelet));
     lab.switch("healthy");
+    let node = holding_its_pause_image(&lab).await;
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-no-registry-healthy");
+    let (server, kubelet, _roots) = cluster_of(
+        &lab,
+        scratch.path(),
+        &[(node, "node", NodeImage::AksUbuntu)],
+        vec![],
+    );
     let (report, printed) = fleet(&server, scratch.path(), &source, &[]);
     let row = support::fleet_row(&report, NODE);
     assert_eq!(row["status"], "passed", "{row:#}\n{printed}");
@@ -1064,7 +1106,7 @@ async fn delivered_or_pulled_the_probe_gives_one_verdict_and_its_costs_are_print
         let (server, kubelet, _roots) = cluster_of(
             &lab,
             scratch.path(),
-            &[(node.clone(), "node", NodeImage::Plain)],
+            &[(node.clone(), "node", NodeImage::AksUbuntu)],
             vec![],
         );
         let before = server.received.load(std::sync::atomic::Ordering::SeqCst);

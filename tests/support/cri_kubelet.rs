@@ -744,13 +744,22 @@ impl Pod {
     fn set_up_volume(&self, name: &str, volume: &Value) -> Result<String, String> {
         let dir = self.volumes_dir().join(name);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        // The kubelet and its runtime share a mount namespace on a node; here containerd runs
+        // in its own (this machine's `/` is private, so a mount made here would not reach it),
+        // so the tmpfs is mounted there and written through `/proc/PID/root`, where runc sees it.
+        let runtime = self.sim.runtime_pid.to_string();
+        let seen = Path::new("/proc")
+            .join(&runtime)
+            .join("root")
+            .join(dir.strip_prefix("/").unwrap_or(&dir));
         let tmpfs = |size: Option<&str>| -> Result<(), String> {
             let mut options = "mode=0777".to_string();
             if let Some(size) = size {
                 let bytes = parse_quantity(size).ok_or(format!("bad sizeLimit {size}"))?;
                 options.push_str(&format!(",size={bytes}"));
             }
-            let out = std::process::Command::new("mount")
+            let out = std::process::Command::new("nsenter")
+                .args(["--target", &runtime, "--mount", "--", "mount"])
                 .args(["-t", "tmpfs", "-o", &options, "tmpfs"])
                 .arg(&dir)
                 .output()
@@ -830,25 +839,27 @@ impl Pod {
         tmpfs(None)?;
         use std::os::unix::fs::PermissionsExt;
         let stamp = format!("..{}", now_rfc3339().replace([':', '-'], "_"));
-        let data = dir.join(&stamp);
+        let data = seen.join(&stamp);
         std::fs::create_dir(&data).map_err(|e| e.to_string())?;
         for (path, bytes, mode) in &files {
             let file = data.join(path);
             std::fs::write(&file, bytes).map_err(|e| e.to_string())?;
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(*mode))
                 .map_err(|e| e.to_string())?;
-            std::os::unix::fs::symlink(format!("..data/{path}"), dir.join(path))
+            std::os::unix::fs::symlink(format!("..data/{path}"), seen.join(path))
                 .map_err(|e| e.to_string())?;
         }
-        std::os::unix::fs::symlink(&stamp, dir.join("..data")).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink(&stamp, seen.join("..data")).map_err(|e| e.to_string())?;
         Ok(show)
     }
 
     /// Unmount and remove this pod's volume directories (the pod is gone).
     fn tear_down_volumes(&self) {
         let root = self.volumes_dir();
+        let runtime = self.sim.runtime_pid.to_string();
         for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-            let _ = std::process::Command::new("umount")
+            let _ = std::process::Command::new("nsenter")
+                .args(["--target", &runtime, "--mount", "--", "umount"])
                 .arg(entry.path())
                 .output();
         }
