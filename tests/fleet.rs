@@ -1521,3 +1521,50 @@ async fn delivered_objects_are_listed_by_dry_run_and_deleted_at_the_deadline_and
         "{said}"
     );
 }
+
+/// No registry, a node of an architecture with no static pullpath given: the arm64 node is a
+/// `probe-binary` run problem naming its architecture and how to give one, no pod and no
+/// ConfigMap are made for it, and the amd64 nodes get their delivered probe pods as usual.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_binary_for_its_architecture_a_node_is_named_and_gets_no_pod() {
+    const ARM: &str = "aks-arm-11111111-vmss000000";
+    let f = fleet_with(
+        "fleet-delivered-arm64",
+        Setup {
+            objects: vec![api_node(
+                ARM,
+                "arm",
+                "2026-12-10T00:00:00Z",
+                json!({"kubernetes.io/arch": "arm64"}),
+                json!({}),
+            )],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let binary = synthetic_static_pullpath(f.scratch.path(), 4096);
+    let given = format!("amd64={}", binary.display());
+    let (_, r, took) = timed(
+        &f,
+        &[
+            "--probe-binary",
+            given.as_str(),
+            "--node-image",
+            "registry.k8s.io/pause:3.10",
+        ],
+    )
+    .await;
+    let p = problem(&r, ARM);
+    assert_eq!(p["kind"], "probe-binary", "{r:#}");
+    let message = p["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("arm64") && message.contains("--probe-binary arm64=PATH"),
+        "{message}"
+    );
+    named_early(&f, &r, took, ARM, "probe-binary");
+    // One architecture delivered (its stage and one part), two amd64 pods, none for arm64.
+    assert_eq!(r["delivery"]["objects"], 2, "{r:#}");
+    assert_eq!(r["delivery"]["binaries"][0]["arch"], "amd64", "{r:#}");
+    assert_eq!(f.server.store.created(), 2);
+    assert!(f.server.store.config_map_names().is_empty());
+}

@@ -44,28 +44,40 @@ fn node_object(name: &str) -> Value {
                 "kubeProxyVersion": "", "machineID": "", "operatingSystem": "linux", "systemUUID": ""}}})
 }
 
-/// The static dev-profile pullpath (as scripts/release.sh builds it, without its archives),
-/// its debug sections stripped into `dir`: a scratch image has no loader, and the debug info
-/// is nine tenths of the file.
+/// The static pullpath (as scripts/release.sh builds it, without its archives), stripped into
+/// `dir`: a scratch or pause image has no loader. The dev profile (its debug sections are nine
+/// tenths of the file) unless `PULLPATH_LAB_PROFILE=release` (bench/delivery.sh: the binary a
+/// release delivers, stripped of everything as the release is).
 fn static_probe_binary(dir: &Path) -> PathBuf {
     let target = "x86_64-unknown-linux-gnu";
+    let release = std::env::var("PULLPATH_LAB_PROFILE").is_ok_and(|p| p == "release");
+    let mut build = Command::new(env!("CARGO"));
+    build.args([
+        "build", "--locked", "--quiet", "--target", target, "--bin", "pullpath",
+    ]);
+    if release {
+        build.arg("--release");
+    }
     succeeded(
         "cargo build (static)",
-        Command::new(env!("CARGO"))
-            .args([
-                "build", "--locked", "--quiet", "--target", target, "--bin", "pullpath",
-            ])
+        build
             .env("RUSTFLAGS", "-C target-feature=+crt-static")
             .current_dir(repo())
             .output()
             .expect("cargo runs"),
     );
-    let built = repo().join(format!("target/{target}/debug/pullpath"));
+    let profile = if release { "release" } else { "debug" };
+    let built = repo().join(format!("target/{target}/{profile}/pullpath"));
     let stripped = dir.join("pullpath");
+    let strip = if release {
+        "--strip-all"
+    } else {
+        "--strip-debug"
+    };
     succeeded(
-        "objcopy --strip-debug",
+        "objcopy (strip)",
         Command::new("objcopy")
-            .arg("--strip-debug")
+            .arg(strip)
             .arg(&built)
             .arg(&stripped)
             .output()
@@ -225,7 +237,11 @@ fn probe_logs(scratch: &Path) -> Vec<PathBuf> {
 }
 
 async fn held(lab: &LabGuard, image: &str) -> Option<String> {
-    let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(10))
+    held_on(lab, "node", image).await
+}
+
+async fn held_on(lab: &LabGuard, lab_node: &str, image: &str) -> Option<String> {
+    let mut images = ImageService::connect(lab.socket(lab_node), Duration::from_secs(10))
         .await
         .expect("containerd answers CRI");
     images.cached(image).await.expect("ImageStatus answers")
@@ -939,13 +955,13 @@ const PAUSE: &str = "registry.example.test/pause:3.6";
 /// switch starts the lab node's containerd with an empty store, so the image is pulled once
 /// (on `healthy`, where the registry is reached), exported beside the lab's state and imported
 /// into the node's store after every switch: no registry is asked for it then.
-async fn holding_its_pause_image(lab: &LabGuard) -> Value {
+async fn holding_its_pause_image(lab: &LabGuard, lab_node: &str, mut node: Value) -> Value {
     let archive = lab.status.state.join("pause-image.tar");
-    let socket = lab.socket("node").to_string_lossy().into_owned();
-    let ctr = |args: &[&str]| {
+    let ctr = |on: &str, args: &[&str]| {
+        let socket = lab.socket(on).to_string_lossy().into_owned();
         let mut command = vec!["ctr", "--address", socket.as_str(), "-n", "k8s.io"];
         command.extend_from_slice(args);
-        let out = lab.in_ns("node", &command);
+        let out = lab.in_ns(on, &command);
         assert!(
             out.status.success(),
             "ctr {args:?}: {}",
@@ -966,21 +982,23 @@ async fn holding_its_pause_image(lab: &LabGuard) -> Value {
                 .expect("the sandbox image pulls");
         }
         let partial = archive.with_extension("partial");
-        ctr(&["images", "export", &partial.to_string_lossy(), PAUSE]);
+        ctr(
+            "node",
+            &["images", "export", &partial.to_string_lossy(), PAUSE],
+        );
         std::fs::rename(&partial, &archive).expect("the exported sandbox image");
         let was: Value = serde_json::from_str(&scenario).unwrap_or(Value::Null);
         if let Some(name) = was["name"].as_str() {
             lab.switch(name);
         }
     }
-    if held(lab, PAUSE).await.is_none() {
-        ctr(&["images", "import", &archive.to_string_lossy()]);
+    if held_on(lab, lab_node, PAUSE).await.is_none() {
+        ctr(lab_node, &["images", "import", &archive.to_string_lossy()]);
     }
     assert!(
-        held(lab, PAUSE).await.is_some(),
-        "the imported sandbox image is in the node's CRI store"
+        held_on(lab, lab_node, PAUSE).await.is_some(),
+        "the imported sandbox image is in {lab_node}'s CRI store"
     );
-    let mut node = node_object(NODE);
     node["status"]["images"] = json!([{"names": [PAUSE], "sizeBytes": 321_000}]);
     node
 }
@@ -989,7 +1007,9 @@ async fn holding_its_pause_image(lab: &LabGuard) -> Value {
 /// sandbox image, which its Node object lists. With no `--probe-image`, fleet delivers the
 /// static pullpath (its first stage inside it) as ConfigMaps, the probe pod starts from the
 /// pause image with `imagePullPolicy: Never`, and the node gets the scenario's hop-by-hop
-/// verdict, the same as its own containerd's pull (`--runtime-pull`). Back on `healthy` the same
+/// verdict, the same as its own containerd's pull (`--runtime-pull`). Every other pool of the
+/// lab (the second pool's node, the AL2023 and k3s node images), each holding only its sandbox
+/// image too, gets the verdict of its own containerd the same way. Back on `healthy` the first
 /// node passes. Every object the runs made is gone after each; a node whose status lists no
 /// sandbox image is a run problem saying so.
 #[tokio::test(flavor = "multi_thread")]
@@ -999,12 +1019,58 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
     let binary = static_probe_binary(build.path());
     let lab = lab();
     lab.switch("no-route");
-    let node = holding_its_pause_image(&lab).await;
+    for other in ["node2", "al2023", "k3s"] {
+        forget(&lab, other, IMAGE).await;
+    }
+    const SPOT_NODE: &str = "aks-spot-27182818-vmss000000";
+    let nodes = [
+        (
+            holding_its_pause_image(&lab, "node", node_object(NODE)).await,
+            "node",
+            NodeImage::AksUbuntu,
+        ),
+        (
+            holding_its_pause_image(&lab, "node2", api_only_node(SPOT_NODE, "spot", json!({})))
+                .await,
+            "node2",
+            NodeImage::Plain,
+        ),
+        (
+            holding_its_pause_image(
+                &lab,
+                "al2023",
+                image_node_object(
+                    &lab,
+                    AL2023_NODE,
+                    ("eks.amazonaws.com/nodegroup", "al2023"),
+                    "Amazon Linux 2023.6.20250203",
+                ),
+            )
+            .await,
+            "al2023",
+            NodeImage::Al2023,
+        ),
+        (
+            holding_its_pause_image(
+                &lab,
+                "k3s",
+                image_node_object(
+                    &lab,
+                    K3S_NODE,
+                    ("node.kubernetes.io/instance-type", "k3s"),
+                    "K3s",
+                ),
+            )
+            .await,
+            "k3s",
+            NodeImage::K3s,
+        ),
+    ];
     let scratch = Scratch::under(&lab.status.state, "lab-cri-no-registry");
     let (server, kubelet, _roots) = cluster_of(
         &lab,
         scratch.path(),
-        &[(node, "node", NodeImage::AksUbuntu)],
+        &nodes,
         vec![api_only_node(
             "aks-bare-31415926-vmss000000",
             "bare",
@@ -1033,9 +1099,21 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
         "{row:#}"
     );
     assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
-    // Started from the pause image, no probe image pulled: the node's store holds the same.
+    // Every other pool: a decided verdict, its own containerd's.
+    for other in [SPOT_NODE, AL2023_NODE, K3S_NODE] {
+        let row = support::fleet_row(&report, other);
+        let pulled = row["runtime_pull"]["outcome"] == "pulled";
+        assert_eq!(row["runtime_pull"]["agrees"], true, "{other}: {row:#}");
+        assert_eq!(
+            row["status"],
+            if pulled { "passed" } else { "failed" },
+            "{other}: {row:#}"
+        );
+        assert_eq!(row["verdict"]["decided"], true, "{other}: {row:#}");
+    }
+    // One probe pod per lab node, each started from its pause image.
     let logs = probe_logs(scratch.path());
-    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs.len(), nodes.len(), "{logs:?}");
     let delivery = &report["delivery"];
     assert!(
         delivery["objects"].as_u64().is_some_and(|n| n >= 2),
@@ -1060,7 +1138,7 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
     // switch restarted the node's containerd: a new cluster knows its new process.)
     drop((server, kubelet));
     lab.switch("healthy");
-    let node = holding_its_pause_image(&lab).await;
+    let node = holding_its_pause_image(&lab, "node", node_object(NODE)).await;
     let scratch = Scratch::under(&lab.status.state, "lab-cri-no-registry-healthy");
     let (server, kubelet, _roots) = cluster_of(
         &lab,
@@ -1087,7 +1165,7 @@ async fn delivered_or_pulled_the_probe_gives_one_verdict_and_its_costs_are_print
     let (build, lab, probe) = lab_with_probe_image("healthy");
     let binary = build.path().join("pullpath");
     let delivered = format!("amd64={}", binary.display());
-    let node = holding_its_pause_image(&lab).await;
+    let node = holding_its_pause_image(&lab, "node", node_object(NODE)).await;
     let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
         .await
         .expect("containerd answers CRI");
