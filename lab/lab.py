@@ -1368,8 +1368,15 @@ def switch(name: str):
     write_kubelet_files(state["kubelet"])
     start_containerd("node", fresh=True, mirrors=state["mirrors"], env=state["runtime_env"],
                      hosts_files=state["hosts_files"])
-    # The second pool's node: restarted only when its registry trust changes.
-    if current.get("node2_without_ca", False) != state["node2_without_ca"] or not alive(pid_of("containerd-node2")):
+    # The other nodes are restarted only when their settings change, or the containerd line the
+    # lab runs (PULLPATH_LAB_CONTAINERD) does: every node then runs the same line.
+    version_changed = current.get("containerd", "1.6") != containerd_version()
+    for node in IMAGE_NODES:
+        if version_changed or not alive(pid_of(f"containerd-{node}")):
+            start_image_node(node, fresh=True)
+    # The second pool's node: restarted when its registry trust changes.
+    if current.get("node2_without_ca", False) != state["node2_without_ca"] or version_changed \
+            or not alive(pid_of("containerd-node2")):
         files = ((REGISTRY, f"""server = "https://{REGISTRY}"
 
 [host."https://{REGISTRY}"]
@@ -1379,7 +1386,8 @@ def switch(name: str):
     with open(current_path, "w") as f:
         json.dump({"name": name, "dns_without": list(state["dns_without"]), "cert": state["cert"],
                    "redirect": state["redirect"], "mirror": mirror, "proxy_mode": state["proxy_mode"],
-                   "runtime_env": state["runtime_env"], "node2_without_ca": state["node2_without_ca"]}, f)
+                   "runtime_env": state["runtime_env"], "node2_without_ca": state["node2_without_ca"],
+                   "containerd": containerd_version()}, f)
 
 
 # ---------------------------------------------------------------- podman, the second runtime

@@ -32,6 +32,10 @@ python3 lab/lab.py fetch-runtimes
 for version in 1.7 2.1; do
   PULLPATH_LAB_CONTAINERD=$version cargo nextest run --no-fail-fast --test lab --test lab_probe \
     -E 'binary(lab) or (binary(lab_probe) and test(/^probe_(hosts_(server_only|http_with_ca)|registry_without_repository_goes_to_docker_hub_as_containerd_does|localhost_.*)$/))' || status=$?
+  # The node images (AL2023's config_path list, k3s's own flags) and the pause-image start with
+  # no registry, on each line's containerd.
+  PULLPATH_LAB_CONTAINERD=$version cargo nextest run --no-fail-fast --test lab_cri_kubelet \
+    -E 'test(/^(image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd|with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_runtimes_verdict)$/)' || status=$?
 done
 
 # Teardown must leave nothing behind.

@@ -13,6 +13,7 @@ use super::dns::Outcome;
 use super::host::Tunnel;
 use super::net::Transport;
 use super::redirect::RedirectProblem;
+use super::refusal::HttpRefusal;
 use super::route::RouteLookup;
 use super::tls::TlsProblem;
 
@@ -68,8 +69,9 @@ pub enum Evidence {
     Body(BodyProblem),
     /// A redirect the runtime cannot follow, or will not follow further.
     Redirect(RedirectProblem),
-    /// What the walk still reports only in words (HTTP statuses and bodies, manifests,
-    /// redirects, hosts.toml, the deadline).
+    /// An HTTP answer that refused the step: its status, meaning and body.
+    Refused(Box<HttpRefusal>),
+    /// What the walk still reports only in words (manifests, hosts.toml, the deadline).
     Other(String),
 }
 
@@ -88,6 +90,12 @@ impl From<&str> for Evidence {
 impl From<RedirectProblem> for Evidence {
     fn from(problem: RedirectProblem) -> Evidence {
         Evidence::Redirect(problem)
+    }
+}
+
+impl From<HttpRefusal> for Evidence {
+    fn from(refusal: HttpRefusal) -> Evidence {
+        Evidence::Refused(Box::new(refusal))
     }
 }
 
@@ -179,6 +187,7 @@ impl fmt::Display for Evidence {
             Evidence::NoHeaders { ms } => write!(f, "no response headers within {ms} ms"),
             Evidence::Body(problem) => problem.fmt(f),
             Evidence::Redirect(problem) => problem.fmt(f),
+            Evidence::Refused(refusal) => refusal.fmt(f),
             Evidence::Other(words) => f.write_str(words),
         }
     }

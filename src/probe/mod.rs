@@ -27,6 +27,7 @@ pub mod process;
 pub mod progress;
 pub mod proxy;
 pub mod redirect;
+pub mod refusal;
 pub mod registry;
 pub mod resolv;
 pub mod route;

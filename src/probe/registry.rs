@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::authority::Authority;
+use super::refusal::{HttpRefusal, Refused, Said};
 use crate::vocab::Layer;
 
 /// Limits on what a registry may send.
@@ -50,8 +50,8 @@ pub enum Ping {
     Open,
     /// 401 with a challenge to answer.
     Challenge(Challenge),
-    /// Anything else: the layer it means and the evidence.
-    Failed(Layer, String),
+    /// Anything else: the layer it means and the refusal.
+    Failed(Layer, HttpRefusal),
 }
 
 pub fn interpret_ping(status: u16, www_authenticate: Option<&str>, body: &[u8]) -> Ping {
@@ -60,14 +60,11 @@ pub fn interpret_ping(status: u16, www_authenticate: Option<&str>, body: &[u8]) 
         (401, Some(challenge)) => Ping::Challenge(Challenge::parse(challenge)),
         (401, None) => Ping::Failed(
             Layer::Auth,
-            format!(
-                "401 without a WWW-Authenticate challenge: {}",
-                error_summary(body)
-            ),
+            HttpRefusal::new(401, Refused::NoChallenge, Said::from_registry(body)),
         ),
         (status, _) => Ping::Failed(
             Layer::from_http_status(status),
-            format!("GET /v2/ answered {status}: {}", error_summary(body)),
+            HttpRefusal::new(status, Refused::Ping, Said::from_registry(body)),
         ),
     }
 }
@@ -118,15 +115,22 @@ pub fn oauth_falls_back_to_get(status: u16, has_username: bool) -> bool {
     matches!(status, 400 | 401 | 404) || (status == 405 && has_username)
 }
 
+/// The token realm's answer to a request made as `asked_as` ("anonymous GET", …).
 pub fn interpret_token(
     status: u16,
     body: &[u8],
     repository: &str,
-) -> Result<Token, (Layer, String)> {
+    asked_as: &str,
+) -> Result<Token, (Layer, Box<HttpRefusal>)> {
+    let asked_as = asked_as.to_string();
     if !(200..=299).contains(&status) {
         return Err((
             Layer::from_http_status(status),
-            format!("{status}: {}", error_summary(body)),
+            Box::new(HttpRefusal::new(
+                status,
+                Refused::Token { asked_as },
+                Said::from_registry(body),
+            )),
         ));
     }
     let value = serde_json::from_slice::<serde_json::Value>(body)
@@ -138,7 +142,16 @@ pub fn interpret_token(
                 .filter(|t| !t.is_empty())
                 .map(String::from)
         })
-        .ok_or_else(|| (Layer::Other, format!("{status} but no token in the answer")))?;
+        .ok_or_else(|| {
+            (
+                Layer::Other,
+                Box::new(HttpRefusal::new(
+                    status,
+                    Refused::NoToken { asked_as },
+                    Said::Empty,
+                )),
+            )
+        })?;
     let granted = granted_actions(&value, repository);
     Ok(Token { value, granted })
 }
@@ -150,34 +163,20 @@ pub fn interpret_manifest_failure(
     challenge: Option<&str>,
     body: &[u8],
     had_auth: bool,
-) -> (Layer, String) {
-    let summary = error_summary(body);
+) -> (Layer, HttpRefusal) {
+    let said = Said::from_registry(body);
     let challenge = challenge.unwrap_or("");
-    match status {
+    let (layer, refused) = match status {
         401 if challenge.contains("insufficient_scope")
-            || (had_auth && summary.contains("insufficient")) =>
+            || (had_auth && said.mentions("insufficient")) =>
         {
-            (
-                Layer::Forbidden,
-                format!(
-                    "401 insufficient_scope: the token does not allow pulling this repository ({summary}); \
-                     a registry that hides missing repositories answers the same, so an identity with wider rights tells them apart"
-                ),
-            )
+            (Layer::Forbidden, Refused::InsufficientScope)
         }
-        404 => {
-            let what = if summary.contains("NAME_UNKNOWN") {
-                "the repository does not exist"
-            } else {
-                "the tag or digest does not exist"
-            };
-            (Layer::NotFound, format!("404 {what}: {summary}"))
-        }
-        status => (
-            Layer::from_http_status(status),
-            format!("{status}: {summary}"),
-        ),
-    }
+        404 if said.has_code("NAME_UNKNOWN") => (Layer::NotFound, Refused::RepositoryMissing),
+        404 => (Layer::NotFound, Refused::ReferenceMissing),
+        status => (Layer::from_http_status(status), Refused::Status),
+    };
+    (layer, HttpRefusal::new(status, refused, said))
 }
 
 /// What a 408 or 429 on a manifest costs each runtime, with the registry's `Retry-After`.
@@ -204,65 +203,6 @@ pub fn retry_note(status: u16, retry_after: Option<&str>) -> Option<String> {
     Some(format!(
         "{wait}; containerd asks again at once, five more times, without waiting, so each pull spends six requests of the limit; CRI-O and podman wait Retry-After between tries"
     ))
-}
-
-/// The registry's error envelope (`{"errors":[{"code","message"}]}`) in one line, or the start
-/// of whatever else the body was.
-pub fn error_summary(body: &[u8]) -> String {
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body)
-        && let Some(errors) = value.get("errors").and_then(|e| e.as_array())
-    {
-        return errors
-            .iter()
-            .map(|e| {
-                format!(
-                    "{} {}",
-                    e.get("code").and_then(|c| c.as_str()).unwrap_or(""),
-                    e.get("message").and_then(|m| m.as_str()).unwrap_or("")
-                )
-                .trim()
-                .to_string()
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-    }
-    let text = String::from_utf8_lossy(body);
-    let text: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
-    if text.is_empty() {
-        "(empty body)".into()
-    } else {
-        text
-    }
-}
-
-/// What a failed answer's body may show in a cause, by who sent it: a registry error envelope's
-/// codes and messages from anyone; otherwise a short excerpt from a registry host, a shorter
-/// one from any other host a redirect led to (a blob store, a CDN), and nothing at all from a
-/// link-local or cloud metadata address, whose answer (instance credentials) must never be
-/// printed (a registry can redirect a pull there).
-pub fn body_evidence(body: &[u8], from: &Authority, registry_host: bool) -> String {
-    if is_metadata_address(&from.host) {
-        return format!(
-            "(body not shown: {} is a link-local or metadata address)",
-            from.host
-        );
-    }
-    let summary = error_summary(body);
-    let looks_like_envelope = serde_json::from_slice::<serde_json::Value>(body)
-        .is_ok_and(|v| v.get("errors").is_some_and(serde_json::Value::is_array));
-    if looks_like_envelope || registry_host {
-        return summary;
-    }
-    const OTHER_HOST_EXCERPT: usize = 80;
-    match summary.chars().count() > OTHER_HOST_EXCERPT {
-        true => format!(
-            "{}… ({} bytes from {})",
-            summary.chars().take(OTHER_HOST_EXCERPT).collect::<String>(),
-            body.len(),
-            from.host
-        ),
-        false => summary,
-    }
 }
 
 /// 169.254.0.0/16, fe80::/10, the cloud metadata names and AWS's IPv6 metadata address.
@@ -383,7 +323,9 @@ mod tests {
         ));
         assert!(matches!(
             interpret_ping(403, None, b"blocked by policy"),
-            Ping::Failed(Layer::Forbidden, d) if d.contains("blocked by policy")
+            Ping::Failed(Layer::Forbidden, d)
+                if d.said == Said::Excerpt { text: "blocked by policy".into(), of: None }
+                    && d.to_string() == "GET /v2/ answered 403: blocked by policy"
         ));
         assert!(matches!(
             interpret_ping(502, None, b""),
@@ -415,26 +357,36 @@ mod tests {
             .encode(r#"{"access":[{"type":"repository","name":"team-b/app","actions":[]}]}"#);
         let jwt = format!("h.{payload}.s");
         let body = format!(r#"{{"token":"{jwt}"}}"#);
-        let token = interpret_token(200, body.as_bytes(), "team-b/app").expect("token");
+        let token = interpret_token(200, body.as_bytes(), "team-b/app", "GET").expect("token");
         assert_eq!(token.granted, Some(vec![]));
         assert!(
             !format!("{token:?}").contains(&jwt),
             "Debug redacts the token"
         );
-        let opaque = interpret_token(200, br#"{"access_token":"abc"}"#, "x").expect("token");
+        let opaque = interpret_token(200, br#"{"access_token":"abc"}"#, "x", "GET").expect("token");
         assert_eq!(opaque.granted, None);
         assert_eq!(
-            interpret_token(200, b"{}", "x").map_err(|(l, _)| l),
-            Err(Layer::Other)
+            interpret_token(200, b"{}", "x", "GET").map_err(|(l, r)| (l, r.refused)),
+            Err((
+                Layer::Other,
+                Refused::NoToken {
+                    asked_as: "GET".into()
+                }
+            ))
         );
         let refused = interpret_token(
             401,
             br#"{"errors":[{"code":"UNAUTHORIZED","message":"bad"}]}"#,
             "x",
-        );
+            "anonymous GET",
+        )
+        .map_err(|(layer, refusal)| (layer, refusal.to_string()));
         assert_eq!(
             refused,
-            Err((Layer::Auth, "401: UNAUTHORIZED bad".to_string()))
+            Err((
+                Layer::Auth,
+                "401: UNAUTHORIZED bad (anonymous GET)".to_string()
+            ))
         );
     }
 
@@ -447,11 +399,15 @@ mod tests {
             true,
         );
         assert_eq!(layer, Layer::Forbidden);
-        assert!(detail.contains("insufficient_scope"));
+        assert_eq!(detail.refused, Refused::InsufficientScope);
+        assert!(detail.to_string().contains("insufficient_scope"));
         let body = br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known"}]}"#;
         let (layer, detail) = interpret_manifest_failure(404, None, body, true);
         assert_eq!(layer, Layer::NotFound);
-        assert!(detail.contains("repository does not exist"));
+        assert_eq!(detail.refused, Refused::RepositoryMissing);
+        assert!(detail.to_string().contains("repository does not exist"));
+        let (_, tag) = interpret_manifest_failure(404, None, b"", true);
+        assert_eq!(tag.refused, Refused::ReferenceMissing);
         assert_eq!(
             interpret_manifest_failure(401, None, b"", false).0,
             Layer::Auth
@@ -464,7 +420,7 @@ mod tests {
             interpret_manifest_failure(500, None, b"", false).0,
             Layer::Other
         );
-        assert_eq!(error_summary(b"\x00\x01"), "(empty body)");
+        assert_eq!(Said::from_registry(b"\x00\x01"), Said::Empty);
     }
 
     #[test]
@@ -489,34 +445,19 @@ mod tests {
     }
 
     #[test]
-    fn bodies_shown_by_who_sent_them() {
-        let at = |host: &str| Authority::parse(host, 443).expect("authority");
-        let envelope = br#"{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown"}]}"#;
-        assert_eq!(
-            body_evidence(envelope, &at("store.example"), false),
-            "BLOB_UNKNOWN blob unknown"
-        );
-        let page = "<html>".to_string() + &"x".repeat(500);
-        let from_store = body_evidence(page.as_bytes(), &at("store.example"), false);
-        assert!(
-            from_store.ends_with("… (506 bytes from store.example)"),
-            "{from_store}"
-        );
-        assert_eq!(
-            body_evidence(page.as_bytes(), &at("registry.example"), true)
-                .chars()
-                .count(),
-            200
-        );
+    fn link_local_and_metadata_addresses_are_never_quoted() {
+        let at = |host: &str| {
+            crate::probe::authority::Authority::parse(host, 443).expect("authority")
+        };
         for metadata in [
             "169.254.169.254",
             "[fe80::1]",
             "[fd00:ec2::254]",
             "metadata.google.internal",
         ] {
-            let shown = body_evidence(b"{\"AccessKeyId\":\"AKIA\"}", &at(metadata), false);
-            assert!(!shown.contains("AKIA"), "{metadata}: {shown}");
-            assert!(shown.contains("not shown"), "{shown}");
+            let shown = Said::from_host(b"{\"AccessKeyId\":\"AKIA\"}", &at(metadata), false);
+            assert!(matches!(shown, Said::Withheld { .. }), "{metadata}: {shown}");
+            assert!(!shown.to_string().contains("AKIA"), "{shown}");
         }
         assert!(!is_metadata_address("10.0.0.1"));
     }

@@ -8,6 +8,7 @@ use url::Url;
 use super::Walk;
 use super::http::Outgoing;
 use crate::probe::authority::Authority;
+use crate::probe::evidence::Evidence;
 use crate::probe::net::{Network, Response, Target};
 use crate::probe::registry::{self, Challenge, MAX_ERROR_BODY, MAX_TOKEN, Ping};
 use crate::probe::stop::Stop;
@@ -52,10 +53,10 @@ impl<N: Network> Walk<N> {
                 self.path.record(hop, &at, step, true, detail, elapsed);
                 Ok(())
             }
-            Ping::Failed(layer, detail) => {
+            Ping::Failed(layer, refusal) => {
                 self.path
-                    .record(hop, &at, step, false, detail.clone(), elapsed);
-                Err(Stop::new(hop, &at, layer, step, detail))
+                    .record(hop, &at, step, false, refusal.to_string(), elapsed);
+                Err(Stop::new(hop, &at, layer, step, refusal))
             }
             Ping::Challenge(challenge_kind) => {
                 let shown = registry::shorten(challenge.as_deref().unwrap_or(""), 300);
@@ -141,8 +142,11 @@ impl<N: Network> Walk<N> {
             .await;
         let elapsed = Some(started.elapsed());
         let answer = body
-            .map_err(|problem| (Layer::Other, problem.to_string()))
-            .and_then(|body| registry::interpret_token(status, &body, &repository));
+            .map_err(|problem| (Layer::Other, Evidence::Body(problem)))
+            .and_then(|body| {
+                registry::interpret_token(status, &body, &repository, &who)
+                    .map_err(|(layer, refusal)| (layer, Evidence::Refused(refusal)))
+            });
         match answer {
             Ok(token) => {
                 let detail = match &token.granted {
@@ -161,11 +165,10 @@ impl<N: Network> Walk<N> {
                     .insert(owner.clone(), format!("Bearer {}", token.value));
                 Ok(())
             }
-            Err((layer, detail)) => {
-                let detail = format!("{detail} ({who})");
+            Err((layer, evidence)) => {
                 self.path
-                    .record(Hop::Auth, &at, &step, false, detail.clone(), elapsed);
-                Err(Stop::new(Hop::Auth, &at, layer, step, detail))
+                    .record(Hop::Auth, &at, &step, false, evidence.to_string(), elapsed);
+                Err(Stop::new(Hop::Auth, &at, layer, step, evidence))
             }
         }
     }

@@ -6,6 +6,7 @@ use crate::image_ref::Digest;
 use crate::probe::authority::Authority;
 use crate::probe::net::{Network, Response};
 use crate::probe::oci::{self, Descriptor, MANIFEST_TYPES, ReadManifest};
+use crate::probe::refusal::{HttpRefusal, Refused, Said};
 use crate::probe::registry::{self, MAX_ERROR_BODY, MAX_MANIFEST};
 use crate::probe::stop::Stop;
 use crate::vocab::{Hop, Layer};
@@ -112,13 +113,12 @@ impl<N: Network> Walk<N> {
             .await
             .unwrap_or_default();
         let had_auth = self.authorizations.contains_key(at);
-        let (layer, mut detail) =
+        let (layer, mut refusal) =
             registry::interpret_manifest_failure(status, challenge.as_deref(), &body, had_auth);
-        if let Some(retry) = retry {
-            detail = format!("{detail}; {retry}");
-        }
-        self.path.record(hop, at, step, false, detail.clone(), None);
-        Stop::new(hop, at, layer, step, detail)
+        refusal.retry = retry;
+        self.path
+            .record(hop, at, step, false, refusal.to_string(), None);
+        Stop::new(hop, at, layer, step, refusal)
     }
 
     async fn read_manifest(
@@ -219,18 +219,19 @@ impl<N: Network> Walk<N> {
             .await
             .unwrap_or_default();
         let registry_host = self.endpoints.iter().any(|e| e.config.authority == at);
-        let detail = format!(
-            "{status}: {}",
-            registry::body_evidence(&body, &at, registry_host)
+        let refusal = HttpRefusal::new(
+            status,
+            Refused::Status,
+            Said::from_host(&body, &at, registry_host),
         );
         self.path
-            .record(hop, &at, &step, false, detail.clone(), None);
+            .record(hop, &at, &step, false, refusal.to_string(), None);
         Err(Stop::new(
             hop,
             &at,
             Layer::from_http_status(status),
             step,
-            detail,
+            refusal,
         ))
     }
 }
