@@ -181,7 +181,7 @@ fn cluster_of(
     let mut roots = Vec::new();
     let mut kubelets = BTreeMap::new();
     for (object, lab_node, image) in nodes {
-        let root = node_root(lab, scratch, lab_node, lab_node, *image);
+        let root = node_root(lab, scratch, namespace_of(lab_node), lab_node, *image);
         let name = object["metadata"]["name"].as_str().expect("a node name");
         kubelets.insert(
             name.to_string(),
@@ -212,6 +212,15 @@ fn cluster_of(
     let world = World::from_objects(objects).with_kubelet(kubelet.clone());
     let server = ApiServer::start(world);
     (server, kubelet, roots)
+}
+
+/// The lab namespace that plays the node whose containerd is `lab_node` (the old node's
+/// containerd is `old-node`, its namespace `oldnode`).
+fn namespace_of(lab_node: &str) -> &str {
+    match lab_node {
+        "old-node" => "oldnode",
+        other => other,
+    }
 }
 
 /// The lab on `scenario`, with the probe image built from this tree and held by the lab
@@ -961,7 +970,7 @@ async fn holding_its_pause_image(lab: &LabGuard, lab_node: &str, mut node: Value
         let socket = lab.socket(on).to_string_lossy().into_owned();
         let mut command = vec!["ctr", "--address", socket.as_str(), "-n", "k8s.io"];
         command.extend_from_slice(args);
-        let out = lab.in_ns(on, &command);
+        let out = lab.in_ns(namespace_of(on), &command);
         assert!(
             out.status.success(),
             "ctr {args:?}: {}",
@@ -999,7 +1008,11 @@ async fn holding_its_pause_image(lab: &LabGuard, lab_node: &str, mut node: Value
         held_on(lab, lab_node, PAUSE).await.is_some(),
         "the imported sandbox image is in {lab_node}'s CRI store"
     );
-    node["status"]["images"] = json!([{"names": [PAUSE], "sizeBytes": 321_000}]);
+    let pause = json!({"names": [PAUSE], "sizeBytes": 321_000});
+    match node["status"]["images"].as_array_mut() {
+        Some(images) => images.push(pause),
+        None => node["status"]["images"] = json!([pause]),
+    }
     node
 }
 
@@ -1212,4 +1225,218 @@ async fn delivered_or_pulled_the_probe_gives_one_verdict_and_its_costs_are_print
         assert!(server.store.config_map_names().is_empty());
     }
     assert_eq!(verdicts[0], verdicts[1], "one verdict both ways");
+}
+
+/// The `fleet-pools` lab as three nodes in two pools, each a lab namespace with its own root
+/// and containerd, run by the CRI kubelet: pool `user`'s old node (holds the image from an
+/// earlier pull; no route to the registry now) and its newest node (an /etc/hosts entry for the
+/// registry, added by hand), and pool `spot`'s node in its own subnet (no route to the blob
+/// host). Two of them cannot pull a probe image, so the probe comes as a registry-less delivery
+/// onto each node's pause image, as it would on such a cluster.
+const USER_OLD: &str = "aks-user-24791652-vmss000000";
+const SPOT: &str = "aks-spot-51806237-vmss000001";
+
+async fn fleet_pools_cluster(
+    lab: &LabGuard,
+    scratch: &Path,
+) -> (
+    ApiServer,
+    Arc<CriKubelet>,
+    Vec<(&'static str, &'static str)>,
+) {
+    let version = lab.status.containerd.clone();
+    let version = match version.as_str() {
+        "1.7" => "1.7.24",
+        "2.1" => "2.1.9",
+        _ => "1.6.20",
+    };
+    let object = |name: &str, pool: &str, created: &str, images: &[&str]| {
+        let mut node = api_only_node(name, pool, json!({}));
+        node["metadata"]["creationTimestamp"] = json!(created);
+        node["status"]["images"] = json!([{"names": images, "sizeBytes": 1661}]);
+        node["status"]["nodeInfo"]["containerRuntimeVersion"] =
+            json!(format!("containerd://{version}"));
+        node
+    };
+    let mut nodes = Vec::new();
+    for (name, pool, created, images, containerd) in [
+        (
+            USER_OLD,
+            "user",
+            "2026-06-02T09:00:00Z",
+            &[IMAGE][..],
+            "old-node",
+        ),
+        (NODE, "user", "2026-12-01T08:20:00Z", &[][..], "node"),
+        (SPOT, "spot", "2026-11-28T10:00:00Z", &[][..], "node2"),
+    ] {
+        let node =
+            holding_its_pause_image(lab, containerd, object(name, pool, created, images)).await;
+        nodes.push((node, containerd, NodeImage::Plain));
+    }
+    let (server, kubelet, _) = cluster_of(lab, scratch, &nodes, vec![]);
+    let played = vec![(USER_OLD, "old-node"), (NODE, "node"), (SPOT, "node2")];
+    (server, kubelet, played)
+}
+
+/// `fleet IMAGE --all-nodes --runtime-pull -o text` with the delivered probe: what the on-call
+/// engineer reads.
+fn fleet_text(server: &ApiServer, scratch: &Path, source: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "fleet",
+            IMAGE,
+            "--all-nodes",
+            "--runtime-pull",
+            "-o",
+            "text",
+        ])
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig(scratch, "default"))
+        .args(source)
+        .args(["--poll-interval", "100ms", "--deadline", "120s"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath fleet runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Each pool from its own nodes, through real containers: the broken pool with its layer and
+/// host (spot: no route to the blob host), the node that works only from its cache (the old
+/// node: no route to the registry for a fresh pull), the node that works by a hand fix (an
+/// /etc/hosts entry); every node's containerd pulls beside its probe and agrees; the text names
+/// all three; no pod, sandbox or ConfigMap is left, every node's store holds what it held, and
+/// no secret is printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn fleet_pools_name_the_broken_pool_the_cached_node_and_the_hand_fix_from_real_containers() {
+    let scenario = catalog().remove("fleet-pools").expect("scenario");
+    let build = Scratch::new("lab-cri-fleet-pools-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("fleet-pools");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-fleet-pools");
+    let (server, kubelet, played) = fleet_pools_cluster(&lab, scratch.path()).await;
+    let mut before = BTreeMap::new();
+    for (_, containerd) in &played {
+        before.insert(*containerd, held_on(&lab, containerd, IMAGE).await);
+    }
+    assert!(
+        before["old-node"].is_some(),
+        "the old node holds the image from its earlier pull"
+    );
+    assert!(before["node"].is_none(), "the newest node's store is empty");
+    let delivered = format!("amd64={}", binary.display());
+    let source = ["--probe-binary", delivered.as_str()];
+    let (report, printed) = fleet(&server, scratch.path(), &source, &[]);
+    let row = |name: &str| support::fleet_row(&report, name);
+
+    let spot = row(SPOT);
+    assert_eq!(spot["status"], "failed", "{spot:#}");
+    assert_eq!(spot["verdict"]["layer"], "blob", "{spot:#}");
+    assert_eq!(spot["verdict"]["mechanism"], "route", "{spot:#}");
+    assert_eq!(
+        spot["verdict"]["host"], "labstore.blob.example.test",
+        "{spot:#}"
+    );
+    let old = row(USER_OLD);
+    assert_eq!(old["status"], "works-from-cache", "{old:#}");
+    assert_eq!(old["verdict"]["layer"], "route", "{old:#}");
+    assert_eq!(old["verdict"]["host"], "registry.example.test", "{old:#}");
+    let new = row(NODE);
+    assert_eq!(new["status"], "passed", "{new:#}");
+    assert_eq!(scenario.expect.outcome, "pulled");
+    assert!(
+        new["hand_fixes"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|h| h
+                .as_str()
+                .is_some_and(|h| h.contains("registry.example.test")))),
+        "{new:#}"
+    );
+    for name in [SPOT, USER_OLD, NODE] {
+        let pull = &row(name)["runtime_pull"];
+        assert_eq!(pull["agrees"], true, "{name}: {pull:#}");
+    }
+    assert_eq!(row(NODE)["runtime_pull"]["cleanup"], "removed");
+    let spot_pool = report["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["pool"] == "spot")
+        .expect("spot pool")
+        .clone();
+    assert_eq!(spot_pool["verdict"]["passed"], false, "{spot_pool:#}");
+    all_gone(&server, &kubelet);
+    assert!(server.store.config_map_names().is_empty());
+
+    let text = fleet_text(&server, scratch.path(), &source);
+    for line in [
+        "✗ pool `spot` fails at blob",
+        "labstore.blob.example.test",
+        "works from cache; a fresh pull fails at route",
+        "hand fix: /etc/hosts maps registry.example.test",
+        "runtime agrees",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    assert!(!text.contains("DISAGREEMENT"), "{text}");
+    for secret in support::LAB_SECRETS.iter().chain(&["eyJ"]) {
+        assert!(
+            !printed.contains(secret) && !text.contains(secret),
+            "{secret:?} leaked"
+        );
+    }
+    all_gone(&server, &kubelet);
+    assert!(server.store.config_map_names().is_empty());
+    for (_, containerd) in &played {
+        assert_eq!(
+            held_on(&lab, containerd, IMAGE).await,
+            before[containerd],
+            "{containerd}'s image store changed"
+        );
+    }
+}
+
+/// The second pool's node lacks the registry's CA (`fleet-ca`): through its real container it
+/// fails at TLS as its containerd does, and the nodes that trust that CA are named as holding
+/// one it lacks.
+#[tokio::test(flavor = "multi_thread")]
+async fn fleet_names_a_ca_one_pool_trusts_and_another_lacks_from_real_containers() {
+    let build = Scratch::new("lab-cri-fleet-ca-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("fleet-ca");
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-fleet-ca");
+    let (server, kubelet, _) = fleet_pools_cluster(&lab, scratch.path()).await;
+    let delivered = format!("amd64={}", binary.display());
+    let (report, _) = fleet(
+        &server,
+        scratch.path(),
+        &["--probe-binary", delivered.as_str()],
+        &[],
+    );
+    let spot = support::fleet_row(&report, SPOT);
+    assert_eq!(spot["verdict"]["layer"], "tls", "{spot:#}");
+    assert_eq!(spot["verdict"]["host"], "registry.example.test", "{spot:#}");
+    assert_eq!(spot["runtime_pull"]["agrees"], true, "{spot:#}");
+    for name in [USER_OLD, NODE] {
+        let user = support::fleet_row(&report, name);
+        assert_eq!(user["status"], "passed", "{user:#}");
+        let fixes = user["hand_fixes"].as_array().expect("hand fixes");
+        assert!(
+            fixes
+                .iter()
+                .any(|f| f.as_str().is_some_and(|f| f.contains("trusts the CA")
+                    && f.contains("pullpath lab ca")
+                    && f.contains(SPOT))),
+            "{user:#}"
+        );
+        assert_eq!(user["runtime_pull"]["agrees"], true, "{user:#}");
+    }
+    all_gone(&server, &kubelet);
+    assert!(server.store.config_map_names().is_empty());
 }

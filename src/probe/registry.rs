@@ -446,9 +446,8 @@ mod tests {
 
     #[test]
     fn link_local_and_metadata_addresses_are_never_quoted() {
-        let at = |host: &str| {
-            crate::probe::authority::Authority::parse(host, 443).expect("authority")
-        };
+        let at =
+            |host: &str| crate::probe::authority::Authority::parse(host, 443).expect("authority");
         for metadata in [
             "169.254.169.254",
             "[fe80::1]",
@@ -456,7 +455,10 @@ mod tests {
             "metadata.google.internal",
         ] {
             let shown = Said::from_host(b"{\"AccessKeyId\":\"AKIA\"}", &at(metadata), false);
-            assert!(matches!(shown, Said::Withheld { .. }), "{metadata}: {shown}");
+            assert!(
+                matches!(shown, Said::Withheld { .. }),
+                "{metadata}: {shown}"
+            );
             assert!(!shown.to_string().contains("AKIA"), "{shown}");
         }
         assert!(!is_metadata_address("10.0.0.1"));
