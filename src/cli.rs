@@ -340,9 +340,32 @@ pub struct ExplainArgs {
     /// node of every pool; see `fleet --help` for its RBAC).
     #[arg(long)]
     pub probe: bool,
-    /// With --probe: the probe image (as `fleet --probe-image`; required).
+    /// With --probe: the probe image (as `fleet --probe-image`). Without it no registry is
+    /// needed: pullpath is delivered through the API onto each node's sandbox image.
     #[arg(long, value_name = "IMAGE", requires = "probe")]
     pub probe_image: Option<String>,
+    /// With --probe and no --probe-image: the image every probed node holds to start the
+    /// probe from (as `fleet --node-image`).
+    #[arg(
+        long,
+        value_name = "IMAGE",
+        requires = "probe",
+        conflicts_with = "probe_image"
+    )]
+    pub node_image: Option<String>,
+    /// With --probe and no --probe-image: the static pullpath to deliver to nodes of ARCH (as
+    /// `fleet --probe-binary`; repeatable).
+    #[arg(
+        long,
+        value_name = "ARCH=PATH",
+        requires = "probe",
+        conflicts_with = "probe_image"
+    )]
+    pub probe_binary: Vec<String>,
+    /// With --probe: each node's own runtime pulls the image beside the probe, and the two
+    /// answers are compared (as `fleet --runtime-pull`).
+    #[arg(long, requires = "probe")]
+    pub runtime_pull: bool,
     /// With --probe: the namespace the probe pods run in (as `fleet --probe-namespace`).
     #[arg(
         long,

@@ -295,6 +295,9 @@ fn fleet_args(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Result<F
     };
     fleet.for_workload = Some(object.to_string());
     fleet.probe_image.clone_from(&args.probe_image);
+    fleet.node_image.clone_from(&args.node_image);
+    fleet.probe_binary.clone_from(&args.probe_binary);
+    fleet.runtime_pull = args.runtime_pull;
     fleet.probe_namespace.clone_from(&args.probe_namespace);
     fleet.kubelet_pull = args.kubelet_pull;
     fleet.kube = args.kube.clone();
@@ -496,13 +499,14 @@ mod tests {
             "--probe-image",
             "r.example/tools/pullpath:1",
             "--kubelet-pull",
+            "--runtime-pull",
         ])
         .expect("explain parses");
         let Command::Explain(args) = parsed.command else {
             panic!("explain");
         };
         let fleet = fleet_args(&args, "pod/web", "r.example/team/app:v1").expect("fleet arguments");
-        assert!(fleet.kubelet_pull);
+        assert!(fleet.kubelet_pull && fleet.runtime_pull);
         assert_eq!(fleet.for_workload.as_deref(), Some("pod/web"));
         assert_eq!(fleet.kube.namespace.as_deref(), Some("shop"));
         assert_eq!(
@@ -514,5 +518,37 @@ mod tests {
         assert_eq!(fleet.probe_namespace, "pullpath");
         assert_eq!(fleet.kube.request_timeout, args.kube.request_timeout);
         assert!(!fleet.dry_run && !fleet.cleanup && !fleet.all_nodes);
+    }
+
+    /// No registry through explain: its node image and binaries reach fleet as given.
+    #[test]
+    fn explain_probe_hands_fleet_its_registry_less_start() {
+        let parsed = <cli::Cli as clap::Parser>::try_parse_from([
+            "pullpath",
+            "explain",
+            "pod/web",
+            "--probe",
+            "--node-image",
+            "registry.k8s.io/pause:3.10",
+            "--probe-binary",
+            "amd64=/opt/pullpath",
+            "--probe-binary",
+            "arm64=/opt/pullpath-arm64",
+        ])
+        .expect("explain parses");
+        let Command::Explain(args) = parsed.command else {
+            panic!("explain");
+        };
+        let fleet = fleet_args(&args, "pod/web", "r.example/team/app:v1").expect("fleet arguments");
+        assert_eq!(fleet.probe_image, None);
+        assert_eq!(
+            fleet.node_image.as_deref(),
+            Some("registry.k8s.io/pause:3.10")
+        );
+        assert_eq!(
+            fleet.probe_binary,
+            ["amd64=/opt/pullpath", "arm64=/opt/pullpath-arm64"]
+        );
+        assert!(!fleet.runtime_pull);
     }
 }

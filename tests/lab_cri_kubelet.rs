@@ -865,16 +865,76 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
     assert_eq!(row["verdict"]["layer"], "proxy", "{row:#}");
     assert_eq!(row["runtime_pull"]["outcome"], "failed", "{row:#}");
     assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    let containerd_said = row["runtime_pull"]["message"]
+        .as_str()
+        .expect("containerd's message")
+        .to_string();
     let row = support::fleet_row(&report, K3S_NODE);
     assert_eq!(row["status"], "passed", "{row:#}");
     assert_eq!(row["runtime_pull"]["agrees"], true, "{row:#}");
+    all_gone(&server, &kubelet);
+
+    // The same through `explain pod/NAME --probe`: a workload pod on the AL2023 node waits on
+    // the image with its containerd's own words; the explanation reads them, then each node
+    // answers as fleet's did (the pod's node fails at the proxy, the k3s pool passes).
+    forget(&lab, "al2023", IMAGE).await;
+    forget(&lab, "k3s", IMAGE).await;
+    let pod = json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web-7c9d8b6f4-al2q3", "namespace": "shop", "uid": "uid-web-al2q3", "creationTimestamp": "2026-12-02T08:30:00Z"},
+        "spec": {"nodeName": AL2023_NODE, "containers": [{"name": "web", "image": IMAGE}]},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "web", "image": IMAGE, "imageID": "",
+            "ready": false, "restartCount": 0, "started": false,
+            "state": {"waiting": {"reason": "ErrImagePull", "message": containerd_said}}}]}});
+    let mut objects: Vec<Value> = nodes.iter().map(|(node, _, _)| node.clone()).collect();
+    objects.extend([
+        kube_api::namespace("pullpath", json!({})),
+        kube_api::namespace("shop", json!({})),
+        pod,
+    ]);
+    let explain_server =
+        ApiServer::start(World::from_objects(objects).with_kubelet(kubelet.clone()));
+    let config = explain_server.kubeconfig(scratch.path(), "default");
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "explain",
+            "pod/web-7c9d8b6f4-al2q3",
+            "-n",
+            "shop",
+            "--probe",
+        ])
+        .args(["--probe-image", &probe, "--runtime-pull"])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pullpath explain runs");
+    let explained = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fleet_part = explained
+        .find(&format!("pullpath fleet {IMAGE}"))
+        .unwrap_or_else(|| panic!("no fleet report:\n{explained}"));
+    assert!(explained[..fleet_part].contains("proxy"), "{explained}");
+    let probed = &explained[fleet_part..];
+    let line_of = |node: &str| {
+        probed
+            .lines()
+            .find(|l| l.contains(node))
+            .unwrap_or_else(|| panic!("no line for {node}:\n{explained}"))
+            .to_string()
+    };
+    assert!(line_of(AL2023_NODE).contains("proxy"), "{explained}");
+    assert!(line_of(K3S_NODE).contains("pass"), "{explained}");
+    assert!(!probed.contains("DISAGREEMENT"), "{explained}");
     for secret in support::LAB_SECRETS {
         assert!(
-            !printed.contains(secret) && !more.contains(secret),
+            !printed.contains(secret) && !more.contains(secret) && !explained.contains(secret),
             "{secret} printed"
         );
     }
-    all_gone(&server, &kubelet);
+    all_gone(&explain_server, &kubelet);
     lab.switch("healthy");
 }
 
