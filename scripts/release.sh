@@ -3,7 +3,7 @@
 # completions and man pages, a sha256 per archive, and the krew manifest plugins/pullpath.yaml
 # naming those sha256s. Offline: only cargo and the local checkout.
 #
-#   bash scripts/release.sh                      # release profile, into dist/ and plugins/
+#   bash scripts/release.sh                      # dist profile (Cargo.toml), into dist/ and plugins/
 #   bash scripts/release.sh --profile dev --out target/dist   # a check (no release build): the
 #                                                # krew manifest goes into the out directory only
 #
@@ -14,18 +14,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-profile=release
+profile=dist
 out=dist
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
-    *) echo "usage: release.sh [--profile release|dev] [--out DIR]" >&2; exit 64 ;;
+    *) echo "usage: release.sh [--profile dist|release|dev] [--out DIR]" >&2; exit 64 ;;
   esac
 done
 # Only a release build is published: only its sha256s belong in the committed krew manifest.
 manifest=$out/pullpath.yaml
-[ "$profile" = release ] && manifest=plugins/pullpath.yaml
+[ "$profile" = dist ] && manifest=plugins/pullpath.yaml
 profile_dir=$profile
 [ "$profile" = dev ] && profile_dir=debug
 

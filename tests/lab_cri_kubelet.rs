@@ -46,18 +46,24 @@ fn node_object(name: &str) -> Value {
 
 /// The static pullpath (as scripts/release.sh builds it, without its archives), stripped into
 /// `dir`: a scratch or pause image has no loader. The dev profile (its debug sections are nine
-/// tenths of the file) unless `PULLPATH_LAB_PROFILE=release` (bench/delivery.sh: the binary a
-/// release delivers, stripped of everything as the release is).
+/// tenths of the file) unless `PULLPATH_LAB_PROFILE` names another (bench/delivery.sh: `dist`,
+/// the release archives' binary, stripped of everything as they are).
 fn static_probe_binary(dir: &Path) -> PathBuf {
     let target = "x86_64-unknown-linux-gnu";
-    let release = std::env::var("PULLPATH_LAB_PROFILE").is_ok_and(|p| p == "release");
+    let profile = std::env::var("PULLPATH_LAB_PROFILE").unwrap_or_else(|_| "dev".into());
+    let release = profile != "dev";
     let mut build = Command::new(env!("CARGO"));
     build.args([
-        "build", "--locked", "--quiet", "--target", target, "--bin", "pullpath",
+        "build",
+        "--locked",
+        "--quiet",
+        "--target",
+        target,
+        "--bin",
+        "pullpath",
+        "--profile",
     ]);
-    if release {
-        build.arg("--release");
-    }
+    build.arg(&profile);
     succeeded(
         "cargo build (static)",
         build
@@ -66,8 +72,8 @@ fn static_probe_binary(dir: &Path) -> PathBuf {
             .output()
             .expect("cargo runs"),
     );
-    let profile = if release { "release" } else { "debug" };
-    let built = repo().join(format!("target/{target}/{profile}/pullpath"));
+    let directory = if release { profile.as_str() } else { "debug" };
+    let built = repo().join(format!("target/{target}/{directory}/pullpath"));
     let stripped = dir.join("pullpath");
     let strip = if release {
         "--strip-all"

@@ -15,7 +15,10 @@
 //! volumes); `run` creates and deletes.
 
 pub mod prepare;
+pub mod problem;
 pub mod send;
+
+pub use problem::{ElfProblem, Undeliverable};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use serde_json::{Value, json};
@@ -49,24 +52,24 @@ pub struct Elf {
 }
 
 /// The ELF facts of `bytes`, or why it is not an ELF executable.
-pub fn elf(bytes: &[u8]) -> Result<Elf, String> {
+pub fn elf(bytes: &[u8]) -> Result<Elf, ElfProblem> {
     if bytes.get(..4) != Some(b"\x7fELF") {
-        return Err("not an ELF file".into());
+        return Err(ElfProblem::NotElf);
     }
     let wide = match bytes.get(4) {
         Some(1) => false,
         Some(2) => true,
-        _ => return Err("an ELF file of unknown class".into()),
+        _ => return Err(ElfProblem::UnknownClass),
     };
     let little = match bytes.get(5) {
         Some(1) => true,
         Some(2) => false,
-        _ => return Err("an ELF file of unknown byte order".into()),
+        _ => return Err(ElfProblem::UnknownByteOrder),
     };
-    let read = |at: usize, len: usize| -> Result<u64, String> {
+    let read = |at: usize, len: usize| -> Result<u64, ElfProblem> {
         let field = bytes
-            .get(at..at + len)
-            .ok_or_else(|| "a truncated ELF header".to_string())?;
+            .get(at..at.saturating_add(len))
+            .ok_or(ElfProblem::Truncated)?;
         let mut value = 0u64;
         for (i, byte) in field.iter().enumerate() {
             let shift = if little { i } else { len - 1 - i } * 8;
@@ -83,7 +86,11 @@ pub fn elf(bytes: &[u8]) -> Result<Elf, String> {
     const PT_INTERP: u64 = 3;
     let mut dynamic = false;
     for i in 0..phnum {
-        let at = usize::try_from(phoff + i * phentsize).map_err(|e| e.to_string())?;
+        let at = phentsize
+            .checked_mul(i)
+            .and_then(|offset| offset.checked_add(phoff))
+            .and_then(|at| usize::try_from(at).ok())
+            .ok_or(ElfProblem::Truncated)?;
         dynamic |= read(at, 4)? == PT_INTERP;
     }
     let arch = match (machine, wide) {
@@ -169,21 +176,24 @@ pub struct Binaries {
 
 /// A pullpath binary for `arch` read from `bytes` (its own path in `shown`): static, of that
 /// architecture, carrying its first stage; or why it cannot be delivered.
-pub fn binaries(arch: &str, bytes: Vec<u8>, shown: &str) -> Result<Binaries, String> {
-    let facts = elf(&bytes).map_err(|e| format!("{shown} is {e}"))?;
+pub fn binaries(arch: &str, bytes: Vec<u8>, shown: &str) -> Result<Binaries, Undeliverable> {
+    let shown = shown.to_string();
+    let facts = elf(&bytes).map_err(|problem| Undeliverable::NotExecutable {
+        shown: shown.clone(),
+        problem,
+    })?;
     if facts.arch != Some(arch) {
-        return Err(format!(
-            "{shown} is built for {}, not {arch}",
-            facts.arch.unwrap_or("another architecture")
-        ));
+        return Err(Undeliverable::OtherArch {
+            shown,
+            built_for: facts.arch,
+            wanted: arch.to_string(),
+        });
     }
     if facts.dynamic {
-        return Err(format!(
-            "{shown} is dynamically linked, and a node's pause image has no loader or C library: build a static pullpath (RUSTFLAGS=\"-C target-feature=+crt-static\", as scripts/release.sh does)"
-        ));
+        return Err(Undeliverable::Dynamic { shown });
     }
     let stage = embedded_stage(&bytes)
-        .ok_or_else(|| format!("{shown} carries no first stage (pullpath-stage): its build could not make one (see build.rs)"))?
+        .ok_or(Undeliverable::NoStage { shown })?
         .to_vec();
     Ok(Binaries {
         arch: arch.to_string(),
@@ -204,13 +214,12 @@ pub struct Payload {
 
 /// Compress the probe (zlib level 6: within 1% of level 9 on pullpath, four times faster) and cut it into parts; the stage must fit one
 /// ConfigMap as it is.
-pub fn pack(binaries: &Binaries) -> Result<Payload, String> {
+pub fn pack(binaries: &Binaries) -> Result<Payload, Undeliverable> {
     if binaries.stage.len() > CONFIGMAP_LIMIT {
-        return Err(format!(
-            "the first stage for {} is {} bytes, more than a ConfigMap holds ({CONFIGMAP_LIMIT}): build it with the release profile (scripts/release.sh)",
-            binaries.arch,
-            binaries.stage.len()
-        ));
+        return Err(Undeliverable::StageTooLarge {
+            arch: binaries.arch.clone(),
+            bytes: binaries.stage.len(),
+        });
     }
     let compressed = miniz_oxide::deflate::compress_to_vec_zlib(&binaries.probe, 6);
     Ok(Payload {
@@ -445,7 +454,13 @@ mod tests {
             probe: vec![],
             stage: vec![0; CONFIGMAP_LIMIT + 1],
         });
-        assert!(too_big.is_err_and(|e| e.contains("first stage")));
+        assert_eq!(
+            too_big.map(|p| p.size),
+            Err(Undeliverable::StageTooLarge {
+                arch: "amd64".into(),
+                bytes: CONFIGMAP_LIMIT + 1
+            })
+        );
     }
 
     use super::stage_inflate;

@@ -79,7 +79,10 @@ pub enum RunProblem {
     /// status lists no sandbox (pause) image, and `--node-image` names none.
     NoNodeImage,
     /// No registry, and no pullpath binary to deliver for the node's architecture.
-    NoProbeBinary { arch: String, why: String },
+    NoProbeBinary {
+        arch: String,
+        why: crate::fleet::deliver::Undeliverable,
+    },
 }
 
 /// An admission refusal at create time, with what refused it.
@@ -139,7 +142,8 @@ impl RunProblem {
             ),
             RunProblem::NoNodeImage => "not started: the node's status lists no sandbox (pause) image to start the probe from without a registry (the kubelet lists at most 50 images, largest first); name one the node holds with --node-image, or pass --probe-image".to_string(),
             RunProblem::NoProbeBinary { arch, why } => format!(
-                "not started: no pullpath binary to deliver for {arch}: {why}"
+                "not started: no pullpath binary to deliver for {arch}: {}",
+                crate::fleet::deliver::problem::WithFix { arch, problem: why }
             ),
             RunProblem::SandboxNotCreated { message } => format!(
                 "the runtime could not create the probe pod's sandbox (FailedCreatePodSandBox), as it would fail any pod on this node: {message}"

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{Delivered, Payload, binaries, objects, pack, sandbox_image};
+use super::{Delivered, Payload, Undeliverable, binaries, objects, pack, sandbox_image};
 use crate::fleet::life::RunProblem;
 use crate::fleet::select::Candidate;
 
@@ -21,24 +21,25 @@ pub struct Given {
 }
 
 /// The binary of one architecture, packed, or why there is none.
-fn load(arch: &str, given: &Given) -> Result<Payload, String> {
+fn load(arch: &str, given: &Given) -> Result<Payload, Undeliverable> {
     let (path, shown) = match given.binaries.get(arch) {
         Some(path) => (
             path.clone(),
             format!("--probe-binary {arch}={}", path.display()),
         ),
         None => {
-            let own =
-                std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+            let own = std::env::current_exe().map_err(|e| Undeliverable::NoOwnPath {
+                error: e.to_string(),
+            })?;
             let shown = format!("this pullpath ({})", own.display());
             (own, shown)
         }
     };
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let loaded = binaries(arch, bytes, &shown).map_err(|why| {
-        format!("{why}; pass --probe-binary {arch}=PATH (a static pullpath for {arch}: scripts/release.sh), or --probe-image")
+    let bytes = std::fs::read(&path).map_err(|e| Undeliverable::Unreadable {
+        shown: shown.clone(),
+        error: e.to_string(),
     })?;
-    pack(&loaded)
+    pack(&binaries(arch, bytes, &shown)?)
 }
 
 /// What a run delivers: one payload per architecture used, and each chosen node's start.
@@ -50,7 +51,7 @@ pub struct Prepared {
 
 /// Prepare `chosen` nodes (their Node objects in `nodes`) for a run `run_id`.
 pub fn prepare(run_id: &str, chosen: &[&Candidate], nodes: &[Node], given: &Given) -> Prepared {
-    let mut packed: BTreeMap<String, Result<Payload, String>> = BTreeMap::new();
+    let mut packed: BTreeMap<String, Result<Payload, Undeliverable>> = BTreeMap::new();
     let mut starts = BTreeMap::new();
     for candidate in chosen {
         let name = candidate.facts.name.clone();
@@ -70,8 +71,7 @@ pub fn prepare(run_id: &str, chosen: &[&Candidate], nodes: &[Node], given: &Give
                 name,
                 Err(RunProblem::NoProbeBinary {
                     arch: "an unknown architecture".into(),
-                    why: "the node names none (kubernetes.io/arch, status.nodeInfo.architecture)"
-                        .into(),
+                    why: Undeliverable::UnknownArch,
                 }),
             );
             continue;
