@@ -1233,64 +1233,97 @@ async fn with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_ru
     assert!(server.store.config_map_names().is_empty());
 }
 
-/// What each way of reaching the node costs, on the same lab node and scenario (`healthy`), with
-/// one verdict: the probe image pulled fresh from the lab registry, or pullpath delivered through
-/// the API onto the pause image. Prints per run the request bytes the API received, the objects
-/// created, and the time from pod creation to the probe's first step (the node's row time, pod
-/// created → report read, less the probe's own `elapsed_ms`: the sandbox, the pull or the
-/// delivered files and the first stage, and up to one poll). `bash bench/delivery.sh` runs it.
+/// What each way of reaching the nodes costs, on the same two lab nodes (two pools) and scenario
+/// (`healthy`), with one verdict: the probe image pulled fresh from the lab registry, or pullpath
+/// delivered through the API onto each node's pause image. Prints per run the request bytes the
+/// API received and the objects created, and per node its share of both and the time from pod
+/// creation to the probe's first step (the node's row time, pod created → report read, less the
+/// probe's own `elapsed_ms`: the sandbox, the pull or the delivered files and the first stage,
+/// and up to one poll). `bash bench/delivery.sh` runs it.
 #[tokio::test(flavor = "multi_thread")]
 async fn delivered_or_pulled_the_probe_gives_one_verdict_and_its_costs_are_printed() {
+    const SECOND: &str = "aks-spot-27182818-vmss000000";
     let (build, lab, probe) = lab_with_probe_image("healthy");
     let binary = build.path().join("pullpath");
     let delivered = format!("amd64={}", binary.display());
-    let node = holding_its_pause_image(&lab, "node", node_object(NODE)).await;
-    let mut images = ImageService::connect(lab.socket("node"), Duration::from_secs(60))
-        .await
-        .expect("containerd answers CRI");
+    let nodes = [
+        (
+            holding_its_pause_image(&lab, "node", node_object(NODE)).await,
+            "node",
+            NodeImage::AksUbuntu,
+        ),
+        (
+            holding_its_pause_image(&lab, "node2", api_only_node(SECOND, "spot", json!({}))).await,
+            "node2",
+            NodeImage::AksUbuntu,
+        ),
+    ];
     println!(
-        "| way | verdict | API request bytes | objects created | pod created → probe's first step (ms) | probe's own time (ms) |"
+        "| way | nodes | verdicts | API request bytes (run) | objects (run) | bytes per node | objects per node | pod created → probe's first step per node (ms) | probe's own time per node (ms) |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut verdicts = Vec::new();
     for (way, source) in [
         ("probe image", ["--probe-image", probe.as_str()]),
         ("delivered", ["--probe-binary", delivered.as_str()]),
     ] {
-        // A fresh pull each time: the node does not hold the probe image yet.
-        let _ = images.remove(&probe).await;
+        // A fresh pull each time: no node holds the probe image yet.
+        for (_, lab_node, _) in &nodes {
+            forget(&lab, lab_node, &probe).await;
+        }
         let scratch = Scratch::under(&lab.status.state, "lab-cri-delivery-costs");
-        let (server, kubelet, _roots) = cluster_of(
-            &lab,
-            scratch.path(),
-            &[(node.clone(), "node", NodeImage::AksUbuntu)],
-            vec![],
-        );
+        let (server, kubelet, _roots) = cluster_of(&lab, scratch.path(), &nodes, vec![]);
         let before = server.received.load(std::sync::atomic::Ordering::SeqCst);
         let (report, printed) = fleet(&server, scratch.path(), &source, &[]);
         let bytes = server.received.load(std::sync::atomic::Ordering::SeqCst) - before;
-        let row = support::fleet_row(&report, NODE);
-        assert_eq!(row["status"], "passed", "{way}: {row:#}\n{printed}");
-        let logs = probe_logs(scratch.path());
-        let logged = std::fs::read_to_string(&logs[0]).expect("the container's log");
-        let own: Value =
-            serde_json::from_str(&cri_kubelet::parse_cri_log(&logged)).expect("the probe's report");
-        let total = row["elapsed_ms"].as_u64().expect("elapsed_ms");
-        let probing = own["elapsed_ms"].as_u64().expect("the probe's elapsed_ms");
-        let objects = 1 + report["delivery"]["objects"].as_u64().unwrap_or(0);
+        // Each probe's own time, from its pod's log (`NS_POD_UID/probe/0.log`).
+        let own_time = |pod: &str| -> u64 {
+            let log = probe_logs(scratch.path())
+                .into_iter()
+                .find(|log| log.to_string_lossy().contains(&format!("_{pod}_")))
+                .unwrap_or_else(|| panic!("no log of {pod}"));
+            let text = std::fs::read_to_string(&log).expect("the container's log");
+            let own: Value = serde_json::from_str(&cri_kubelet::parse_cri_log(&text))
+                .expect("the probe's report");
+            own["elapsed_ms"].as_u64().expect("the probe's elapsed_ms")
+        };
+        let mut starts = Vec::new();
+        let mut owns = Vec::new();
+        let mut statuses = Vec::new();
+        for name in [NODE, SECOND] {
+            let row = support::fleet_row(&report, name);
+            assert_eq!(row["status"], "passed", "{way}: {row:#}\n{printed}");
+            let total = row["elapsed_ms"].as_u64().expect("elapsed_ms");
+            let probing = own_time(row["probe_pod"].as_str().expect("its probe pod"));
+            starts.push(total.saturating_sub(probing).to_string());
+            owns.push(probing.to_string());
+            statuses.push(row["status"].as_str().unwrap_or("").to_string());
+            verdicts.push((way, name, row["verdict"].clone()));
+        }
+        let pods = nodes.len() as u64;
+        let objects = pods + report["delivery"]["objects"].as_u64().unwrap_or(0);
         println!(
-            "| {way} | {} | {bytes} | {objects} | {} | {probing} |",
-            row["status"].as_str().unwrap_or(""),
-            total.saturating_sub(probing)
+            "| {way} | {pods} | {} | {bytes} | {objects} | {} | {:.1} | {} | {} |",
+            statuses.join(", "),
+            bytes / pods,
+            objects as f64 / pods as f64,
+            starts.join(", "),
+            owns.join(", ")
         );
         if way == "delivered" {
             println!("delivery: {}", report["delivery"]);
         }
-        verdicts.push(row["verdict"].clone());
         all_gone(&server, &kubelet);
         assert!(server.store.config_map_names().is_empty());
     }
-    assert_eq!(verdicts[0], verdicts[1], "one verdict both ways");
+    for name in [NODE, SECOND] {
+        let each: Vec<&Value> = verdicts
+            .iter()
+            .filter(|(_, node, _)| *node == name)
+            .map(|(_, _, verdict)| verdict)
+            .collect();
+        assert_eq!(each[0], each[1], "{name}: one verdict both ways");
+    }
 }
 
 /// The `fleet-pools` lab as three nodes in two pools, each a lab namespace with its own root
