@@ -42,18 +42,54 @@ impl Constraints {
     }
 }
 
+/// The first scheduling rule that keeps the workload off a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ineligible {
+    /// A `nodeSelector` label the node lacks or holds with another value (`has`).
+    NodeSelector {
+        key: String,
+        want: String,
+        has: Option<String>,
+    },
+    /// No term of the required node affinity matches the node.
+    Affinity,
+    /// A `NoSchedule`/`NoExecute` taint no toleration covers.
+    Taint {
+        key: String,
+        value: Option<String>,
+        effect: String,
+    },
+}
+
+impl std::fmt::Display for Ineligible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ineligible::NodeSelector { key, want, has } => match has {
+                Some(value) => write!(f, "nodeSelector {key}={want}: the node has {key}={value}"),
+                None => write!(f, "nodeSelector {key}={want}: the node has no such label"),
+            },
+            Ineligible::Affinity => {
+                f.write_str("required node affinity: no nodeSelectorTerm matches the node")
+            }
+            Ineligible::Taint { key, value, effect } => match value {
+                Some(value) => write!(f, "taint {key}={value}:{effect} is not tolerated"),
+                None => write!(f, "taint {key}:{effect} is not tolerated"),
+            },
+        }
+    }
+}
+
 /// Eligible, or the first rule that keeps the workload off the node.
-pub fn check(constraints: &Constraints, node: &Node) -> Result<(), String> {
+pub fn check(constraints: &Constraints, node: &Node) -> Result<(), Ineligible> {
     let labels = node.metadata.labels.clone().unwrap_or_default();
     let name = node.metadata.name.clone().unwrap_or_default();
     for (key, want) in &constraints.node_selector {
         if labels.get(key) != Some(want) {
-            return Err(format!(
-                "nodeSelector {key}={want}: the node has {}",
-                labels
-                    .get(key)
-                    .map_or("no such label".to_string(), |v| format!("{key}={v}"))
-            ));
+            return Err(Ineligible::NodeSelector {
+                key: key.clone(),
+                want: want.clone(),
+                has: labels.get(key).cloned(),
+            });
         }
     }
     if !constraints.required_terms.is_empty()
@@ -62,23 +98,17 @@ pub fn check(constraints: &Constraints, node: &Node) -> Result<(), String> {
             .iter()
             .any(|t| term_matches(t, &labels, &name))
     {
-        return Err("required node affinity: no nodeSelectorTerm matches the node".to_string());
+        return Err(Ineligible::Affinity);
     }
     for taint in node.spec.iter().flat_map(|s| s.taints.iter().flatten()) {
         if matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
             && !constraints.tolerations.iter().any(|t| tolerates(t, taint))
         {
-            return Err(format!(
-                "taint {}{}:{} is not tolerated",
-                taint.key,
-                taint
-                    .value
-                    .as_deref()
-                    .filter(|v| !v.is_empty())
-                    .map(|v| format!("={v}"))
-                    .unwrap_or_default(),
-                taint.effect
-            ));
+            return Err(Ineligible::Taint {
+                key: taint.key.clone(),
+                value: taint.value.clone().filter(|v| !v.is_empty()),
+                effect: taint.effect.clone(),
+            });
         }
     }
     Ok(())
@@ -177,9 +207,20 @@ mod tests {
         let refused = check(&c, &node(json!({"agentpool": "system"}), json!([])));
         assert_eq!(
             refused,
+            Err(Ineligible::NodeSelector {
+                key: "agentpool".into(),
+                want: "user1".into(),
+                has: Some("system".into())
+            })
+        );
+        assert_eq!(
+            refused.map_err(|e| e.to_string()),
             Err("nodeSelector agentpool=user1: the node has agentpool=system".into())
         );
-        assert!(check(&c, &node(json!({}), json!([]))).is_err());
+        assert!(matches!(
+            check(&c, &node(json!({}), json!([]))),
+            Err(Ineligible::NodeSelector { has: None, .. })
+        ));
     }
 
     #[test]
@@ -197,7 +238,7 @@ mod tests {
             json!({"metadata": {"name": "n2", "labels": {"pool": "a", "gpu": "1"}}}),
         )
         .expect("node");
-        assert!(check(&c, &other).is_err());
+        assert_eq!(check(&c, &other), Err(Ineligible::Affinity));
         let numeric = constraints(
             json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}]}}}}),
@@ -212,8 +253,17 @@ mod tests {
             json!({}),
             json!([{"key": "sku", "value": "gpu", "effect": "NoSchedule"}, {"key": "soft", "effect": "PreferNoSchedule"}]),
         );
+        let refused = check(&constraints(json!({})), &tainted);
         assert_eq!(
-            check(&constraints(json!({})), &tainted),
+            refused,
+            Err(Ineligible::Taint {
+                key: "sku".into(),
+                value: Some("gpu".into()),
+                effect: "NoSchedule".into()
+            })
+        );
+        assert_eq!(
+            refused.map_err(|e| e.to_string()),
             Err("taint sku=gpu:NoSchedule is not tolerated".into())
         );
         let equal = constraints(

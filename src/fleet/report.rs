@@ -171,7 +171,7 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, header: &Header
         not_eligible_because: candidate
             .eligible
             .as_ref()
-            .and_then(|e| e.as_ref().err().cloned()),
+            .and_then(|e| e.as_ref().err().map(ToString::to_string)),
         chosen_because: candidate.why.clone(),
         status,
         verdict,
@@ -290,7 +290,7 @@ fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
         let why = members
             .iter()
             .find_map(|m| m.eligible.as_ref().and_then(|e| e.as_ref().err()))
-            .cloned()
+            .map(ToString::to_string)
             .unwrap_or_default();
         summary.push_str(&format!(" — not eligible for the workload ({why})"));
     }

@@ -34,7 +34,7 @@ pub struct Candidate {
     pub pool: String,
     pub ready: bool,
     /// `None` without a workload (`--for`); else whether it could land here and why not.
-    pub eligible: Option<Result<(), String>>,
+    pub eligible: Option<Result<(), super::eligibility::Ineligible>>,
     /// `node.status.images` lists the image.
     pub listed: bool,
     /// A pod on the node runs the image now.
@@ -493,7 +493,10 @@ mod tests {
             system.chosen,
             "a pool it can never land on is still checked"
         );
-        assert!(matches!(&system.eligible, Some(Err(why)) if why.contains("nodeSelector")));
+        assert!(matches!(
+            &system.eligible,
+            Some(Err(super::eligibility::Ineligible::NodeSelector { .. }))
+        ));
         let user = c.iter().find(|c| c.facts.name == "user-new").expect("user");
         assert_eq!(user.eligible, Some(Ok(())));
     }

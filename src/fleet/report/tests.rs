@@ -37,7 +37,7 @@ fn a_ca_only_some_nodes_trust_is_named_on_them() {
 fn candidate(
     name: &str,
     pool: &str,
-    eligible: Option<Result<(), String>>,
+    eligible: Option<Result<(), crate::fleet::eligibility::Ineligible>>,
     listed: bool,
 ) -> Candidate {
     Candidate {
@@ -164,7 +164,11 @@ fn the_verdict_is_the_worst_eligible_pool_an_ineligible_failure_only_flagged() {
         candidate(
             "gpu-1",
             "gpu",
-            Some(Err("taint sku=gpu:NoSchedule is not tolerated".into())),
+            Some(Err(crate::fleet::eligibility::Ineligible::Taint {
+                key: "sku".into(),
+                value: Some("gpu".into()),
+                effect: "NoSchedule".into(),
+            })),
             false,
         ),
         candidate("user-1", "user", Some(Ok(())), false),
