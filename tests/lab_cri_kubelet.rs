@@ -608,6 +608,44 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
     );
     assert!(!text.contains(secret), "the plugin's password is printed");
     all_gone(&explain_server, &kubelet);
+
+    // `--kubelet-pull`: the node's kubelet pulls the image itself, with the credential its
+    // provider plugin gives it (no pull secret on the pod): it pulls, as the probe said.
+    forget(&lab, "node", IMAGE).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args([
+            "fleet",
+            IMAGE,
+            "--for",
+            "pod/web-6d8f7c9b5-zz9kq",
+            "-n",
+            "shop",
+        ])
+        .args(["--kubelet-pull", "-o", "json", "--probe-image", &probe])
+        .args(["--poll-interval", "100ms", "--deadline", "120s"])
+        .arg("--kubeconfig")
+        .arg(&config)
+        .output()
+        .expect("pullpath fleet runs");
+    let report = support::fleet_report(&out);
+    let row = support::fleet_row(&report, NODE);
+    assert_eq!(row["status"], "passed", "{row:#}");
+    assert_eq!(row["kubelet_pull"]["outcome"], "pulled", "{row:#}");
+    assert_eq!(row["kubelet_pull"]["agrees"], true, "{row:#}");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !printed.contains(secret),
+        "the plugin's password is printed"
+    );
+    assert!(
+        held(&lab, IMAGE).await.is_some(),
+        "the kubelet's own pull left the image in the node's store"
+    );
+    all_gone(&explain_server, &kubelet);
 }
 
 /// `--kubelet-pull`: after the probe pod, a pod in the workload's namespace has the node's

@@ -168,7 +168,7 @@ impl Kubelet for CriKubelet {
             // No kubelet on that node: the pod stays Pending, as for a node that is gone.
             return;
         };
-        let credentials = pull_credentials(pod, &self.secrets, &sim.root);
+        let credentials = pull_credentials(pod, &self.secrets, &sim.root, &sim.kubelet_command);
         let pod = Pod {
             spec: pod.clone(),
             credentials,
@@ -271,11 +271,16 @@ struct Pod {
 /// them (kuberuntime_image.go `pullImage`: the pod's pull secrets' keyring first, then the
 /// node's; each credential in turn until one pulls, the last error otherwise; anonymous only
 /// when none matches): the pod's `imagePullSecrets` (dockerconfigjson Secrets of its namespace),
-/// then the node's `/var/lib/kubelet/config.json`. A key matches by the image's registry host
-/// exactly, the part of the kubelet's keyring (globs, path prefixes) these tests rely on; no
-/// credential provider plugin runs here, so a test whose pull needs one must not rely on this
-/// stand-in's pull.
-fn pull_credentials(pod: &Value, secrets: &[Value], root: &Path) -> Vec<Credentials> {
+/// then the node's `/var/lib/kubelet/config.json`, then the credential provider plugins the
+/// kubelet's flags name ([`provider_credentials`]). A config.json key matches by the image's
+/// registry host exactly, the part of the kubelet's keyring (globs, path prefixes) these tests
+/// rely on.
+fn pull_credentials(
+    pod: &Value,
+    secrets: &[Value],
+    root: &Path,
+    kubelet_command: &[String],
+) -> Vec<Credentials> {
     let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or("");
     let host = registry_host(image);
     let namespace = &pod["metadata"]["namespace"];
@@ -302,7 +307,7 @@ fn pull_credentials(pod: &Value, secrets: &[Value], root: &Path) -> Vec<Credenti
     {
         configs.push(config);
     }
-    configs
+    let mut found: Vec<Credentials> = configs
         .iter()
         .filter_map(|config| {
             let entry = &config["auths"][host.as_str()];
@@ -321,7 +326,113 @@ fn pull_credentials(pod: &Value, secrets: &[Value], root: &Path) -> Vec<Credenti
                 password: password.to_string(),
             })
         })
-        .collect()
+        .collect();
+    found.extend(provider_credentials(image, kubelet_command, root));
+    found
+}
+
+/// The value of a kubelet flag (`--name=value` or `--name value`).
+fn kubelet_flag<'a>(command: &'a [String], name: &str) -> Option<&'a str> {
+    command.iter().enumerate().find_map(|(i, arg)| {
+        let arg = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+        match arg.strip_prefix(name)? {
+            "" => command.get(i + 1).map(String::as_str),
+            rest => rest.strip_prefix('='),
+        }
+    })
+}
+
+/// Whether a provider's `matchImages` pattern covers the image's registry host: dot-separated
+/// labels compared one by one, `*` matching one whole label (the kubelet's `URLsMatchStr`, for
+/// the host-only patterns the lab's node images use).
+fn host_matches(pattern: &str, host: &str) -> bool {
+    let pattern: Vec<&str> = pattern.split('.').collect();
+    let host: Vec<&str> = host.split('.').collect();
+    pattern.len() == host.len() && pattern.iter().zip(&host).all(|(p, h)| *p == "*" || p == h)
+}
+
+/// The credential provider plugins the kubelet's `--image-credential-provider-config` and
+/// `--image-credential-provider-bin-dir` name, run as the kubelet runs one for an image its
+/// `matchImages` covers (pkg/credentialprovider/plugin, the exec protocol): the node's plugin
+/// binary with the config's args and env, a `CredentialProviderRequest` on stdin, chrooted into
+/// the node root (the plugin reads the node's own files), its `CredentialProviderResponse`'s
+/// `auth` entry for the image's registry.
+fn provider_credentials(image: &str, kubelet_command: &[String], root: &Path) -> Vec<Credentials> {
+    let (Some(config), Some(bin_dir)) = (
+        kubelet_flag(kubelet_command, "image-credential-provider-config"),
+        kubelet_flag(kubelet_command, "image-credential-provider-bin-dir"),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(text) = std::fs::read_to_string(root.join(config.trim_start_matches('/'))) else {
+        return Vec::new();
+    };
+    let Ok(config) = serde_yaml_ng::from_str::<Value>(&text) else {
+        return Vec::new();
+    };
+    let host = registry_host(image);
+    let mut found = Vec::new();
+    for provider in config["providers"].as_array().into_iter().flatten() {
+        let patterns = strings(&provider["matchImages"]);
+        if !patterns.iter().any(|p| host_matches(p, &host)) {
+            continue;
+        }
+        let name = provider["name"].as_str().unwrap_or("");
+        let request = json!({"apiVersion": provider["apiVersion"], "kind": "CredentialProviderRequest", "image": image});
+        // By its path: the plugin's own PATH is the node's, not this machine's.
+        let mut command = std::process::Command::new("/usr/sbin/chroot");
+        command
+            .arg(root)
+            .arg(format!("{}/{name}", bin_dir.trim_end_matches('/')))
+            .args(strings(&provider["args"]))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for variable in provider["env"].as_array().into_iter().flatten() {
+            if let (Some(key), Some(value)) =
+                (variable["name"].as_str(), variable["value"].as_str())
+            {
+                command.env(key, value);
+            }
+        }
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!("cri kubelet: provider {name} did not start: {e}");
+                continue;
+            }
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write;
+            let _ = stdin.write_all(request.to_string().as_bytes());
+        }
+        let Ok(out) = child.wait_with_output() else {
+            continue;
+        };
+        let Ok(response) = serde_json::from_slice::<Value>(&out.stdout) else {
+            eprintln!(
+                "cri kubelet: provider {name} gave no response ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            continue;
+        };
+        for (key, auth) in response["auth"].as_object().into_iter().flatten() {
+            if let (true, Some(username), Some(password)) = (
+                host_matches(key, &host),
+                auth["username"].as_str(),
+                auth["password"].as_str(),
+            ) {
+                found.push(Credentials {
+                    username: username.to_string(),
+                    password: password.to_string(),
+                });
+            }
+        }
+    }
+    found
 }
 
 /// The registry host of an image name (Docker Hub's for a name without one).
