@@ -443,6 +443,19 @@ pub struct FleetArgs {
     /// cache afterwards: opt-in.
     #[arg(long)]
     pub kubelet_pull: bool,
+    /// Also probe each chosen pool from a node its autoscaler creates for the run: a probe pod
+    /// not pinned to a node, asking for the pool, excluding every node that exists now
+    /// (cluster-autoscaler, Karpenter, AKS node auto-provisioning add one). It costs a node
+    /// for some minutes (the autoscaler removes it once empty, about 10 minutes by default);
+    /// asks first unless --yes. Its verdict sits beside the pool's newest node's.
+    #[arg(long)]
+    pub fresh_node: bool,
+    /// With --fresh-node: how long to wait for the fresh node.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration, requires = "fresh_node")]
+    pub fresh_node_timeout: Duration,
+    /// With --fresh-node: do not ask before the autoscaler adds nodes (for scripts).
+    #[arg(long, requires = "fresh_node")]
+    pub yes: bool,
     /// Probe pods running at once.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=500))]
     pub parallel: u16,

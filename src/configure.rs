@@ -159,6 +159,13 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
         }
     }
     let probe_deadline = args.probe_deadline.min(args.deadline);
+    // A fresh node's wait comes before its probe: the run lasts at least both.
+    let deadline = match args.fresh_node {
+        true => args
+            .deadline
+            .max(args.fresh_node_timeout + args.start_budget + probe_deadline),
+        false => args.deadline,
+    };
     Ok(fleet::FleetConfig {
         target,
         image,
@@ -166,7 +173,7 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
         settings: fleet::run::RunSettings {
             namespace: args.probe_namespace.clone(),
             parallel: usize::from(args.parallel),
-            deadline: args.deadline,
+            deadline,
             poll: args.poll_interval,
             budgets: fleet::life::Budgets {
                 start: args.start_budget,
@@ -174,7 +181,9 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
             },
             origin: fleet::probe_origin(&image_ref, &probe),
             request_timeout: args.kube.request_timeout,
+            fresh_wait: args.fresh_node_timeout,
         },
+        fresh_node: args.fresh_node,
         probe,
         probe_namespace: args.probe_namespace.clone(),
         workload,

@@ -440,6 +440,10 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
             }
         };
     }
+    if args.fresh_node && !args.yes && !fresh_nodes_agreed()? {
+        eprintln!("not started: no fresh node asked for");
+        return Ok(exit::USAGE);
+    }
     let report = runtime.block_on(async { fleet::fleet(&config, interrupted()).await });
     let report = match report {
         Ok(report) => report,
@@ -456,6 +460,23 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         return Ok(exit::INTERNAL);
     }
     Ok(exit::for_verdict(&report.verdict))
+}
+
+/// `--fresh-node` costs nodes: say so and ask on a terminal; without one, `--yes` is needed.
+fn fresh_nodes_agreed() -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    eprintln!(
+        "--fresh-node: each chosen pool's autoscaler will add a node for a probe pod, at a node's price while it runs; {}.",
+        pullpath::fleet::fresh::SCALE_DOWN_NOTE
+    );
+    if !std::io::stdin().is_terminal() {
+        bail!("--fresh-node asks before it starts, and stdin is not a terminal: pass --yes");
+    }
+    eprint!("Go on? [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// Resolves on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed when this is called

@@ -717,6 +717,7 @@ fn the_admission_policys_rules_admit_fleets_pods_and_refuse_more() {
         .expect("a node image")
         .to_string();
     let plan = |start: Start| PodPlan {
+        fresh: None,
         name: "pullpath-fleet-ab12-0".into(),
         namespace: "pullpath".into(),
         node: "aks-user-1".into(),

@@ -78,6 +78,14 @@ pub enum RunProblem {
     /// No registry (no `--probe-image`), and no image this node holds to start from: its
     /// status lists no sandbox (pause) image, and `--node-image` names none.
     NoNodeImage,
+    /// `--fresh-node`: the autoscaler will not add a node for the probe pod
+    /// (`NotTriggerScaleUp`, its reason: the pool at its maximum, no group that fits, quota).
+    ScaleUpRefused { message: String },
+    /// `--fresh-node`: no node came within `--fresh-node-timeout`; the last scheduling word.
+    NoFreshNode {
+        waited: Duration,
+        latest: Option<String>,
+    },
     /// No registry, and no pullpath binary to deliver for the node's architecture.
     NoProbeBinary {
         arch: String,
@@ -115,6 +123,8 @@ impl RunProblem {
             RunProblem::NoTimeLeft { .. } => "no-time-left",
             RunProblem::NoNodeImage => "no-node-image",
             RunProblem::NoProbeBinary { .. } => "probe-binary",
+            RunProblem::ScaleUpRefused { .. } => "scale-up-refused",
+            RunProblem::NoFreshNode { .. } => "no-fresh-node",
         }
     }
 
@@ -162,6 +172,17 @@ impl RunProblem {
             RunProblem::ProbeImageLacksArch { arch, has } => format!(
                 "the probe image has no {arch} variant (it has {}): build one with scripts/image.sh",
                 has.join(", ")
+            ),
+            RunProblem::ScaleUpRefused { message } => format!(
+                "no fresh node: the autoscaler will not add one for the probe pod (NotTriggerScaleUp): {message}"
+            ),
+            RunProblem::NoFreshNode { waited, latest } => format!(
+                "no fresh node came within {}s (--fresh-node-timeout){}",
+                waited.as_secs(),
+                latest
+                    .as_deref()
+                    .map(|l| format!("; last: {l}"))
+                    .unwrap_or_default()
             ),
             RunProblem::NeverStarted { budget, waiting } => format!(
                 "the probe pod had not started after {}s (--start-budget){}",

@@ -14,6 +14,7 @@
 pub mod answer;
 pub mod deliver;
 pub mod eligibility;
+pub mod fresh;
 pub mod kubelet_pull;
 pub mod life;
 pub mod pod_spec;
@@ -140,6 +141,8 @@ pub struct FleetConfig {
     /// `--kubelet-pull`: after each probe pod, a pod in the workload's namespace that has the
     /// node's kubelet pull the image itself.
     pub kubelet_pull: bool,
+    /// `--fresh-node`: each chosen pool also from a node its autoscaler creates for the run.
+    pub fresh_node: bool,
     pub settings: RunSettings,
 }
 
@@ -274,10 +277,49 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .zip(&starts)
         .filter_map(|(c, s)| Some((c.facts.name.clone(), s.clone().err()?)))
         .collect();
-    let pods = chosen
+    let started: Vec<(&select::Candidate, pod_spec::Start)> = chosen
         .iter()
         .zip(starts)
         .filter_map(|(c, s)| Some((*c, s.ok()?)))
+        .collect();
+    // --fresh-node: per pool, a pod beside its newest probed node, placed on a node the
+    // autoscaler creates (the same start: a pool's nodes share their image and architecture).
+    let fresh: Vec<PodPlan> = match config.fresh_node {
+        false => Vec::new(),
+        true => {
+            let existing: Vec<String> = nodes
+                .iter()
+                .filter_map(|n| n.metadata.name.clone())
+                .collect();
+            let mut pools = std::collections::BTreeSet::new();
+            started
+                .iter()
+                .filter(|(c, _)| pools.insert(c.pool.clone()))
+                .filter_map(|(c, start)| Some((c, start, c.facts.pool.clone()?)))
+                .enumerate()
+                .map(|(i, (c, start, pool_label))| PodPlan {
+                    name: format!("pullpath-fleet-{id}-fresh-{i}"),
+                    namespace: config.probe_namespace.clone(),
+                    node: c.facts.name.clone(),
+                    fresh: Some(fresh::FreshPlacement {
+                        pool_label,
+                        existing: existing.clone(),
+                        tolerations: constraints.as_ref().map(|k| k.tolerations.clone()),
+                    }),
+                    run_id: id.clone(),
+                    start: start.clone(),
+                    image: config.image.clone(),
+                    full: config.full,
+                    runtime_pull: config.runtime_pull,
+                    deadline_seconds: config.settings.budgets.probe.as_secs().max(10),
+                    runtime_version: c.facts.runtime.clone(),
+                    kubelet_pull: None,
+                })
+                .collect()
+        }
+    };
+    let mut pods: Vec<PodPlan> = started
+        .into_iter()
         .enumerate()
         .map(|(i, (c, start))| PodPlan {
             kubelet_pull: config.kubelet_pull.then(|| KubeletPullPlan {
@@ -291,6 +333,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
                 deadline_seconds: config.settings.budgets.start.as_secs().max(10),
             }),
             name: format!("pullpath-fleet-{id}-{i}"),
+            fresh: None,
             namespace: config.probe_namespace.clone(),
             node: c.facts.name.clone(),
             run_id: id.clone(),
@@ -303,6 +346,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
             runtime_version: c.facts.runtime.clone(),
         })
         .collect();
+    pods.extend(fresh);
     Ok(Plan {
         run_id: id,
         candidates,
@@ -406,6 +450,7 @@ pub async fn fleet(
             answer: answer::Answer::Problem(problem.clone()),
             kubelet_pull: None,
             elapsed: std::time::Duration::ZERO,
+            fresh: None,
         }));
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
         return Err(refused);

@@ -60,7 +60,11 @@ pub enum Start {
 pub struct PodPlan {
     pub name: String,
     pub namespace: String,
+    /// The node it is pinned to; with `fresh`, the pool's newest node it stands beside (the
+    /// pod itself is not pinned).
     pub node: String,
+    /// `--fresh-node`: not pinned, placed on a node the autoscaler makes for it.
+    pub fresh: Option<super::fresh::FreshPlacement>,
     pub run_id: String,
     /// How the probe container starts: a probe image, or delivered files on the node's image.
     pub start: Start,
@@ -160,6 +164,12 @@ pub fn extend(base: &mut Value, fields: Value) {
 pub fn probe_pod(plan: &PodPlan) -> Pod {
     let args = probe_args(plan);
     let mut spec = pinned_spec(&plan.node, plan.deadline_seconds);
+    if let Some(fresh) = &plan.fresh {
+        if let Some(fields) = spec.as_object_mut() {
+            fields.remove("nodeName");
+        }
+        extend(&mut spec, super::fresh::placement_fields(fresh));
+    }
     let node_root = json!({"name": NODE_ROOT_VOLUME, "mountPath": HOST_ROOT, "readOnly": true, "recursiveReadOnly": "IfPossible"});
     let mut volumes =
         vec![json!({"name": NODE_ROOT_VOLUME, "hostPath": {"path": "/", "type": "Directory"}})];
@@ -222,6 +232,7 @@ mod tests {
 
     fn plan() -> PodPlan {
         PodPlan {
+            fresh: None,
             name: "pullpath-fleet-ab12-0".into(),
             namespace: "pullpath".into(),
             node: "aks-user-1".into(),

@@ -201,7 +201,52 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, header: &Header
             }),
             _ => None,
         },
+        fresh_node: None,
     }
+}
+
+/// The row of the node a scale-up made for `run`, beside the pool's newest `existing` row.
+fn fresh_row(
+    beside: &Candidate,
+    run: &super::run::NodeRun,
+    way: &super::run::FreshRun,
+    existing: &NodeRow,
+    header: &Header,
+) -> NodeRow {
+    let mut row = row(beside, Some(run), header);
+    let came = !run.node.is_empty();
+    row.node = match came {
+        true => run.node.clone(),
+        false => format!("(a fresh node of pool {})", way.pool),
+    };
+    row.created = None;
+    row.age_seconds = None;
+    row.chosen_because =
+        "--fresh-node: a node the pool's autoscaler created for this run".to_string();
+    row.cached = false;
+    row.cache_evidence = Vec::new();
+    if let Some(problem) = row.problem.as_mut() {
+        problem.node = Some(row.node.clone());
+    }
+    let layer = |r: &NodeRow| r.verdict.layer().map(|l| l.as_str());
+    let difference = came
+        .then(|| {
+            super::fresh::difference(
+                (row.status, layer(&row)),
+                (existing.status, layer(existing)),
+                &existing.hand_fixes,
+            )
+        })
+        .flatten();
+    row.fresh_node = Some(FreshNodeReport {
+        compared_with: existing.node.clone(),
+        compared_status: existing.status,
+        difference,
+        waited_ms: u64::try_from(way.waited.as_millis()).unwrap_or(u64::MAX),
+        scheduling: way.said.clone(),
+        note: super::fresh::SCALE_DOWN_NOTE,
+    });
+    row
 }
 
 /// What a verdict says in a few words: `refused on the registry hop to r.example:5000`.
@@ -345,10 +390,24 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         .iter()
         .filter(|c| c.chosen)
         .map(|c| {
-            let run = outcome.runs.iter().find(|r| r.node == c.facts.name);
+            let run = outcome
+                .runs
+                .iter()
+                .find(|r| r.node == c.facts.name && r.fresh.is_none());
             row(c, run, &header)
         })
         .collect();
+    let fresh_rows: Vec<NodeRow> = outcome
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let way = run.fresh.as_ref()?;
+            let beside = candidates.iter().find(|c| c.facts.name == way.beside)?;
+            let existing = nodes.iter().find(|n| n.node == way.beside)?;
+            Some(fresh_row(beside, run, way, existing, &header))
+        })
+        .collect();
+    nodes.extend(fresh_rows);
     let seen: Vec<(&str, &str, &[TrustSeen])> = outcome
         .runs
         .iter()
@@ -397,6 +456,16 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
                 Verdict::Passed
             }
         });
+    // A fresh node that answers otherwise than its pool's newest: said on the pool's line.
+    for pool in &mut pools {
+        if let Some(difference) = nodes
+            .iter()
+            .filter(|n| n.pool == pool.pool)
+            .find_map(|n| n.fresh_node.as_ref()?.difference.clone())
+        {
+            pool.summary.push_str(&format!(" — {difference}"));
+        }
+    }
     let summary = pools.iter().map(|p| p.summary.clone()).collect();
     let skipped = candidates
         .iter()

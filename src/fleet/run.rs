@@ -51,6 +51,8 @@ pub struct RunSettings {
     pub origin: ProbeOrigin,
     /// The client's request timeout: a watch is renewed within it.
     pub request_timeout: Duration,
+    /// `--fresh-node-timeout`: how long a fresh probe pod may wait for its node.
+    pub fresh_wait: Duration,
 }
 
 /// What the lister last saw: the run's pods by name, or why it could not list them.
@@ -73,12 +75,28 @@ const GONE_AFTER_LISTS: u64 = 3;
 /// One node's answer and how long it took (pod created → answer read).
 #[derive(Debug, Clone)]
 pub struct NodeRun {
+    /// The node asked: the one its pod was pinned to, or the fresh node it was scheduled on
+    /// (empty when none came).
     pub node: String,
     pub pod: String,
     pub answer: Answer,
     /// `--kubelet-pull`: the kubelet's own pull on that node.
     pub kubelet_pull: Option<(KubeletPullPlan, KubeletPull)>,
     pub elapsed: Duration,
+    /// `--fresh-node`: how the pod came to its node.
+    pub fresh: Option<FreshRun>,
+}
+
+/// A fresh probe pod's way to its node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FreshRun {
+    /// The pool it asked for, and the newest existing node it stands beside.
+    pub pool: String,
+    pub beside: String,
+    /// How long it waited for a node (pod created → bound).
+    pub waited: Duration,
+    /// The scheduler's and the autoscaler's words, in order, each once.
+    pub said: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,8 +249,8 @@ pub async fn run(
             };
             let started = Instant::now();
             let left = deadline.saturating_duration_since(started);
-            let answer = match life::time_for_a_probe(left, settings.budgets.probe) {
-                Err(late) if queued => Answer::Problem(late),
+            let (answer, fresh) = match life::time_for_a_probe(left, settings.budgets.probe) {
+                Err(late) if queued => (Answer::Problem(late), None),
                 _ => probe_node(&api, &plan, &settings, seen).await,
             };
             // After the probe, so that its pull does not warm the cache the probe reads.
@@ -245,11 +263,20 @@ pub async fn run(
                 None => None,
             };
             let run = NodeRun {
-                node: plan.node.clone(),
+                node: match (&plan.fresh, &fresh) {
+                    (Some(_), Some((node, _))) => node.clone().unwrap_or_default(),
+                    (Some(_), None) => String::new(),
+                    (None, _) => plan.node.clone(),
+                },
                 pod: plan.name.clone(),
                 answer,
                 kubelet_pull,
                 elapsed: started.elapsed(),
+                fresh: plan.fresh.as_ref().map(|placement| FreshRun {
+                    pool: placement.pool_label.1.clone(),
+                    beside: plan.node.clone(),
+                    ..fresh.map(|(_, run)| run).unwrap_or_default()
+                }),
             };
             if let Ok(mut slots) = results.lock() {
                 slots[index] = Some(run);
@@ -296,13 +323,21 @@ pub async fn run(
         .zip(slots)
         .map(|(plan, slot)| {
             slot.unwrap_or_else(|| NodeRun {
-                node: plan.node.clone(),
+                node: match plan.fresh {
+                    Some(_) => String::new(),
+                    None => plan.node.clone(),
+                },
                 pod: plan.name.clone(),
                 answer: Answer::Missing {
                     why: unanswered.clone(),
                 },
                 kubelet_pull: None,
                 elapsed: Duration::ZERO,
+                fresh: plan.fresh.as_ref().map(|placement| FreshRun {
+                    pool: placement.pool_label.1.clone(),
+                    beside: plan.node.clone(),
+                    ..FreshRun::default()
+                }),
             })
         })
         .collect();
@@ -333,47 +368,55 @@ fn events_by_pod(
     by_pod
 }
 
+/// A fresh probe pod's node (when one came) and its way there.
+type FreshSeen = Option<(Option<String>, FreshRun)>;
+
 /// One node: create its pod, wait for an answer, read it, delete the pod.
 async fn probe_node(
     api: &Api<Pod>,
     plan: &PodPlan,
     settings: &RunSettings,
     seen: tokio::sync::watch::Receiver<Seen>,
-) -> Answer {
+) -> (Answer, FreshSeen) {
     let pod = pod_spec::probe_pod(plan);
     if let Err(e) = api.create(&PostParams::default(), &pod).await {
         if let kube::Error::Api(status) = &e
             && let Some(refusal) = life::admission_refusal(status.code, &status.message)
         {
-            return Answer::Problem(RunProblem::Refused(refusal));
+            return (Answer::Problem(RunProblem::Refused(refusal)), None);
         }
-        return Answer::NotCreated {
+        let answer = Answer::NotCreated {
             code: match &e {
                 kube::Error::Api(status) => Some(status.code),
                 _ => None,
             },
             why: format!("cannot create probe pod {}: {}", plan.name, api_error(&e)),
         };
+        return (answer, None);
     }
-    let answer = wait_and_read(api, &plan.name, settings, seen).await;
+    let mut fresh = plan.fresh.as_ref().map(|_| (None, FreshRun::default()));
+    let answer = wait_and_read(api, &plan.name, settings, seen, fresh.as_mut()).await;
     // Best effort, and off the node's slot: the next node's pod need not wait for this delete
     // (a request per node in every wave); the run's cleanup deletes by label whatever is left.
     let (api, name) = (api.clone(), plan.name.clone());
     tokio::spawn(async move {
         let _ = api.delete(&name, &now()).await;
     });
-    answer
+    (answer, fresh)
 }
 
+/// Wait for the pod's answer. A fresh pod (`fresh`) first waits for its node, up to
+/// `--fresh-node-timeout`, its scheduling words kept; its start budget counts from then.
 async fn wait_and_read(
     api: &Api<Pod>,
     name: &str,
     settings: &RunSettings,
     mut seen: tokio::sync::watch::Receiver<Seen>,
+    mut fresh: Option<&mut (Option<String>, FreshRun)>,
 ) -> Answer {
     // Lists that began before the create finished may not show the pod yet.
     let created_at = seen.borrow().generation + 1;
-    let created = Instant::now();
+    let mut created = Instant::now();
     let mut running_since: Option<Instant> = None;
     loop {
         if seen.changed().await.is_err() {
@@ -392,6 +435,40 @@ async fn wait_and_read(
             }
             continue;
         };
+        let events = snapshot.events.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        if let Some((node, way)) = fresh.as_deref_mut()
+            && node.is_none()
+        {
+            for event in events {
+                let said = format!(
+                    "{}: {}",
+                    event.reason.as_deref().unwrap_or(""),
+                    event.message.as_deref().unwrap_or("")
+                );
+                if !way.said.contains(&said) {
+                    way.said.push(said);
+                }
+            }
+            way.waited = created.elapsed();
+            match super::fresh::scheduling(pod, events) {
+                super::fresh::Scheduling::Scheduled { node: bound } => {
+                    *node = Some(bound);
+                    created = Instant::now();
+                }
+                super::fresh::Scheduling::Refused { message } => {
+                    return Answer::Problem(RunProblem::ScaleUpRefused { message });
+                }
+                super::fresh::Scheduling::Waiting { latest } => {
+                    if way.waited >= settings.fresh_wait {
+                        return Answer::Problem(RunProblem::NoFreshNode {
+                            waited: way.waited,
+                            latest: latest.map(|s| s.to_string()),
+                        });
+                    }
+                    continue;
+                }
+            }
+        }
         if running_since.is_none() && started(pod) {
             running_since = Some(Instant::now());
         }
@@ -399,7 +476,6 @@ async fn wait_and_read(
             since_create: created.elapsed(),
             since_running: running_since.map(|t| t.elapsed()),
         };
-        let events = snapshot.events.get(name).map(Vec::as_slice).unwrap_or(&[]);
         match life::read(pod, events, clocks, settings.budgets, &settings.origin) {
             Reading::Wait => {}
             Reading::ReadLog => return read_log(api, name, pod).await,

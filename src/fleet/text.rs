@@ -154,6 +154,22 @@ pub fn render(report: &FleetReport, style: Style) -> String {
         if let Some(why) = &r.not_eligible_because {
             let _ = writeln!(out, "{:wp$}  {:wn$}  not eligible: {why}", "", "");
         }
+        if let Some(fresh) = &r.fresh_node {
+            let came = format!(
+                "fresh node (--fresh-node), after {:.0}s{}",
+                fresh.waited_ms as f64 / 1000.0,
+                fresh
+                    .scheduling
+                    .last()
+                    .map(|s| format!("; last scheduling event: {s}"))
+                    .unwrap_or_default()
+            );
+            let _ = writeln!(out, "{:wp$}  {:wn$}  {came}", "", "");
+            if let Some(difference) = &fresh.difference {
+                let line = format!("{:wp$}  {:wn$}  ! {difference}", "", "");
+                let _ = writeln!(out, "{}", style.paint("1;33", &line));
+            }
+        }
     }
     if !report.skipped.is_empty() {
         let _ = writeln!(out);
@@ -182,6 +198,10 @@ pub fn render(report: &FleetReport, style: Style) -> String {
             let line = format!("  {whose}{} — {}", p.kind, p.message);
             let _ = writeln!(out, "{}", style.paint("33", &line));
         }
+    }
+    if let Some(fresh) = report.nodes.iter().find_map(|r| r.fresh_node.as_ref()) {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "fresh nodes: {}", fresh.note);
     }
     let _ = writeln!(out);
     let c = &report.cleanup;

@@ -133,6 +133,7 @@ fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetRepo
                 answer,
                 kubelet_pull: None,
                 elapsed: Duration::from_millis(20),
+                fresh: None,
             })
             .collect(),
         ending: Ending::Finished,
@@ -143,7 +144,11 @@ fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetRepo
         }),
         events_unread: None,
     };
-    let header = Header {
+    build(header(), candidates, &outcome)
+}
+
+fn header() -> Header {
+    Header {
         image: "r.example/app:1".into(),
         run_id: "0123456789".into(),
         probe_namespace: "pullpath".into(),
@@ -154,8 +159,7 @@ fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetRepo
         pull_secrets: Vec::new(),
         now: 0,
         elapsed_ms: 30,
-    };
-    build(header, candidates, &outcome)
+    }
 }
 
 #[test]
@@ -243,5 +247,105 @@ fn hand_fixes_no_answers_and_an_all_passing_run() {
             "pool `p` passes (1 node probed)",
             "pool `q` passes (1 node probed)"
         ]
+    );
+}
+
+/// `--fresh-node`: the fresh node's row sits beside its pool's newest node, says how it came,
+/// and the difference (the existing node passes through its hand fix, the fresh one fails at
+/// dns) is on the pool's line; the pool fails, as the next scale-up will.
+#[test]
+fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
+    let c = vec![candidate("aks-user-2", "user", None, false)];
+    let report_of = |fresh_answer: Answer, node: &str| {
+        let mut outcome_runs = vec![NodeRun {
+            node: "aks-user-2".into(),
+            pod: "pullpath-fleet-x-0".into(),
+            answer: probe(None, &["/etc/hosts maps r.example"]),
+            kubelet_pull: None,
+            elapsed: Duration::from_millis(20),
+            fresh: None,
+        }];
+        outcome_runs.push(NodeRun {
+            node: node.into(),
+            pod: "pullpath-fleet-x-fresh-0".into(),
+            answer: fresh_answer,
+            kubelet_pull: None,
+            elapsed: Duration::from_millis(90),
+            fresh: Some(crate::fleet::run::FreshRun {
+                pool: "user".into(),
+                beside: "aks-user-2".into(),
+                waited: Duration::from_secs(70),
+                said: vec![
+                    "TriggeredScaleUp: pod triggered scale-up: [{user 2->3 (max: 5)}]".into(),
+                ],
+            }),
+        });
+        let outcome = RunOutcome {
+            runs: outcome_runs,
+            ending: Ending::Finished,
+            cleanup: Ok(Cleanup {
+                deleted: 2,
+                remaining: 0,
+                unverified: None,
+            }),
+            events_unread: None,
+        };
+        build(header(), &c, &outcome)
+    };
+    let r = report_of(probe(Some(Layer::Dns), &[]), "aks-user-3");
+    let fresh = r
+        .nodes
+        .iter()
+        .find(|n| n.node == "aks-user-3")
+        .expect("the fresh node's row");
+    let way = fresh.fresh_node.as_ref().expect("fresh_node");
+    assert_eq!(way.compared_with, "aks-user-2");
+    assert_eq!(way.waited_ms, 70_000);
+    assert_eq!(fresh.pool, "user");
+    assert!(
+        way.difference
+            .as_deref()
+            .is_some_and(|d| d.contains("passes (through /etc/hosts maps r.example)")
+                && d.contains("a fresh node fails at dns")),
+        "{way:?}"
+    );
+    assert!(!r.pools[0].verdict.is_passed());
+    assert!(
+        r.summary[0].contains("a fresh node fails at dns"),
+        "{:?}",
+        r.summary
+    );
+    // Agreeing: no difference.
+    let r = report_of(probe(None, &[]), "aks-user-3");
+    let fresh = r
+        .nodes
+        .iter()
+        .find(|n| n.node == "aks-user-3")
+        .expect("row");
+    assert_eq!(
+        fresh.fresh_node.as_ref().and_then(|f| f.difference.clone()),
+        None
+    );
+    // No node came: a run problem, no difference claimed.
+    let r = report_of(
+        Answer::Problem(crate::fleet::life::RunProblem::ScaleUpRefused {
+            message: "pod didn't trigger scale-up: 1 max node group size reached".into(),
+        }),
+        "",
+    );
+    let fresh = r
+        .nodes
+        .iter()
+        .find(|n| n.node == "(a fresh node of pool user)")
+        .expect("the row of the node that did not come");
+    assert_eq!(
+        fresh.problem.as_ref().map(|p| p.kind),
+        Some("scale-up-refused")
+    );
+    assert!(
+        fresh
+            .fresh_node
+            .as_ref()
+            .is_some_and(|f| f.difference.is_none())
     );
 }

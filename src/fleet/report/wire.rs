@@ -82,6 +82,27 @@ pub struct NodeRow {
     /// Why the run could not ask this node (status `no-answer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<ProblemReport>,
+    /// `--fresh-node`: this row is the node the autoscaler made for the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fresh_node: Option<FreshNodeReport>,
+}
+
+/// A fresh node's row: how it came, and its verdict against the pool's newest existing node.
+#[derive(Debug, Clone, Serialize)]
+pub struct FreshNodeReport {
+    /// The newest existing node of the pool, probed beside it.
+    pub compared_with: String,
+    /// Its status.
+    pub compared_status: &'static str,
+    /// How the two answers differ, in words; absent when they agree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difference: Option<String>,
+    /// Probe pod created → bound to the new node (or the wait given up).
+    pub waited_ms: u64,
+    /// The scheduler's and the autoscaler's events for the pod, `REASON: message`, in order.
+    pub scheduling: Vec<String>,
+    /// What the scale-up leaves behind.
+    pub note: &'static str,
 }
 
 /// A problem of the run: `kind` (docs/fleet.md) and its evidence in words.

@@ -1,0 +1,212 @@
+//! `--fresh-node`: the probe on a node the cluster's own autoscaler makes for it. The probe pod
+//! is not pinned: it asks for the pool (its node selector), tolerates what the workload
+//! tolerates, and with a required node affinity excludes every node that exists now, so only a
+//! node created after the run began can run it. The autoscaler (cluster-autoscaler, Karpenter,
+//! AKS node auto-provisioning) sees a pending pod and adds a node; pullpath never creates or
+//! deletes nodes itself. Pure functions: the pod's placement, what its scheduling events say,
+//! and how the fresh node's verdict differs from the newest existing node's.
+//!
+//! Words read are the scheduler's and the autoscaler's own: the default scheduler's
+//! `FailedScheduling` (`0/3 nodes are available: …`); cluster-autoscaler's `TriggeredScaleUp`
+//! (`pod triggered scale-up: [{GROUP 1->2 (max: 3)}]`, `ScaleUpInfo.String` in
+//! processors/nodegroupset) and `NotTriggerScaleUp` (`pod didn't trigger scale-up: 1 max node
+//! group size reached`, processors/status/eventing_scale_up_processor.go); Karpenter's
+//! `Nominated` (`Pod should schedule on: nodeclaim/NAME`).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod, Toleration};
+use serde_json::{Value, json};
+
+/// How long an empty node made by a scale-up stays, by default: cluster-autoscaler removes an
+/// unneeded node after `--scale-down-unneeded-time` (10 minutes) and not within
+/// `--scale-down-delay-after-add` (10 minutes) of a scale-up; Karpenter after the NodePool's
+/// `disruption.consolidateAfter`.
+pub const SCALE_DOWN_NOTE: &str = "cluster-autoscaler removes the empty node about 10 minutes after the probe ends (--scale-down-unneeded-time and --scale-down-delay-after-add, 10 minutes each by default); Karpenter after the NodePool's consolidateAfter";
+
+/// Where a fresh probe pod may run: the pool's nodes, none of today's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FreshPlacement {
+    /// The pool's label (`kubernetes.azure.com/agentpool`, `karpenter.sh/nodepool`, …) and value.
+    pub pool_label: (String, String),
+    /// Every node that exists when the run starts, by name.
+    pub existing: Vec<String>,
+    /// The workload's tolerations (`--for`); `None`: every taint tolerated, as a pinned probe.
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
+/// The pod spec fields that place a fresh probe pod, in place of `nodeName`.
+pub fn placement_fields(placement: &FreshPlacement) -> Value {
+    let (key, value) = &placement.pool_label;
+    let mut term = json!({
+        "matchExpressions": [{"key": key, "operator": "In", "values": [value]}],
+    });
+    if !placement.existing.is_empty() {
+        term["matchFields"] =
+            json!([{"key": "metadata.name", "operator": "NotIn", "values": placement.existing}]);
+    }
+    let tolerations = match &placement.tolerations {
+        Some(tolerations) => serde_json::to_value(tolerations).unwrap_or_else(|_| json!([])),
+        None => json!([{"operator": "Exists"}]),
+    };
+    json!({
+        "nodeSelector": {key: value},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term],
+        }}},
+        "tolerations": tolerations,
+    })
+}
+
+/// What a fresh probe pod's scheduling has come to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scheduling {
+    /// Bound to a node: the fresh node.
+    Scheduled { node: String },
+    /// Still pending; the latest word from the scheduler or the autoscaler, if any.
+    Waiting { latest: Option<Said> },
+    /// The autoscaler will not add a node for it (`NotTriggerScaleUp`): its reason.
+    Refused { message: String },
+}
+
+/// One scheduling event, as the run shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    pub reason: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+/// The reasons read from a pending pod's events.
+const SCHEDULING_REASONS: [&str; 4] = [
+    "FailedScheduling",
+    "TriggeredScaleUp",
+    "NotTriggerScaleUp",
+    "Nominated",
+];
+
+/// The scheduling of `pod` from its spec and its events (oldest first). A `NotTriggerScaleUp`
+/// after the latest `TriggeredScaleUp` refuses: the autoscaler has said no more recently than
+/// it said yes.
+pub fn scheduling(pod: &Pod, events: &[Event]) -> Scheduling {
+    if let Some(node) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .filter(|n| !n.is_empty())
+    {
+        return Scheduling::Scheduled { node };
+    }
+    let said: Vec<Said> = events
+        .iter()
+        .filter_map(|e| {
+            let reason = e.reason.clone()?;
+            SCHEDULING_REASONS.contains(&reason.as_str()).then(|| Said {
+                reason,
+                message: e.message.clone().unwrap_or_default(),
+            })
+        })
+        .collect();
+    let latest_verdict = said
+        .iter()
+        .rev()
+        .find(|s| s.reason == "NotTriggerScaleUp" || s.reason == "TriggeredScaleUp");
+    if let Some(refused) = latest_verdict.filter(|s| s.reason == "NotTriggerScaleUp") {
+        return Scheduling::Refused {
+            message: refused.message.clone(),
+        };
+    }
+    Scheduling::Waiting {
+        latest: said.last().cloned(),
+    }
+}
+
+/// A scale-up as cluster-autoscaler reports it: `[{GROUP 1->2 (max: 3)}]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleUp {
+    pub group: String,
+    pub from: u32,
+    pub to: u32,
+    pub max: u32,
+}
+
+/// The scale-ups a `TriggeredScaleUp` message names.
+pub fn scale_ups(message: &str) -> Vec<ScaleUp> {
+    let Some(list) = message.strip_prefix("pod triggered scale-up: ") else {
+        return Vec::new();
+    };
+    list.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split('}')
+        .filter_map(|entry| {
+            let entry = entry.trim().trim_start_matches('{').trim();
+            let (head, max) = entry.split_once(" (max: ")?;
+            let max = max.trim_end_matches(')').trim().parse().ok()?;
+            let (group, sizes) = head.rsplit_once(' ')?;
+            let (from, to) = sizes.split_once("->")?;
+            Some(ScaleUp {
+                group: group.trim().to_string(),
+                from: from.parse().ok()?,
+                to: to.parse().ok()?,
+                max,
+            })
+        })
+        .collect()
+}
+
+/// What the run waits on, in a line: the latest scheduling word, shortened.
+pub fn waiting_words(latest: Option<&Said>, waited: Duration) -> String {
+    let secs = waited.as_secs();
+    match latest {
+        None => format!("pending {secs} s, no scheduling event yet"),
+        Some(said) if said.reason == "TriggeredScaleUp" => {
+            let groups: Vec<String> = scale_ups(&said.message)
+                .iter()
+                .map(|s| format!("{} {}→{} (max {})", s.group, s.from, s.to, s.max))
+                .collect();
+            match groups.is_empty() {
+                true => format!("pending {secs} s: {said}"),
+                false => format!("pending {secs} s: scale-up of {}", groups.join(", ")),
+            }
+        }
+        Some(said) => format!("pending {secs} s: {said}"),
+    }
+}
+
+/// How the fresh node's answer differs from the newest existing node's of its pool, in the
+/// words an on-call engineer acts on; `None` when they agree. `hand_fixes` are the existing
+/// node's (an /etc/hosts entry, a CA only it trusts): the likeliest reason it passes.
+pub fn difference(
+    fresh: (&str, Option<&str>),
+    existing: (&str, Option<&str>),
+    hand_fixes: &[String],
+) -> Option<String> {
+    let word = |status: &str, layer: Option<&str>| match (status, layer) {
+        ("passed", _) => "passes".to_string(),
+        ("works-from-cache", Some(layer)) => {
+            format!("works only from its cache (a fresh pull fails at {layer})")
+        }
+        (_, Some(layer)) => format!("fails at {layer}"),
+        (status, None) => format!("has no answer ({status})"),
+    };
+    let (fresh_word, existing_word) = (word(fresh.0, fresh.1), word(existing.0, existing.1));
+    if fresh_word == existing_word {
+        return None;
+    }
+    let through = match (existing.0, hand_fixes.is_empty()) {
+        ("passed" | "works-from-cache", false) => format!(" (through {})", hand_fixes.join("; ")),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the newest existing node {existing_word}{through}; a fresh node {fresh_word}: the next scale-up meets the fresh node's answer"
+    ))
+}
+
+#[cfg(test)]
+mod tests;

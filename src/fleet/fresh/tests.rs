@@ -1,0 +1,155 @@
+use super::*;
+
+fn pod(node: Option<&str>) -> Pod {
+    serde_json::from_value(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [], "nodeName": node}}),
+    )
+    .expect("pod")
+}
+
+fn event(reason: &str, message: &str) -> Event {
+    serde_json::from_value(
+        json!({"metadata": {"name": "e"}, "involvedObject": {"name": "p"},
+        "reason": reason, "message": message}),
+    )
+    .expect("event")
+}
+
+#[test]
+fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
+    let fields = placement_fields(&FreshPlacement {
+        pool_label: ("kubernetes.azure.com/agentpool".into(), "user".into()),
+        existing: vec!["n1".into(), "n2".into()],
+        tolerations: None,
+    });
+    assert_eq!(
+        fields["nodeSelector"],
+        json!({"kubernetes.azure.com/agentpool": "user"})
+    );
+    let term = &fields["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0];
+    assert_eq!(
+        term["matchFields"],
+        json!([{"key": "metadata.name", "operator": "NotIn", "values": ["n1", "n2"]}])
+    );
+    assert_eq!(term["matchExpressions"][0]["values"], json!(["user"]));
+    assert_eq!(fields["tolerations"], json!([{"operator": "Exists"}]));
+    // The workload's tolerations, when it has some, and no empty NotIn.
+    let only = placement_fields(&FreshPlacement {
+        pool_label: ("agentpool".into(), "gpu".into()),
+        existing: vec![],
+        tolerations: Some(vec![Toleration {
+            key: Some("sku".into()),
+            operator: Some("Equal".into()),
+            value: Some("gpu".into()),
+            effect: Some("NoSchedule".into()),
+            toleration_seconds: None,
+        }]),
+    });
+    assert_eq!(
+        only["tolerations"],
+        json!([{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}])
+    );
+    let term = &only["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0];
+    assert!(term.get("matchFields").is_none(), "{term}");
+}
+
+#[test]
+fn scheduling_follows_the_schedulers_and_the_autoscalers_words() {
+    assert_eq!(
+        scheduling(&pod(Some("aks-user-9")), &[]),
+        Scheduling::Scheduled {
+            node: "aks-user-9".into()
+        }
+    );
+    assert_eq!(
+        scheduling(&pod(None), &[]),
+        Scheduling::Waiting { latest: None }
+    );
+    let failed = event(
+        "FailedScheduling",
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+    );
+    let triggered = event(
+        "TriggeredScaleUp",
+        "pod triggered scale-up: [{aks-user-24791652-vmss 2->3 (max: 5)}]",
+    );
+    let refused = event(
+        "NotTriggerScaleUp",
+        "pod didn't trigger scale-up: 1 max node group size reached",
+    );
+    let other = event("Scheduled", "ignored");
+    assert!(matches!(
+        scheduling(&pod(None), &[failed.clone(), triggered.clone(), other]),
+        Scheduling::Waiting { latest: Some(Said { reason, .. }) } if reason == "TriggeredScaleUp"
+    ));
+    assert_eq!(
+        scheduling(&pod(None), &[failed.clone(), refused.clone()]),
+        Scheduling::Refused {
+            message: "pod didn't trigger scale-up: 1 max node group size reached".into()
+        }
+    );
+    // A scale-up after an earlier refusal: waiting for it, not refused.
+    assert!(matches!(
+        scheduling(&pod(None), &[refused, failed, triggered]),
+        Scheduling::Waiting { .. }
+    ));
+}
+
+#[test]
+fn a_scale_up_is_read_from_cluster_autoscalers_words() {
+    assert_eq!(
+        scale_ups(
+            "pod triggered scale-up: [{aks-user-24791652-vmss 2->3 (max: 5)} {spot 0->1 (max: 2)}]"
+        ),
+        [
+            ScaleUp {
+                group: "aks-user-24791652-vmss".into(),
+                from: 2,
+                to: 3,
+                max: 5
+            },
+            ScaleUp {
+                group: "spot".into(),
+                from: 0,
+                to: 1,
+                max: 2
+            }
+        ]
+    );
+    assert!(scale_ups("something else").is_empty());
+    assert!(scale_ups("pod triggered scale-up: [{broken}]").is_empty());
+    let said = Said {
+        reason: "TriggeredScaleUp".into(),
+        message: "pod triggered scale-up: [{user 2->3 (max: 5)}]".into(),
+    };
+    assert_eq!(
+        waiting_words(Some(&said), Duration::from_secs(42)),
+        "pending 42 s: scale-up of user 2→3 (max 5)"
+    );
+}
+
+#[test]
+fn a_difference_names_the_hand_fix_the_existing_node_passes_through() {
+    let fixes = vec!["/etc/hosts maps registry.example.test".to_string()];
+    assert_eq!(
+        difference(("failed", Some("dns")), ("passed", None), &fixes).as_deref(),
+        Some(
+            "the newest existing node passes (through /etc/hosts maps registry.example.test); a fresh node fails at dns: the next scale-up meets the fresh node's answer"
+        )
+    );
+    assert_eq!(
+        difference(("failed", Some("dns")), ("failed", Some("dns")), &[]),
+        None
+    );
+    assert_eq!(difference(("passed", None), ("passed", None), &fixes), None);
+    assert!(
+        difference(
+            ("failed", Some("auth")),
+            ("works-from-cache", Some("auth")),
+            &[]
+        )
+        .is_some_and(|d| d.contains("works only from its cache"))
+    );
+}
