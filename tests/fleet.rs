@@ -1568,3 +1568,73 @@ async fn without_a_binary_for_its_architecture_a_node_is_named_and_gets_no_pod()
     assert_eq!(f.server.store.created(), 2);
     assert!(f.server.store.config_map_names().is_empty());
 }
+
+/// `--fresh-node` costs nodes: without a terminal to ask on and without `--yes` it starts
+/// nothing (exit 64) and says why; `--dry-run` shows each pool's fresh probe pod unpinned, asking
+/// for its pool and excluding every node of today.
+#[tokio::test(flavor = "multi_thread")]
+async fn fresh_node_asks_first_and_its_pods_exclude_every_node_of_today() {
+    let f = fleet("fleet-fresh-node", &[]).await;
+    let out = f.run(&[IMAGE, "--fresh-node"]).await;
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("pass --yes") && said.contains("10 minutes"),
+        "{said}"
+    );
+    assert_eq!(
+        f.server.store.created(),
+        0,
+        "nothing created without consent"
+    );
+
+    let out = f
+        .run(&[
+            IMAGE,
+            "--fresh-node",
+            "--dry-run",
+            "--probe-image",
+            "r.example/tools/pullpath:1",
+        ])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("a List");
+    let pods: Vec<&Value> = listed["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| i["kind"] == "Pod")
+        .collect();
+    let fresh: Vec<&&Value> = pods
+        .iter()
+        .filter(|p| p["spec"].get("nodeName").is_none())
+        .collect();
+    let pinned = pods.len() - fresh.len();
+    assert!(
+        pinned > 0 && fresh.len() == pinned,
+        "one fresh pod per probed pool: {listed:#}"
+    );
+    for pod in fresh {
+        let term = &pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0];
+        let excluded = term["matchFields"][0]["values"]
+            .as_array()
+            .expect("the nodes of today");
+        for name in [USER_NEW, SYSTEM] {
+            assert!(
+                excluded.iter().any(|n| n == name),
+                "{name} not excluded: {pod:#}"
+            );
+        }
+        assert!(
+            pod["spec"]["nodeSelector"]
+                .as_object()
+                .is_some_and(|s| !s.is_empty()),
+            "{pod:#}"
+        );
+    }
+}

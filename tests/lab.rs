@@ -249,6 +249,7 @@ scenarios! {
     containerd_cred_node_config_only => "cred-node-config-only",
     containerd_fleet_pools => "fleet-pools",
     containerd_fleet_ca => "fleet-ca",
+    containerd_fresh_node => "fresh-node",
 }
 
 /// No lab namespace has a route out, and every link of the lab ends in another lab namespace:

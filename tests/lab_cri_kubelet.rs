@@ -4,6 +4,8 @@
 //! image, the node's root mounted read-only at /host, the pod's user, capabilities and
 //! read-only root applied by runc — and the pod's log read from the container's CRI log file.
 
+#[path = "support/autoscaler.rs"]
+mod autoscaler;
 #[path = "support/cri_kubelet.rs"]
 mod cri_kubelet;
 #[path = "support/kube_api.rs"]
@@ -187,19 +189,10 @@ fn cluster_of(
     let mut roots = Vec::new();
     let mut kubelets = BTreeMap::new();
     for (object, lab_node, image) in nodes {
-        let root = node_root(lab, scratch, namespace_of(lab_node), lab_node, *image);
+        let node = cri_node(lab, scratch, lab_node, *image);
         let name = object["metadata"]["name"].as_str().expect("a node name");
-        kubelets.insert(
-            name.to_string(),
-            CriNode {
-                root: root.clone(),
-                socket: lab.socket(lab_node).to_path_buf(),
-                runtime_pid: lab.runtime_pid(lab_node),
-                kubelet_command: image.kubelet_command(),
-                kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-            },
-        );
-        roots.push(root);
+        roots.push(node.root.clone());
+        kubelets.insert(name.to_string(), node);
     }
     // The kubelet reads the Secrets a pod's imagePullSecrets name from the API.
     let secrets = api_only
@@ -218,6 +211,18 @@ fn cluster_of(
     let world = World::from_objects(objects).with_kubelet(kubelet.clone());
     let server = ApiServer::start(world);
     (server, kubelet, roots)
+}
+
+/// The kubelet of the lab node `lab_node` (its containerd), with its own root laid out as
+/// `image` under `scratch`.
+fn cri_node(lab: &LabGuard, scratch: &Path, lab_node: &str, image: NodeImage) -> CriNode {
+    CriNode {
+        root: node_root(lab, scratch, namespace_of(lab_node), lab_node, image),
+        socket: lab.socket(lab_node).to_path_buf(),
+        runtime_pid: lab.runtime_pid(lab_node),
+        kubelet_command: image.kubelet_command(),
+        kubelet_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+    }
 }
 
 /// The lab namespace that plays the node whose containerd is `lab_node` (the old node's
@@ -1576,4 +1581,140 @@ async fn fleet_names_a_ca_one_pool_trusts_and_another_lacks_from_real_containers
     }
     all_gone(&server, &kubelet);
     assert!(server.store.config_map_names().is_empty());
+}
+
+/// `--fresh-node` through the cluster's own scale-up (the scheduler and cluster-autoscaler
+/// stand-in, tests/support/autoscaler.rs), on scenario `fresh-node`: the registry's name is gone
+/// from DNS and pool `user`'s only node passes through a hand-made /etc/hosts entry. The fresh
+/// probe pod waits, unscheduled (`FailedScheduling`), until the autoscaler adds a node to the
+/// pool (`TriggeredScaleUp`; the lab's pp-node2 with a fresh root, no hand fix, no image, joins
+/// after a delay); there it fails at dns, as that node's containerd does, and the report puts
+/// it beside the existing node's pass and names the hand fix. Pool `gpu` is at its maximum: its
+/// fresh pod gets `NotTriggerScaleUp`, named with the autoscaler's reason as a run problem, not
+/// as a pull failure. Every pod, sandbox and ConfigMap is gone afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fresh_node_made_by_the_autoscaler_shows_the_hand_fix_the_newest_node_hides() {
+    const GPU_NODE: &str = "aks-gpu-16180339-vmss000000";
+    let build = Scratch::new("lab-cri-fresh-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("fresh-node");
+    forget(&lab, "node2", IMAGE).await;
+    let user = holding_its_pause_image(&lab, "node", node_object(NODE)).await;
+    let gpu =
+        holding_its_pause_image(&lab, "old-node", api_only_node(GPU_NODE, "gpu", json!({}))).await;
+    // The fresh node holds its pause image too, as a node image does; nothing else.
+    holding_its_pause_image(&lab, "node2", json!({})).await;
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-fresh");
+    let mut kubelets = BTreeMap::new();
+    kubelets.insert(
+        NODE.to_string(),
+        cri_node(&lab, scratch.path(), "node", NodeImage::Plain),
+    );
+    kubelets.insert(
+        GPU_NODE.to_string(),
+        cri_node(&lab, scratch.path(), "old-node", NodeImage::Plain),
+    );
+    let kubelet = Arc::new(CriKubelet::new(kubelets, scratch.path().join("pods")));
+    let pool = |name: &str| {
+        BTreeMap::from([
+            ("agentpool".to_string(), name.to_string()),
+            (
+                "kubernetes.azure.com/agentpool".to_string(),
+                name.to_string(),
+            ),
+        ])
+    };
+    let groups = vec![
+        autoscaler::NodeGroup {
+            id: "aks-user-24791652-vmss".into(),
+            labels: pool("user"),
+            size: 1,
+            max: 3,
+            delay: Duration::from_millis(800),
+            next: Some(cri_node(&lab, scratch.path(), "node2", NodeImage::Plain)),
+        },
+        autoscaler::NodeGroup {
+            id: "aks-gpu-16180339-vmss".into(),
+            labels: pool("gpu"),
+            size: 1,
+            max: 1,
+            delay: Duration::from_millis(800),
+            next: None,
+        },
+    ];
+    let scheduler =
+        autoscaler::Autoscaler::new(kubelet.clone(), vec![user.clone(), gpu.clone()], groups);
+    let server = ApiServer::start(
+        World::from_objects(vec![
+            user,
+            gpu,
+            kube_api::namespace("default", json!({})),
+            kube_api::namespace("pullpath", json!({})),
+        ])
+        .with_kubelet(Arc::new(scheduler)),
+    );
+    let delivered = format!("amd64={}", binary.display());
+    let (report, printed) = fleet(
+        &server,
+        scratch.path(),
+        &["--probe-binary", delivered.as_str()],
+        &["--fresh-node", "--yes", "--fresh-node-timeout", "60s"],
+    );
+    let existing = support::fleet_row(&report, NODE);
+    assert_eq!(existing["status"], "passed", "{existing:#}\n{printed}");
+    let fresh = report["nodes"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["pool"] == "user" && r.get("fresh_node").is_some())
+        .unwrap_or_else(|| panic!("no fresh row for pool user: {report:#}"));
+    assert!(
+        fresh["node"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("aks-user-24791652-vmss")),
+        "{fresh:#}"
+    );
+    assert_eq!(fresh["status"], "failed", "{fresh:#}\n{printed}");
+    assert_eq!(fresh["verdict"]["layer"], "dns", "{fresh:#}");
+    assert_eq!(fresh["runtime_pull"]["agrees"], true, "{fresh:#}");
+    let way = &fresh["fresh_node"];
+    assert_eq!(way["compared_with"], NODE, "{way:#}");
+    let difference = way["difference"].as_str().unwrap_or("");
+    assert!(
+        difference.contains("/etc/hosts") && difference.contains("a fresh node fails at dns"),
+        "{way:#}"
+    );
+    let said = way["scheduling"].to_string();
+    assert!(
+        said.contains("FailedScheduling") && said.contains("TriggeredScaleUp"),
+        "{way:#}"
+    );
+    let user_pool = report["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["pool"] == "user")
+        .expect("pool user")
+        .clone();
+    assert_eq!(user_pool["verdict"]["passed"], false, "{user_pool:#}");
+    // The pool at its maximum: the autoscaler's reason, a run problem.
+    let refused = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .find(|p| p["kind"] == "scale-up-refused")
+        .unwrap_or_else(|| panic!("no scale-up-refused problem: {report:#}"));
+    assert_eq!(refused["pool"], "gpu", "{refused:#}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("max node group size reached")),
+        "{refused:#}"
+    );
+    all_gone(&server, &kubelet);
+    assert!(server.store.config_map_names().is_empty());
+    for secret in support::LAB_SECRETS {
+        assert!(!printed.contains(secret), "{secret} printed");
+    }
 }

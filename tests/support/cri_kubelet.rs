@@ -79,14 +79,15 @@ pub struct CriNode {
 
 /// The kubelets of the lab nodes, each asking its node's containerd.
 pub struct CriKubelet {
-    pub nodes: BTreeMap<String, CriNode>,
+    /// By node name; a node a scale-up registers joins later ([`CriKubelet::add_node`]).
+    nodes: Mutex<BTreeMap<String, CriNode>>,
     /// Where pod log directories go (the kubelet's /var/log/pods).
     pub log_dir: PathBuf,
     /// Sandboxes made and not yet removed, by node socket.
     live: Arc<Mutex<BTreeSet<(PathBuf, String)>>>,
     /// Each node's `kubelet` process (its pid in this machine's /proc) and the `nsenter` that
     /// forked it.
-    processes: Vec<(u32, std::process::Child)>,
+    processes: Mutex<Vec<(u32, std::process::Child)>>,
     /// The Secrets the API holds, which a pod's `imagePullSecrets` name (the kubelet reads them
     /// from the API).
     secrets: Vec<Value>,
@@ -98,38 +99,27 @@ impl CriKubelet {
     /// (lab/pause.c, which sleeps until stopped) built as `kubelet` in `LOG_DIR.bin`, so its
     /// `comm` is `kubelet` and its `cmdline` the node's flags, as on the node.
     pub fn new(nodes: BTreeMap<String, CriNode>, log_dir: PathBuf) -> CriKubelet {
-        let bin = log_dir.with_extension("bin");
-        std::fs::create_dir_all(&bin).expect("kubelet bin dir");
         let processes = nodes
             .values()
-            .map(|node| {
-                // Named as the node's kubelet command names it: `kubelet`, or `k3s` where the
-                // kubelet runs inside the k3s process.
-                let name = Path::new(&node.kubelet_command[0])
-                    .file_name()
-                    .expect("a program name");
-                let program = bin.join(name);
-                if !program.exists() {
-                    crate::support::succeeded(
-                        "gcc lab/pause.c",
-                        std::process::Command::new("gcc")
-                            .args(["-static", "-O2", "-o"])
-                            .arg(&program)
-                            .arg(crate::support::repo().join("lab/pause.c"))
-                            .output()
-                            .expect("gcc runs"),
-                    );
-                }
-                start_kubelet_process(&program, node)
-            })
+            .map(|node| kubelet_process(&log_dir, node))
             .collect();
         CriKubelet {
-            nodes,
+            nodes: Mutex::new(nodes),
             log_dir,
             live: Arc::default(),
-            processes,
+            processes: Mutex::new(processes),
             secrets: Vec::new(),
         }
+    }
+
+    /// A node that joined the cluster (a scale-up): its kubelet process starts and its pods run.
+    pub fn add_node(&self, name: &str, node: CriNode) {
+        let process = kubelet_process(&self.log_dir, &node);
+        self.processes.lock().expect("processes").push(process);
+        self.nodes
+            .lock()
+            .expect("nodes")
+            .insert(name.to_string(), node);
     }
 
     /// The API's Secrets (the same objects the world serves), for pods' `imagePullSecrets`.
@@ -164,7 +154,7 @@ impl CriKubelet {
 impl Kubelet for CriKubelet {
     fn pod_created(&self, pod: &Value, store: &Arc<PodStore>) {
         let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_string();
-        let Some(sim) = self.nodes.get(&node).cloned() else {
+        let Some(sim) = self.nodes.lock().expect("nodes").get(&node).cloned() else {
             // No kubelet on that node: the pod stays Pending, as for a node that is gone.
             return;
         };
@@ -243,9 +233,34 @@ fn start_kubelet_process(program: &Path, node: &CriNode) -> (u32, std::process::
     }
 }
 
+/// The node's `kubelet` process (see [`CriKubelet::new`]).
+fn kubelet_process(log_dir: &Path, node: &CriNode) -> (u32, std::process::Child) {
+    let bin = log_dir.with_extension("bin");
+    std::fs::create_dir_all(&bin).expect("kubelet bin dir");
+    // Named as the node's kubelet command names it: `kubelet`, or `k3s` where the kubelet runs
+    // inside the k3s process.
+    let name = Path::new(&node.kubelet_command[0])
+        .file_name()
+        .expect("a program name");
+    let program = bin.join(name);
+    if !program.exists() {
+        crate::support::succeeded(
+            "gcc lab/pause.c",
+            std::process::Command::new("gcc")
+                .args(["-static", "-O2", "-o"])
+                .arg(&program)
+                .arg(crate::support::repo().join("lab/pause.c"))
+                .output()
+                .expect("gcc runs"),
+        );
+    }
+    start_kubelet_process(&program, node)
+}
+
 impl Drop for CriKubelet {
     fn drop(&mut self) {
-        for (pid, nsenter) in &mut self.processes {
+        let processes = self.processes.get_mut().expect("processes");
+        for (pid, nsenter) in processes.iter_mut() {
             // SIGTERM ends pause.c; nsenter, its parent, then exits with it.
             let _ = std::process::Command::new("kill")
                 .arg(pid.to_string())

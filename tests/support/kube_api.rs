@@ -246,6 +246,8 @@ pub struct PodStore {
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
     /// ConfigMaps created through the API (fleet's delivered binary).
     config_maps: Mutex<Vec<Value>>,
+    /// Nodes that joined after the world was made (a scale-up), served beside the world's.
+    nodes: Mutex<Vec<Value>>,
     created: AtomicU64,
     /// Open watches of pods: each change is sent to every one as a watch event's
     /// (`type`, `object`).
@@ -306,6 +308,32 @@ impl PodStore {
             }
             None => false,
         }
+    }
+
+    /// A node that joined the cluster (a scale-up): listed and got beside the world's nodes.
+    pub fn register_node(&self, node: Value) {
+        self.nodes.lock().expect("nodes").push(node);
+    }
+
+    /// Nodes registered after the world was made.
+    pub fn registered_nodes(&self) -> Vec<Value> {
+        self.nodes.lock().expect("nodes").clone()
+    }
+
+    /// Bind a pod to `node` (the scheduler's binding: `spec.nodeName` set); the bound pod, or
+    /// `None` when it is gone.
+    pub fn bind(&self, namespace: &str, name: &str, node: &str) -> Option<Value> {
+        let mut pods = self.pods.lock().expect("pods");
+        let pod = pods
+            .iter_mut()
+            .find(|p| p["metadata"]["namespace"] == namespace && p["metadata"]["name"] == name)?;
+        pod["spec"]["nodeName"] = json!(node);
+        pod["metadata"]["resourceVersion"] = json!(format!(
+            "{}",
+            200_000 + self.revisions.fetch_add(1, Ordering::SeqCst)
+        ));
+        self.changed("MODIFIED", pod);
+        Some(pod.clone())
     }
 
     /// Tell every open watch of a pod change (`ADDED`, `MODIFIED`, `DELETED`).
@@ -873,6 +901,7 @@ fn objects(
         "Pod" => world.store.snapshot(),
         "ConfigMap" => world.store.config_maps.lock().expect("configmaps").clone(),
         "Event" => world.store.events.lock().expect("events").clone(),
+        "Node" => world.store.registered_nodes(),
         _ => Vec::new(),
     };
     let candidates: Vec<Value> = world
