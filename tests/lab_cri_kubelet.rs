@@ -179,7 +179,8 @@ fn cluster(
 
 /// The API stand-in with `nodes` (each its Node object, the lab node whose containerd runs its
 /// pods, and that node's image) and the `api_only` objects (nodes no kubelet runs, Secrets,
-/// workloads); their node roots.
+/// workloads); their node roots. The workloads' namespace `shop` enforces Pod Security
+/// `restricted`, as application namespaces do: a `--kubelet-pull` pod must pass it.
 fn cluster_of(
     lab: &LabGuard,
     scratch: &Path,
@@ -205,7 +206,10 @@ fn cluster_of(
     objects.extend([
         kube_api::namespace("default", json!({})),
         kube_api::namespace("pullpath", json!({})),
-        kube_api::namespace("shop", json!({})),
+        kube_api::namespace(
+            "shop",
+            json!({"pod-security.kubernetes.io/enforce": "restricted"}),
+        ),
     ]);
     objects.extend(api_only);
     let world = World::from_objects(objects).with_kubelet(kubelet.clone());
@@ -577,7 +581,10 @@ async fn an_aks_node_passes_with_its_kubelets_credential_provider_run_from_the_p
         World::from_objects(vec![
             node_object(NODE),
             kube_api::namespace("pullpath", json!({})),
-            kube_api::namespace("shop", json!({})),
+            kube_api::namespace(
+                "shop",
+                json!({"pod-security.kubernetes.io/enforce": "restricted"}),
+            ),
             pod,
         ])
         .with_kubelet(kubelet.clone()),
@@ -937,7 +944,10 @@ async fn image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd() {
     let mut objects: Vec<Value> = nodes.iter().map(|(node, _, _)| node.clone()).collect();
     objects.extend([
         kube_api::namespace("pullpath", json!({})),
-        kube_api::namespace("shop", json!({})),
+        kube_api::namespace(
+            "shop",
+            json!({"pod-security.kubernetes.io/enforce": "restricted"}),
+        ),
         pod,
     ]);
     let explain_server =
