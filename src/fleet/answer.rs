@@ -155,24 +155,69 @@ pub fn layer_named(name: &str) -> Option<Layer> {
     Layer::ALL.iter().copied().find(|l| l.as_str() == name)
 }
 
+/// Why a probe pod's log gave no probe report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnreadableReport {
+    /// No line starts a JSON object; the log's last line, shortened (`empty` when none).
+    NoReport { last_line: String },
+    /// A JSON object that is not a readable report (serde's words).
+    Malformed { error: String },
+    /// Another pullpath document (`schema`, `command`): another version's probe image.
+    OtherSchema { schema: String, command: String },
+    /// A layer name this version does not know.
+    UnknownLayer { name: String },
+    /// A failure that names no layer: not a report this version wrote.
+    FailedWithoutLayer,
+}
+
+impl std::fmt::Display for UnreadableReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnreadableReport::NoReport { last_line } => {
+                write!(f, "the pod's log holds no JSON report ({last_line})")
+            }
+            UnreadableReport::Malformed { error } => {
+                write!(f, "the pod's log holds no readable probe report: {error}")
+            }
+            UnreadableReport::OtherSchema { schema, command } => write!(
+                f,
+                "the pod's log holds a {schema} {command} report, not a {PROBE_SCHEMA} probe report (is --probe-image another version?)"
+            ),
+            UnreadableReport::UnknownLayer { name } => write!(
+                f,
+                "the probe report names layer {name:?}, which this version does not know"
+            ),
+            UnreadableReport::FailedWithoutLayer => {
+                f.write_str("the probe report failed without naming a layer")
+            }
+        }
+    }
+}
+
 /// The probe's report in a pod log. The log may hold other lines (stderr joins stdout in a
 /// pod's log): the report is the first JSON object starting a line.
-pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
+pub fn from_log(log: &str) -> Result<ProbeAnswer, UnreadableReport> {
     let start = log
         .match_indices('{')
         .map(|(i, _)| i)
         .find(|&i| i == 0 || log.as_bytes()[i - 1] == b'\n')
-        .ok_or_else(|| format!("the pod's log holds no JSON report ({})", tail(log)))?;
+        .ok_or_else(|| UnreadableReport::NoReport {
+            last_line: tail(log),
+        })?;
     let wire = serde_json::Deserializer::from_str(&log[start..])
         .into_iter::<WireReport>()
         .next()
-        .ok_or_else(|| "the pod's log holds no JSON report".to_string())?
-        .map_err(|e| format!("the pod's log holds no readable probe report: {e}"))?;
+        .ok_or_else(|| UnreadableReport::NoReport {
+            last_line: tail(log),
+        })?
+        .map_err(|e| UnreadableReport::Malformed {
+            error: e.to_string(),
+        })?;
     if wire.schema != PROBE_SCHEMA || (!wire.command.is_empty() && wire.command != "probe") {
-        return Err(format!(
-            "the pod's log holds a {} {} report, not a {PROBE_SCHEMA} probe report (is --probe-image another version?)",
-            wire.schema, wire.command
-        ));
+        return Err(UnreadableReport::OtherSchema {
+            schema: wire.schema,
+            command: wire.command,
+        });
     }
     Ok(ProbeAnswer {
         verdict: verdict_of(wire.verdict)?,
@@ -203,11 +248,13 @@ pub fn from_log(log: &str) -> Result<ProbeAnswer, String> {
 
 /// The probe's verdict read back; the owner is the advice's, as the probe's own report derives
 /// it. A failure that names no layer is not a report this version wrote.
-fn verdict_of(wire: WireVerdict) -> Result<Verdict, String> {
+fn verdict_of(wire: WireVerdict) -> Result<Verdict, UnreadableReport> {
     let layer = match wire.layer.as_deref() {
-        Some(name) => Some(layer_named(name).ok_or_else(|| {
-            format!("the probe report names layer {name:?}, which this version does not know")
-        })?),
+        Some(name) => Some(
+            layer_named(name).ok_or_else(|| UnreadableReport::UnknownLayer {
+                name: name.to_string(),
+            })?,
+        ),
         None => None,
     };
     if wire.passed {
@@ -227,7 +274,7 @@ fn verdict_of(wire: WireVerdict) -> Result<Verdict, String> {
     };
     match (wire.decided, fault) {
         (true, Some(fault)) => Ok(Verdict::Failed(Failure { fault, seen })),
-        (true, None) => Err("the probe report failed without naming a layer".to_string()),
+        (true, None) => Err(UnreadableReport::FailedWithoutLayer),
         (false, leaning) => Ok(Verdict::Undecided(Undecided {
             leaning,
             seen,
@@ -342,25 +389,39 @@ mod tests {
 
     #[test]
     fn garbage_other_schemas_and_unknown_layers_are_clear_errors() {
-        assert!(from_log("").expect_err("empty").contains("empty"));
-        assert!(
-            from_log("exec format error\n")
-                .expect_err("none")
-                .contains("exec format error")
+        assert_eq!(
+            from_log("").expect_err("empty"),
+            UnreadableReport::NoReport {
+                last_line: "empty".into()
+            }
         );
-        assert!(
-            from_log("{not json")
-                .expect_err("bad")
-                .contains("no readable")
+        assert_eq!(
+            from_log("exec format error\n").expect_err("none"),
+            UnreadableReport::NoReport {
+                last_line: "last line: \"exec format error\"".into()
+            }
         );
+        assert!(matches!(
+            from_log("{not json").expect_err("bad"),
+            UnreadableReport::Malformed { .. }
+        ));
         let other = r#"{"schema": "pullpath.findings/v1", "command": "scan", "verdict": {"passed": true, "decided": true}}"#;
-        assert!(
-            from_log(other)
-                .expect_err("other")
-                .contains("another version")
+        let refused = from_log(other).expect_err("other");
+        assert_eq!(
+            refused,
+            UnreadableReport::OtherSchema {
+                schema: "pullpath.findings/v1".into(),
+                command: "scan".into()
+            }
         );
+        assert!(refused.to_string().contains("another version"));
         let unknown = r#"{"schema": "pullpath.report/v1", "command": "probe", "verdict": {"passed": false, "decided": true, "layer": "quantum"}}"#;
-        assert!(from_log(unknown).expect_err("layer").contains("quantum"));
+        assert_eq!(
+            from_log(unknown).expect_err("layer"),
+            UnreadableReport::UnknownLayer {
+                name: "quantum".into()
+            }
+        );
     }
 
     #[test]
@@ -391,10 +452,9 @@ mod tests {
             matches!(&leaning.verdict, Verdict::Undecided(u) if u.leaning.map(|f| f.layer()) == Some(Layer::Dns))
         );
         let nameless = report(r#"{"passed": false, "decided": true, "cause": "x"}"#);
-        assert!(
-            from_log(&nameless)
-                .expect_err("no layer")
-                .contains("without naming a layer")
+        assert_eq!(
+            from_log(&nameless).expect_err("no layer"),
+            UnreadableReport::FailedWithoutLayer
         );
     }
 
