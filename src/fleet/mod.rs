@@ -282,41 +282,9 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .zip(starts)
         .filter_map(|(c, s)| Some((*c, s.ok()?)))
         .collect();
-    // --fresh-node: per pool, a pod beside its newest probed node, placed on a node the
-    // autoscaler creates (the same start: a pool's nodes share their image and architecture).
-    let fresh: Vec<PodPlan> = match config.fresh_node {
+    let fresh = match config.fresh_node {
         false => Vec::new(),
-        true => {
-            let existing: Vec<String> = nodes
-                .iter()
-                .filter_map(|n| n.metadata.name.clone())
-                .collect();
-            let mut pools = std::collections::BTreeSet::new();
-            started
-                .iter()
-                .filter(|(c, _)| pools.insert(c.pool.clone()))
-                .filter_map(|(c, start)| Some((c, start, c.facts.pool.clone()?)))
-                .enumerate()
-                .map(|(i, (c, start, pool_label))| PodPlan {
-                    name: format!("pullpath-fleet-{id}-fresh-{i}"),
-                    namespace: config.probe_namespace.clone(),
-                    node: c.facts.name.clone(),
-                    fresh: Some(fresh::FreshPlacement {
-                        pool_label,
-                        existing: existing.clone(),
-                        tolerations: constraints.as_ref().map(|k| k.tolerations.clone()),
-                    }),
-                    run_id: id.clone(),
-                    start: start.clone(),
-                    image: config.image.clone(),
-                    full: config.full,
-                    runtime_pull: config.runtime_pull,
-                    deadline_seconds: config.settings.budgets.probe.as_secs().max(10),
-                    runtime_version: c.facts.runtime.clone(),
-                    kubelet_pull: None,
-                })
-                .collect()
-        }
+        true => fresh::plans(&id, &started, &nodes, constraints.as_ref(), config),
     };
     let mut pods: Vec<PodPlan> = started
         .into_iter()

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::authority::Authority;
-use super::net::Body;
+use super::net::{Body, Transport};
 use crate::image_ref::Digest;
 use crate::vocab::Hop;
 
@@ -28,8 +28,8 @@ use crate::vocab::Hop;
 pub enum BodyProblem {
     /// No byte within the idle timeout.
     Stalled { idle_ms: u128, after: u64 },
-    /// The connection broke while the body arrived: the transport's words.
-    Broke { after: u64, error: String },
+    /// The connection broke while the body arrived: what broke.
+    Broke { after: u64, error: Transport },
     /// Longer than what the walk reads of this kind of body (a manifest's 4 MiB, as
     /// containerd's limit).
     TooLarge { limit: usize },

@@ -194,8 +194,8 @@ impl Network for LiveNetwork {
 pub struct LiveBody(reqwest::Response);
 
 impl Body for LiveBody {
-    async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
-        self.0.chunk().await.map_err(|e| error_chain(&e))
+    async fn chunk(&mut self) -> Result<Option<Bytes>, Transport> {
+        self.0.chunk().await.map_err(|e| transport_failure(&e))
     }
 }
 

@@ -107,9 +107,10 @@ impl<B> Response<B> {
     }
 }
 
-/// A response body, read chunk by chunk (`None` at its end).
+/// A response body, read chunk by chunk (`None` at its end); a connection that breaks while
+/// it arrives says what broke.
 pub trait Body: Send + 'static {
-    fn chunk(&mut self) -> impl Future<Output = Result<Option<Bytes>, String>> + Send;
+    fn chunk(&mut self) -> impl Future<Output = Result<Option<Bytes>, Transport>> + Send;
 }
 
 /// Why a request got no answer, by what broke. The host's check (DNS, route, connect, TLS)

@@ -156,7 +156,7 @@ pub(super) struct ScriptedBody {
 }
 
 impl Body for ScriptedBody {
-    async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+    async fn chunk(&mut self) -> Result<Option<Bytes>, Transport> {
         if let Some(every) = self.every {
             tokio::time::sleep(every).await;
         }
