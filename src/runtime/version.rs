@@ -154,9 +154,9 @@ impl RuntimeIdentity {
     }
 
     /// From `--containerd-version`.
-    pub fn from_flag(version: &str) -> Result<RuntimeIdentity, String> {
-        let line = ContainerdLine::of_version(version)
-            .ok_or_else(|| format!("{version:?} is not a containerd version (e.g. 1.7.24)"))?;
+    pub fn from_flag(version: &str) -> Result<RuntimeIdentity, NotAVersion> {
+        let line =
+            ContainerdLine::of_version(version).ok_or_else(|| NotAVersion(version.to_string()))?;
         Ok(RuntimeIdentity {
             name: Some("containerd".into()),
             version: Some(version.to_string()),
@@ -178,6 +178,11 @@ impl RuntimeIdentity {
         }
     }
 }
+
+/// A `--containerd-version` that names no containerd version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a containerd version (e.g. 1.7.24)")]
+pub struct NotAVersion(pub String);
 
 #[cfg(test)]
 mod tests {
@@ -246,7 +251,10 @@ mod tests {
         assert!(
             matches!(&crio.source, VersionSource::Unknown(why) if why.contains("cri-o 1.31.0"))
         );
-        assert!(RuntimeIdentity::from_flag("nonsense").is_err());
+        assert_eq!(
+            RuntimeIdentity::from_flag("nonsense"),
+            Err(NotAVersion("nonsense".into()))
+        );
         assert_eq!(
             RuntimeIdentity::from_flag("1.6.20")
                 .expect("a version")
