@@ -163,6 +163,11 @@ pub fn extend(base: &mut Value, fields: Value) {
 /// The probe pod for `plan.node`.
 pub fn probe_pod(plan: &PodPlan) -> Pod {
     let args = probe_args(plan);
+    // A fresh pod's node is not known yet: the annotation names the pool it waits for.
+    let node_shown = match &plan.fresh {
+        Some(fresh) => format!("a fresh node of pool {}", fresh.pool_label.1),
+        None => plan.node.clone(),
+    };
     let mut spec = pinned_spec(&plan.node, plan.deadline_seconds);
     if let Some(fresh) = &plan.fresh {
         if let Some(fields) = spec.as_object_mut() {
@@ -219,7 +224,7 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, "fleet-probe"),
+        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &node_shown, &plan.run_id, "fleet-probe"),
         "spec": spec,
     });
     // Every field above is a Pod field of the right type: deserializing cannot fail.
@@ -396,5 +401,31 @@ mod tests {
             c.security_context,
             probe_pod(&plan()).spec.expect("spec").containers[0].security_context
         );
+    }
+
+    /// A fresh pod is not pinned: no nodeName, the pool's selector and affinity instead, its
+    /// annotation naming the pool it waits for; every other field as a pinned probe pod's.
+    #[test]
+    fn a_fresh_pod_waits_for_a_node_of_its_pool() {
+        let mut fresh = plan();
+        fresh.fresh = Some(crate::fleet::fresh::FreshPlacement {
+            pool_label: ("agentpool".into(), "user".into()),
+            existing: vec!["aks-user-1".into()],
+            tolerations: None,
+        });
+        let pinned = serde_json::to_value(probe_pod(&plan())).expect("json");
+        let pod = serde_json::to_value(probe_pod(&fresh)).expect("json");
+        assert_eq!(pinned["spec"]["nodeName"], "aks-user-1");
+        assert!(pod["spec"].get("nodeName").is_none(), "{pod:#}");
+        assert_eq!(
+            pod["spec"]["nodeSelector"],
+            serde_json::json!({"agentpool": "user"})
+        );
+        assert_eq!(
+            pod["metadata"]["annotations"][NODE_ANNOTATION],
+            "a fresh node of pool user"
+        );
+        assert_eq!(pod["spec"]["containers"], pinned["spec"]["containers"]);
+        assert_eq!(pod["spec"]["volumes"], pinned["spec"]["volumes"]);
     }
 }
