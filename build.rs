@@ -122,12 +122,15 @@ fn git_commit() -> Option<String> {
         ]));
     }
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        watch(git(&[
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-path",
-            &branch,
-        ]));
+        let loose = git(&["rev-parse", "--path-format=absolute", "--git-path", &branch]);
+        // Its directory too: after `git pack-refs` the loose ref is gone, and the next commit
+        // writes it anew, which only the directory shows (cargo scans a watched directory).
+        watch(
+            loose
+                .as_deref()
+                .and_then(|l| Some(Path::new(l).parent()?.display().to_string())),
+        );
+        watch(loose);
     }
     Some(commit)
 }
