@@ -422,7 +422,8 @@ pub struct FleetArgs {
     /// Probe every Ready node.
     #[arg(long)]
     pub all_nodes: bool,
-    /// Only these pools (comma-separated).
+    /// Only these pools (comma-separated): a pool's name, or LABEL=NAME, which also names a
+    /// node group at zero (no node carries the label yet) for --fresh-node to probe.
     #[arg(long, value_name = "POOL,…", value_delimiter = ',')]
     pub pools: Vec<String>,
     /// Only nodes matching this label selector (as `kubectl get nodes -l`).

@@ -106,6 +106,32 @@ pub fn elf(bytes: &[u8]) -> Result<Elf, ElfProblem> {
     Ok(Elf { arch, dynamic })
 }
 
+/// The architecture of this pullpath as Kubernetes names it (`kubernetes.io/arch`).
+pub fn own_arch() -> Option<&'static str> {
+    match std::env::consts::ARCH {
+        "x86_64" => Some("amd64"),
+        "aarch64" => Some("arm64"),
+        "arm" => Some("arm"),
+        "s390x" => Some("s390x"),
+        "powerpc64" => Some("ppc64le"),
+        "riscv64" => Some("riscv64"),
+        _ => None,
+    }
+}
+
+/// The sandbox image most of `nodes` list: what a node the cluster does not have yet most
+/// likely holds too (its node image is the pool's, its pause image usually the cluster's).
+pub fn common_sandbox_image(nodes: &[Node]) -> Option<String> {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for image in nodes.iter().filter_map(sandbox_image) {
+        *counts.entry(image).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(image, _)| image)
+}
+
 /// The node's sandbox (pause) image as its status lists it: a name whose repository's last
 /// component is `pause` (`registry.k8s.io/pause:3.10`, `mcr.microsoft.com/oss/kubernetes/pause:3.6`,
 /// ECR's `eks/pause`), a tag preferred over a digest (the runtime pinned it by the name its

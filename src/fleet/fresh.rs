@@ -11,7 +11,10 @@
 //! (`pod triggered scale-up: [{GROUP 1->2 (max: 3)}]`, `ScaleUpInfo.String` in
 //! processors/nodegroupset) and `NotTriggerScaleUp` (`pod didn't trigger scale-up: 1 max node
 //! group size reached`, processors/status/eventing_scale_up_processor.go); Karpenter's
-//! `Nominated` (`Pod should schedule on: nodeclaim/NAME`).
+//! `Nominated` (`Pod should schedule on: nodeclaim/NAME`) and its own `FailedScheduling`
+//! (`Failed to schedule pod, all available instance types exceed limits for nodepool
+//! (NodePool=NAME)`, `PodFailedToScheduleEvent` in pkg/controllers/provisioning/scheduling/
+//! events.go), told from the scheduler's by its words.
 
 use std::time::Duration;
 
@@ -33,14 +36,19 @@ pub struct FreshPlacement {
     pub existing: Vec<String>,
     /// The workload's tolerations (`--for`); `None`: every taint tolerated, as a pinned probe.
     pub tolerations: Option<Vec<Toleration>>,
+    /// The architecture the probe can start on (`kubernetes.io/arch`): a pool that may make
+    /// nodes of several (a NodePool without an arch requirement) must make this one.
+    pub arch: Option<String>,
 }
 
 /// The pod spec fields that place a fresh probe pod, in place of `nodeName`.
 pub fn placement_fields(placement: &FreshPlacement) -> Value {
     let (key, value) = &placement.pool_label;
-    let mut term = json!({
-        "matchExpressions": [{"key": key, "operator": "In", "values": [value]}],
-    });
+    let mut expressions = vec![json!({"key": key, "operator": "In", "values": [value]})];
+    if let Some(arch) = &placement.arch {
+        expressions.push(json!({"key": "kubernetes.io/arch", "operator": "In", "values": [arch]}));
+    }
+    let mut term = json!({"matchExpressions": expressions});
     if !placement.existing.is_empty() {
         term["matchFields"] =
             json!([{"key": "metadata.name", "operator": "NotIn", "values": placement.existing}]);
@@ -65,8 +73,9 @@ pub enum Scheduling {
     Scheduled { node: String },
     /// Still pending; the latest word from the scheduler or the autoscaler, if any.
     Waiting { latest: Option<Said> },
-    /// The autoscaler will not add a node for it (`NotTriggerScaleUp`): its reason.
-    Refused { message: String },
+    /// The autoscaler will not add a node for it: its event (`NotTriggerScaleUp`, Karpenter's
+    /// `FailedScheduling`) with its reason.
+    Refused { said: Said },
 }
 
 /// One scheduling event, as the run shows it.
@@ -115,15 +124,25 @@ pub fn scheduling(pod: &Pod, events: &[Event]) -> Scheduling {
     let latest_verdict = said
         .iter()
         .rev()
-        .find(|s| s.reason == "NotTriggerScaleUp" || s.reason == "TriggeredScaleUp");
-    if let Some(refused) = latest_verdict.filter(|s| s.reason == "NotTriggerScaleUp") {
+        .find(|s| refuses(s) || s.reason == "TriggeredScaleUp" || s.reason == "Nominated");
+    if let Some(refused) = latest_verdict.filter(|s| refuses(s)) {
         return Scheduling::Refused {
-            message: refused.message.clone(),
+            said: refused.clone(),
         };
     }
     Scheduling::Waiting {
         latest: said.last().cloned(),
     }
+}
+
+/// Karpenter's scheduling failures begin so; the scheduler's (`0/3 nodes are available: …`)
+/// never do.
+const KARPENTER_FAILED: &str = "Failed to schedule pod, ";
+
+/// An autoscaler's no: cluster-autoscaler's `NotTriggerScaleUp`, Karpenter's `FailedScheduling`.
+fn refuses(said: &Said) -> bool {
+    said.reason == "NotTriggerScaleUp"
+        || (said.reason == "FailedScheduling" && said.message.starts_with(KARPENTER_FAILED))
 }
 
 /// A scale-up as cluster-autoscaler reports it: `[{GROUP 1->2 (max: 3)}]`.
@@ -237,6 +256,7 @@ pub fn plans(
                 pool_label,
                 existing: existing.clone(),
                 tolerations: constraints.map(|k| k.tolerations.clone()),
+                arch: c.arch.clone(),
             }),
             run_id: run_id.to_string(),
             start: start.clone(),

@@ -80,7 +80,7 @@ pub enum RunProblem {
     NoNodeImage,
     /// `--fresh-node`: the autoscaler will not add a node for the probe pod
     /// (`NotTriggerScaleUp`, its reason: the pool at its maximum, no group that fits, quota).
-    ScaleUpRefused { message: String },
+    ScaleUpRefused { reason: String, message: String },
     /// `--fresh-node`: no node came within `--fresh-node-timeout`; the last scheduling word.
     NoFreshNode {
         waited: Duration,
@@ -173,8 +173,8 @@ impl RunProblem {
                 "the probe image has no {arch} variant (it has {}): build one with scripts/image.sh",
                 has.join(", ")
             ),
-            RunProblem::ScaleUpRefused { message } => format!(
-                "no fresh node: the autoscaler will not add one for the probe pod (NotTriggerScaleUp): {message}"
+            RunProblem::ScaleUpRefused { reason, message } => format!(
+                "no fresh node: the autoscaler will not add one for the probe pod ({reason}): {message}"
             ),
             RunProblem::NoFreshNode { waited, latest } => format!(
                 "no fresh node came within {}s (--fresh-node-timeout){}",

@@ -17,7 +17,9 @@ pub mod eligibility;
 pub mod fresh;
 pub mod kubelet_pull;
 pub mod life;
+pub mod nodeless;
 pub mod pod_spec;
+pub mod reads;
 pub mod report;
 pub mod run;
 pub mod select;
@@ -26,12 +28,10 @@ pub mod text;
 use std::future::Future;
 use std::time::Instant;
 
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 
-use crate::cluster::{self, ClusterError, ObjectRef, Target, WorkloadKind};
+use crate::cluster::{self, ClusterError, ObjectRef, Target};
 use crate::image_ref::ImageRef;
 use eligibility::Constraints;
 use kubelet_pull::KubeletPullPlan;
@@ -166,9 +166,36 @@ pub struct Plan {
     /// No registry: the binaries delivered through the API, one per architecture probed.
     pub payloads: Vec<deliver::Payload>,
     pub workload: Option<String>,
+    /// The NodePools could not be read: pools without nodes may be missing from the run.
+    pub node_pools_unread: Option<reads::NodePoolsUnread>,
+    /// `--pools` entries that name no pool: no node of that name, no `LABEL=` to ask for one.
+    pub unmatched_pools: Vec<String>,
     /// The workload's `imagePullSecrets` (names).
     pub pull_secrets: Vec<String>,
     client: kube::Client,
+}
+
+/// The architectures a probe pod can start on: the probe image's (`--probe-image-arch`; `None`
+/// when unknown), or those pullpath can deliver a binary for (its own, `--probe-binary`).
+fn startable_arches(config: &FleetConfig) -> Option<Vec<String>> {
+    match &config.probe {
+        ProbeSource::Image(_) => config.probe_arches.clone(),
+        ProbeSource::Delivered(given) => {
+            let mut arches: Vec<String> = deliver::own_arch()
+                .map(str::to_string)
+                .into_iter()
+                .collect();
+            arches.extend(
+                given
+                    .binaries
+                    .keys()
+                    .filter(|a| !arches.contains(a))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+            Some(arches)
+        }
+    }
 }
 
 /// The chosen node's architecture when the probe image is known to lack it.
@@ -216,14 +243,15 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .unwrap_or_else(|| session.default_namespace.clone());
     // One get per namespace the run creates pods in, before any pod: the API refuses a pod in
     // a namespace that does not exist, or is being deleted, and would refuse every node's.
-    namespace_usable(&client, &config.probe_namespace, "probe namespace").await?;
+    reads::namespace_usable(&client, &config.probe_namespace, "probe namespace").await?;
     if config.kubelet_pull {
-        namespace_usable(&client, &namespace, "workload's namespace (--kubelet-pull)").await?;
+        reads::namespace_usable(&client, &namespace, "workload's namespace (--kubelet-pull)")
+            .await?;
     }
     let (constraints, landed, workload, identity) = match &config.workload {
         None => (None, None, None, (None, Vec::new())),
         Some(object) => {
-            let (what, spec, node) = workload_spec(client.clone(), object, &namespace)
+            let (what, spec, node) = reads::workload_spec(client.clone(), object, &namespace)
                 .await
                 .map_err(|(e, what)| fail(e, &what))?;
             let identity = (
@@ -242,15 +270,47 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
             )
         }
     };
-    let running_on = running_on(client.clone(), &image).await;
+    let running_on = reads::running_on(client.clone(), &image).await;
     let choice = Choice {
         also: landed.or_else(|| config.choice.also.clone()),
         ..config.choice.clone()
     };
-    let candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
+    let mut candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
+    // Pools with no node yet: a row each, and with --fresh-node a probe on the node their
+    // autoscaler makes. A --selector names nodes, so it leaves them out.
+    let (nodeless, node_pools_unread) = match &config.selector {
+        Some(_) => (Vec::new(), None),
+        None => {
+            let (items, unread) = match reads::node_pools(&client).await {
+                Ok(items) => (items, None),
+                Err(unread) => (Vec::new(), Some(unread)),
+            };
+            let mut found = nodeless::from_node_pools(&items, &nodes, &choice.pools);
+            found.extend(nodeless::from_pools_flag(&choice.pools, &nodes));
+            (found, unread)
+        }
+    };
+    let startable = startable_arches(config);
+    candidates.extend(nodeless.iter().map(|pool| {
+        let arch = match &startable {
+            Some(can) => nodeless::arch_for(pool.arches.as_deref(), can)
+                .or_else(|| pool.arches.as_ref()?.first().cloned()),
+            None => pool
+                .arches
+                .as_ref()
+                .filter(|a| a.len() == 1)
+                .map(|a| a[0].clone()),
+        };
+        pool.candidate(constraints.as_ref(), config.fresh_node, arch)
+    }));
+    let unmatched = nodeless::unmatched_pools(&choice.pools, &nodes, &nodeless);
     let id = run_id();
     let has = config.probe_arches.as_deref();
-    let chosen: Vec<&select::Candidate> = candidates.iter().filter(|c| c.chosen).collect();
+    // Probed where they are, and (--fresh-node) the pools with no node, on a node made for it.
+    let chosen: Vec<&select::Candidate> = candidates
+        .iter()
+        .filter(|c| c.chosen || (c.nodeless && config.fresh_node))
+        .collect();
     let (payloads, starts) = match &config.probe {
         ProbeSource::Image(image) => {
             let start = |c: &select::Candidate| match lacks_arch(c, has) {
@@ -288,6 +348,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     };
     let mut pods: Vec<PodPlan> = started
         .into_iter()
+        .filter(|(c, _)| !c.nodeless)
         .enumerate()
         .map(|(i, (c, start))| PodPlan {
             kubelet_pull: config.kubelet_pull.then(|| KubeletPullPlan {
@@ -318,6 +379,8 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     Ok(Plan {
         run_id: id,
         candidates,
+        node_pools_unread,
+        unmatched_pools: unmatched,
         pods,
         unprobed,
         payloads,
@@ -412,13 +475,24 @@ pub async fn fleet(
     }
     outcome
         .runs
-        .extend(plan.unprobed.iter().map(|(node, problem)| run::NodeRun {
-            node: node.clone(),
-            pod: String::new(),
-            answer: answer::Answer::Problem(problem.clone()),
-            kubelet_pull: None,
-            elapsed: std::time::Duration::ZERO,
-            fresh: None,
+        .extend(plan.unprobed.iter().map(|(node, problem)| {
+            run::NodeRun {
+                node: node.clone(),
+                pod: String::new(),
+                answer: answer::Answer::Problem(problem.clone()),
+                kubelet_pull: None,
+                elapsed: std::time::Duration::ZERO,
+                // A pool with no node stands as its fresh node's row.
+                fresh: plan
+                    .candidates
+                    .iter()
+                    .find(|c| c.nodeless && c.facts.name == *node)
+                    .map(|c| run::FreshRun {
+                        pool: c.pool.clone(),
+                        beside: node.clone(),
+                        ..run::FreshRun::default()
+                    }),
+            }
         }));
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
         return Err(refused);
@@ -435,6 +509,8 @@ pub async fn fleet(
         },
         workload: plan.workload.clone(),
         pull_secrets: plan.pull_secrets.clone(),
+        node_pools_unread: plan.node_pools_unread.as_ref().map(|u| u.to_string()),
+        unmatched_pools: plan.unmatched_pools.clone(),
         now: now(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
@@ -457,49 +533,6 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<run::Clea
     run::Cleanup::both(pods, run::delete_run(&maps, &selector).await).map_err(failed)
 }
 
-/// Where a run's pods would go: a namespace the API cannot find, or one being deleted, refuses
-/// every pod the run would create (the API's NamespaceLifecycle admission: `namespaces "X" not
-/// found`, 404, or `unable to create new content in namespace X because it is being
-/// terminated`, 403). A get the caller's RBAC refuses decides nothing: the creates will say.
-async fn namespace_usable(
-    client: &kube::Client,
-    name: &str,
-    role: &str,
-) -> Result<(), ClusterError> {
-    let phase = match Api::<Namespace>::all(client.clone()).get(name).await {
-        Ok(namespace) => Some(namespace.status.and_then(|s| s.phase).unwrap_or_default()),
-        Err(kube::Error::Api(status)) if status.code == 404 => None,
-        Err(_) => return Ok(()),
-    };
-    match namespace_problem(name, role, phase.as_deref()) {
-        Some(message) => Err(ClusterError::Api {
-            code: if phase.is_none() { 404 } else { 403 },
-            what: format!("get namespace {name}"),
-            message,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// What keeps the run's pods out of namespace `name` (`phase`: its `status.phase`, `None` when
-/// the namespace does not exist), in the words a user acts on.
-fn namespace_problem(name: &str, role: &str, phase: Option<&str>) -> Option<String> {
-    let fix = if role.starts_with("probe") {
-        "create it (kubectl apply -f deploy/namespace.yaml, which also sets its Pod Security level) or name another with --probe-namespace"
-    } else {
-        "name the workload's namespace with -n"
-    };
-    match phase {
-        None => Some(format!(
-            "the {role} {name} does not exist, so the API would refuse every pod of the run: {fix}"
-        )),
-        Some("Terminating") => Some(format!(
-            "the {role} {name} is being deleted (Terminating), so the API refuses new pods in it: wait until it is gone, then {fix}"
-        )),
-        Some(_) => None,
-    }
-}
-
 /// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own
 /// error (exit 70), not a finding about the nodes.
 fn none_created(outcome: &run::RunOutcome, namespace: &str) -> Option<ClusterError> {
@@ -520,73 +553,10 @@ fn none_created(outcome: &run::RunOutcome, namespace: &str) -> Option<ClusterErr
     })
 }
 
-/// Nodes where a pod runs `image` now (every namespace). Evidence only: a refused list
-/// (RBAC) leaves `node.status.images` as the cache evidence.
-async fn running_on(client: kube::Client, image: &ImageRef) -> std::collections::BTreeSet<String> {
-    let Ok(list) = Api::<Pod>::all(client).list(&ListParams::default()).await else {
-        return Default::default();
-    };
-    list.items
-        .iter()
-        .filter(|p| {
-            crate::pod::running_image_ids(p).iter().any(|(running, _)| {
-                ImageRef::parse(running).is_ok_and(|r| crate::cluster::nodes::same_image(&r, image))
-            })
-        })
-        .filter_map(crate::pod::node_name)
-        .collect()
-}
-
 fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-/// The pod template's spec of `object` (a pod's own spec), its name, and for a pod the node it
-/// landed on.
-async fn workload_spec(
-    client: kube::Client,
-    object: &ObjectRef,
-    ns: &str,
-) -> Result<(String, PodSpec, Option<String>), (kube::Error, String)> {
-    let template = |t: k8s_openapi::api::core::v1::PodTemplateSpec| t.spec.unwrap_or_default();
-    match object {
-        ObjectRef::Pod(name) => {
-            let what = format!("get pods \"{name}\" in {ns}");
-            let pod = Api::<Pod>::namespaced(client, ns)
-                .get(name)
-                .await
-                .map_err(|e| (e, what))?;
-            let spec = pod.spec.unwrap_or_default();
-            let node = spec.node_name.clone();
-            Ok((format!("Pod/{name} in {ns}"), spec, node))
-        }
-        ObjectRef::Workload { kind, name } => {
-            let what = format!("get {}s \"{name}\" in {ns}", kind.as_str().to_lowercase());
-            let label = format!("{}/{name} in {ns}", kind.as_str());
-            let spec = match kind {
-                WorkloadKind::Deployment => Api::<Deployment>::namespaced(client, ns)
-                    .get(name)
-                    .await
-                    .map(|d| d.spec.map(|s| template(s.template))),
-                WorkloadKind::StatefulSet => Api::<StatefulSet>::namespaced(client, ns)
-                    .get(name)
-                    .await
-                    .map(|d| d.spec.map(|s| template(s.template))),
-                WorkloadKind::DaemonSet => Api::<DaemonSet>::namespaced(client, ns)
-                    .get(name)
-                    .await
-                    .map(|d| d.spec.map(|s| template(s.template))),
-                WorkloadKind::Job => Api::<Job>::namespaced(client, ns)
-                    .get(name)
-                    .await
-                    .map(|d| d.spec.map(|s| template(s.template))),
-            }
-            .map_err(|e| (e, what))?;
-            Ok((label, spec.unwrap_or_default(), None))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -412,6 +412,7 @@ mod tests {
             pool_label: ("agentpool".into(), "user".into()),
             existing: vec!["aks-user-1".into()],
             tolerations: None,
+            arch: None,
         });
         let pinned = serde_json::to_value(probe_pod(&plan())).expect("json");
         let pod = serde_json::to_value(probe_pod(&fresh)).expect("json");

@@ -29,6 +29,10 @@ pub struct Header {
     /// The `--for` workload's `imagePullSecrets` (names): the kubelet tries them before the
     /// node's own credentials, and the probe pod cannot read them.
     pub pull_secrets: Vec<String>,
+    /// Why the Karpenter NodePools were not read (pools without nodes may be missing).
+    pub node_pools_unread: Option<String>,
+    /// `--pools` entries that name no pool.
+    pub unmatched_pools: Vec<String>,
     /// Seconds since the epoch, for ages.
     pub now: i64,
     pub elapsed_ms: u64,
@@ -205,12 +209,13 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, header: &Header
     }
 }
 
-/// The row of the node a scale-up made for `run`, beside the pool's newest `existing` row.
+/// The row of the node a scale-up made for `run`, beside the pool's newest `existing` row (none
+/// for a pool with no node: `beside` then stands for the pool).
 fn fresh_row(
     beside: &Candidate,
     run: &super::run::NodeRun,
     way: &super::run::FreshRun,
-    existing: &NodeRow,
+    existing: Option<&NodeRow>,
     header: &Header,
 ) -> NodeRow {
     let mut row = row(beside, Some(run), header);
@@ -221,27 +226,31 @@ fn fresh_row(
     };
     row.created = None;
     row.age_seconds = None;
-    row.chosen_because =
-        "--fresh-node: a node the pool's autoscaler created for this run".to_string();
+    row.chosen_because = match &beside.evidence {
+        Some(found) if beside.nodeless => format!(
+            "--fresh-node: a node the pool's autoscaler created for this run (the pool had none: {found})"
+        ),
+        _ => "--fresh-node: a node the pool's autoscaler created for this run".to_string(),
+    };
     row.cached = false;
     row.cache_evidence = Vec::new();
     if let Some(problem) = row.problem.as_mut() {
         problem.node = Some(row.node.clone());
     }
     let layer = |r: &NodeRow| r.verdict.layer().map(|l| l.as_str());
-    let difference = came
-        .then(|| {
-            super::fresh::difference(
-                (row.status, layer(&row)),
-                (existing.status, layer(existing)),
-                &existing.hand_fixes,
-            )
-        })
-        .flatten();
+    let difference = existing.filter(|_| came).and_then(|existing| {
+        super::fresh::difference(
+            (row.status, layer(&row)),
+            (existing.status, layer(existing)),
+            &existing.hand_fixes,
+        )
+    });
     row.fresh_node = Some(FreshNodeReport {
-        compared_with: existing.node.clone(),
-        compared_status: existing.status,
+        compared_with: existing.map(|e| e.node.clone()),
+        compared_status: existing.map(|e| e.status),
         difference,
+        node_created: way.node_created.clone(),
+        node_ready: way.node_ready.clone(),
         waited_ms: u64::try_from(way.waited.as_millis()).unwrap_or(u64::MAX),
         scheduling: way.said.clone(),
         note: super::fresh::SCALE_DOWN_NOTE,
@@ -403,7 +412,10 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         .filter_map(|run| {
             let way = run.fresh.as_ref()?;
             let beside = candidates.iter().find(|c| c.facts.name == way.beside)?;
-            let existing = nodes.iter().find(|n| n.node == way.beside)?;
+            let existing = nodes.iter().find(|n| n.node == way.beside);
+            if existing.is_none() && !beside.nodeless {
+                return None;
+            }
             Some(fresh_row(beside, run, way, existing, &header))
         })
         .collect();
@@ -467,9 +479,11 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
         }
     }
     let summary = pools.iter().map(|p| p.summary.clone()).collect();
+    // A pool with no node is a row of its own once a fresh node was asked for it.
     let skipped = candidates
         .iter()
         .filter(|c| !c.chosen)
+        .filter(|c| !(c.nodeless && nodes.iter().any(|n| n.pool == c.pool)))
         .map(|c| SkippedNode {
             node: c.facts.name.clone(),
             pool: c.pool.clone(),
@@ -484,6 +498,22 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
             pool: None,
             kind: "probe-image-arch-unknown",
             message: "the probe image's architectures are unknown (--probe-image-arch): a node it has no variant for ends in `exec format error`, named for that node".into(),
+        });
+    }
+    if let Some(why) = &header.node_pools_unread {
+        problems.push(ProblemReport {
+            node: None,
+            pool: None,
+            kind: "nodepools-unread",
+            message: format!("{why}: Karpenter NodePools without nodes (AKS node auto-provisioning's too) are not in this run; see deploy/rbac-fleet.yaml"),
+        });
+    }
+    for pool in &header.unmatched_pools {
+        problems.push(ProblemReport {
+            node: None,
+            pool: Some(pool.clone()),
+            kind: "pool-not-found",
+            message: format!("--pools {pool}: no node of the cluster is in a pool of that name; a node group at zero is named with its label, --pools LABEL={pool} (e.g. kubernetes.azure.com/agentpool={pool}, eks.amazonaws.com/nodegroup={pool})"),
         });
     }
     if let Some(why) = &outcome.events_unread {

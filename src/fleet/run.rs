@@ -28,6 +28,7 @@ use super::kubelet_pull::{KubeletPull, KubeletPullPlan};
 use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
 
+mod fresh_node;
 mod kubelet;
 mod watch;
 
@@ -97,6 +98,9 @@ pub struct FreshRun {
     pub waited: Duration,
     /// The scheduler's and the autoscaler's words, in order, each once.
     pub said: Vec<String>,
+    /// The new node's creation and Ready times (RFC 3339), as its Node object gives them.
+    pub node_created: Option<String>,
+    pub node_ready: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,6 +400,10 @@ async fn probe_node(
     }
     let mut fresh = plan.fresh.as_ref().map(|_| (None, FreshRun::default()));
     let answer = wait_and_read(api, &plan.name, settings, seen, fresh.as_mut()).await;
+    if let Some((Some(node), way)) = fresh.as_mut() {
+        (way.node_created, way.node_ready) =
+            fresh_node::node_times(api.clone().into_client(), node, settings.request_timeout).await;
+    }
     // Best effort, and off the node's slot: the next node's pod need not wait for this delete
     // (a request per node in every wave); the run's cleanup deletes by label whatever is left.
     let (api, name) = (api.clone(), plan.name.clone());
@@ -455,8 +463,11 @@ async fn wait_and_read(
                     *node = Some(bound);
                     created = Instant::now();
                 }
-                super::fresh::Scheduling::Refused { message } => {
-                    return Answer::Problem(RunProblem::ScaleUpRefused { message });
+                super::fresh::Scheduling::Refused { said } => {
+                    return Answer::Problem(RunProblem::ScaleUpRefused {
+                        reason: said.reason,
+                        message: said.message,
+                    });
                 }
                 super::fresh::Scheduling::Waiting { latest } => {
                     if way.waited >= settings.fresh_wait {

@@ -48,6 +48,9 @@ pub struct Candidate {
     pub evidence: Option<String>,
     /// `kubernetes.io/arch` (else `status.nodeInfo.architecture`).
     pub arch: Option<String>,
+    /// A pool with no node yet (`nodeless`): the row stands for the node its autoscaler would
+    /// make, not for a node that exists.
+    pub nodeless: bool,
 }
 
 /// A label of `node`, as `key=value`, when it has that key with one of `values`.
@@ -199,6 +202,7 @@ pub fn choose(
             running: running_on.contains(&facts.name),
             chosen: false,
             why: String::new(),
+            nodeless: false,
             facts,
         });
     }
@@ -212,7 +216,10 @@ pub fn choose(
                 .cmp(&a.facts.created_seconds.unwrap_or(i64::MIN))
                 .then(a.facts.name.cmp(&b.facts.name))
         });
-        let wanted = choice.pools.is_empty() || choice.pools.contains(&pool);
+        let wanted = members.first().is_some_and(|m| {
+            let key = m.facts.pool.as_ref().map_or("", |p| p.0.as_str());
+            super::nodeless::wanted(&choice.pools, key, &pool)
+        });
         let mut taken = 0;
         for c in &mut members {
             let named = choice.also.as_deref() == Some(c.facts.name.as_str());

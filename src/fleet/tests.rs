@@ -1,4 +1,4 @@
-use super::namespace_problem;
+use super::reads::namespace_problem;
 
 #[test]
 fn a_missing_probe_namespace_says_how_to_create_it() {

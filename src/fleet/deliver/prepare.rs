@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{Delivered, Payload, Undeliverable, binaries, objects, pack, sandbox_image};
+use super::{
+    Delivered, Payload, Undeliverable, binaries, common_sandbox_image, objects, pack, sandbox_image,
+};
 use crate::fleet::life::RunProblem;
 use crate::fleet::select::Candidate;
 
@@ -58,10 +60,17 @@ pub fn prepare(run_id: &str, chosen: &[&Candidate], nodes: &[Node], given: &Give
         let node = nodes
             .iter()
             .find(|n| n.metadata.name.as_deref() == Some(&name));
+        // A pool with no node yet: the sandbox image the cluster's nodes hold.
         let Some(node_image) = given
             .node_image
             .clone()
             .or_else(|| node.and_then(sandbox_image))
+            .or_else(|| {
+                candidate
+                    .nodeless
+                    .then(|| common_sandbox_image(nodes))
+                    .flatten()
+            })
         else {
             starts.insert(name, Err(RunProblem::NoNodeImage));
             continue;

@@ -21,6 +21,7 @@ fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
         pool_label: ("kubernetes.azure.com/agentpool".into(), "user".into()),
         existing: vec!["n1".into(), "n2".into()],
         tolerations: None,
+        arch: Some("arm64".into()),
     });
     assert_eq!(
         fields["nodeSelector"],
@@ -33,6 +34,11 @@ fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
         json!([{"key": "metadata.name", "operator": "NotIn", "values": ["n1", "n2"]}])
     );
     assert_eq!(term["matchExpressions"][0]["values"], json!(["user"]));
+    // The architecture the probe can start on: a pool of mixed nodes must make that one.
+    assert_eq!(
+        term["matchExpressions"][1],
+        json!({"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]})
+    );
     assert_eq!(fields["tolerations"], json!([{"operator": "Exists"}]));
     // The workload's tolerations, when it has some, and no empty NotIn.
     let only = placement_fields(&FreshPlacement {
@@ -45,6 +51,7 @@ fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
             effect: Some("NoSchedule".into()),
             toleration_seconds: None,
         }]),
+        arch: None,
     });
     assert_eq!(
         only["tolerations"],
@@ -53,6 +60,7 @@ fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
     let term = &only["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"][0];
     assert!(term.get("matchFields").is_none(), "{term}");
+    assert_eq!(term["matchExpressions"].as_array().map(Vec::len), Some(1));
 }
 
 #[test]
@@ -87,7 +95,10 @@ fn scheduling_follows_the_schedulers_and_the_autoscalers_words() {
     assert_eq!(
         scheduling(&pod(None), &[failed.clone(), refused.clone()]),
         Scheduling::Refused {
-            message: "pod didn't trigger scale-up: 1 max node group size reached".into()
+            said: Said {
+                reason: "NotTriggerScaleUp".into(),
+                message: "pod didn't trigger scale-up: 1 max node group size reached".into()
+            }
         }
     );
     // A scale-up after an earlier refusal: waiting for it, not refused.
@@ -152,4 +163,33 @@ fn a_difference_names_the_hand_fix_the_existing_node_passes_through() {
         )
         .is_some_and(|d| d.contains("works only from its cache"))
     );
+}
+
+/// Karpenter says no with its own `FailedScheduling` (`PodFailedToScheduleEvent`,
+/// kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/events.go): a refusal; the
+/// scheduler's `FailedScheduling` beside it is not, and a later `Nominated` is a yes.
+#[test]
+fn karpenters_failed_scheduling_refuses_and_its_nomination_does_not() {
+    let scheduler = event(
+        "FailedScheduling",
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+    );
+    let karpenter = event(
+        "FailedScheduling",
+        "Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=gpu)",
+    );
+    let nominated = event("Nominated", "Pod should schedule on: nodeclaim/gpu-x7k2p");
+    assert!(matches!(
+        scheduling(&pod(None), std::slice::from_ref(&scheduler)),
+        Scheduling::Waiting { .. }
+    ));
+    assert!(matches!(
+        scheduling(&pod(None), &[scheduler.clone(), karpenter.clone()]),
+        Scheduling::Refused { said } if said.reason == "FailedScheduling"
+            && said.message.contains("exceed limits for nodepool (NodePool=gpu)")
+    ));
+    assert!(matches!(
+        scheduling(&pod(None), &[karpenter, scheduler, nominated]),
+        Scheduling::Waiting { latest: Some(Said { reason, .. }) } if reason == "Nominated"
+    ));
 }

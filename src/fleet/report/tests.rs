@@ -51,6 +51,7 @@ fn candidate(
         why: "the pool's newest Ready node".into(),
         evidence: None,
         arch: None,
+        nodeless: false,
     }
 }
 
@@ -157,6 +158,8 @@ fn header() -> Header {
         delivery: None,
         workload: None,
         pull_secrets: Vec::new(),
+        node_pools_unread: None,
+        unmatched_pools: Vec::new(),
         now: 0,
         elapsed_ms: 30,
     }
@@ -278,6 +281,8 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
                 said: vec![
                     "TriggeredScaleUp: pod triggered scale-up: [{user 2->3 (max: 5)}]".into(),
                 ],
+                node_created: Some("2026-12-05T09:00:00Z".into()),
+                node_ready: Some("2026-12-05T09:00:42Z".into()),
             }),
         });
         let outcome = RunOutcome {
@@ -299,7 +304,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
         .find(|n| n.node == "aks-user-3")
         .expect("the fresh node's row");
     let way = fresh.fresh_node.as_ref().expect("fresh_node");
-    assert_eq!(way.compared_with, "aks-user-2");
+    assert_eq!(way.compared_with.as_deref(), Some("aks-user-2"));
     assert_eq!(way.waited_ms, 70_000);
     assert_eq!(fresh.pool, "user");
     assert!(
@@ -329,6 +334,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
     // No node came: a run problem, no difference claimed.
     let r = report_of(
         Answer::Problem(crate::fleet::life::RunProblem::ScaleUpRefused {
+            reason: "NotTriggerScaleUp".into(),
             message: "pod didn't trigger scale-up: 1 max node group size reached".into(),
         }),
         "",
@@ -348,4 +354,96 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
             .as_ref()
             .is_some_and(|f| f.difference.is_none())
     );
+}
+
+/// A pool with no node (a NodePool): listed as skipped until a fresh node is asked for; then a
+/// row of its own, compared with nothing, its pool's verdict the fresh node's.
+#[test]
+fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
+    let pool = crate::fleet::nodeless::NodelessPool {
+        name: "gpu".into(),
+        label: ("karpenter.sh/nodepool".into(), "gpu".into()),
+        found: crate::fleet::nodeless::Found::NodePool,
+        labels: Default::default(),
+        taints: Vec::new(),
+        arches: None,
+    };
+    let listed = |fresh: bool| {
+        vec![
+            candidate("aks-user-1", "user", None, false),
+            pool.candidate(None, fresh, Some("amd64".into())),
+        ]
+    };
+    let outcome = |runs: Vec<NodeRun>| RunOutcome {
+        runs,
+        ending: Ending::Finished,
+        cleanup: Ok(Cleanup {
+            deleted: 1,
+            remaining: 0,
+            unverified: None,
+        }),
+        events_unread: None,
+    };
+    let existing = NodeRun {
+        node: "aks-user-1".into(),
+        pod: "p-0".into(),
+        answer: probe(None, &[]),
+        kubelet_pull: None,
+        elapsed: Duration::from_millis(90),
+        fresh: None,
+    };
+    let without = build(header(), &listed(false), &outcome(vec![existing.clone()]));
+    let skipped = without
+        .skipped
+        .iter()
+        .find(|s| s.pool == "gpu")
+        .expect("skipped gpu");
+    assert!(skipped.why.contains("--fresh-node"), "{}", skipped.why);
+    assert_eq!(
+        skipped.evidence.as_deref(),
+        Some("NodePool gpu (karpenter.sh/v1)")
+    );
+    assert!(without.pools.iter().all(|p| p.pool != "gpu"));
+
+    let fresh = NodeRun {
+        node: "aks-gpu-x7k2p".into(),
+        pod: "p-fresh-0".into(),
+        answer: probe(Some(Layer::Auth), &[]),
+        kubelet_pull: None,
+        elapsed: Duration::from_millis(90),
+        fresh: Some(crate::fleet::run::FreshRun {
+            pool: "gpu".into(),
+            beside: "(no node of pool gpu)".into(),
+            waited: Duration::from_secs(40),
+            said: vec!["Nominated: Pod should schedule on: nodeclaim/gpu-x7k2p".into()],
+            node_created: None,
+            node_ready: None,
+        }),
+    };
+    let with = build(header(), &listed(true), &outcome(vec![existing, fresh]));
+    assert!(
+        with.skipped.iter().all(|s| s.pool != "gpu"),
+        "{:?}",
+        with.skipped
+    );
+    let row = with
+        .nodes
+        .iter()
+        .find(|n| n.node == "aks-gpu-x7k2p")
+        .expect("fresh row");
+    let way = row.fresh_node.as_ref().expect("fresh_node");
+    assert_eq!(way.compared_with, None);
+    assert_eq!(way.difference, None);
+    assert!(
+        row.chosen_because.contains("NodePool gpu"),
+        "{}",
+        row.chosen_because
+    );
+    let gpu = with
+        .pools
+        .iter()
+        .find(|p| p.pool == "gpu")
+        .expect("pool gpu");
+    assert_eq!(gpu.verdict.layer(), Some(Layer::Auth));
+    assert_eq!(with.verdict.layer(), Some(Layer::Auth));
 }

@@ -90,15 +90,24 @@ pub struct NodeRow {
 /// A fresh node's row: how it came, and its verdict against the pool's newest existing node.
 #[derive(Debug, Clone, Serialize)]
 pub struct FreshNodeReport {
-    /// The newest existing node of the pool, probed beside it.
-    pub compared_with: String,
+    /// The newest existing node of the pool, probed beside it; absent for a pool that had no
+    /// node (a NodePool or node group at zero).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compared_with: Option<String>,
     /// Its status.
-    pub compared_status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compared_status: Option<&'static str>,
     /// How the two answers differ, in words; absent when they agree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difference: Option<String>,
     /// Probe pod created → bound to the new node (or the wait given up).
     pub waited_ms: u64,
+    /// The new node's `metadata.creationTimestamp` (it registered with the API).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_created: Option<String>,
+    /// When its `Ready` condition last turned `True`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_ready: Option<String>,
     /// The scheduler's and the autoscaler's events for the pod, `REASON: message`, in order.
     pub scheduling: Vec<String>,
     /// What the scale-up leaves behind.
