@@ -1637,6 +1637,7 @@ async fn a_fresh_node_made_by_the_autoscaler_shows_the_hand_fix_the_newest_node_
     };
     let groups = vec![
         autoscaler::NodeGroup {
+            provisioner: autoscaler::Provisioner::ClusterAutoscaler,
             id: "aks-user-24791652-vmss".into(),
             labels: pool("user"),
             size: 1,
@@ -1645,6 +1646,7 @@ async fn a_fresh_node_made_by_the_autoscaler_shows_the_hand_fix_the_newest_node_
             next: Some(cri_node(&lab, scratch.path(), "node2", NodeImage::Plain)),
         },
         autoscaler::NodeGroup {
+            provisioner: autoscaler::Provisioner::ClusterAutoscaler,
             id: "aks-gpu-16180339-vmss".into(),
             labels: pool("gpu"),
             size: 1,
@@ -1690,6 +1692,10 @@ async fn a_fresh_node_made_by_the_autoscaler_shows_the_hand_fix_the_newest_node_
     assert_eq!(fresh["runtime_pull"]["agrees"], true, "{fresh:#}");
     let way = &fresh["fresh_node"];
     assert_eq!(way["compared_with"], NODE, "{way:#}");
+    assert!(
+        way["node_created"].is_string() && way["node_ready"].is_string(),
+        "{way:#}"
+    );
     let difference = way["difference"].as_str().unwrap_or("");
     assert!(
         difference.contains("/etc/hosts") && difference.contains("a fresh node fails at dns"),
@@ -1727,4 +1733,147 @@ async fn a_fresh_node_made_by_the_autoscaler_shows_the_hand_fix_the_newest_node_
     for secret in support::LAB_SECRETS {
         assert!(!printed.contains(secret), "{secret} printed");
     }
+}
+
+/// A Karpenter NodePool (AKS node auto-provisioning's API) with no node: `pullpath fleet
+/// --fresh-node` reads it from the API, gives it a row and probes it on the node Karpenter makes
+/// for the probe pod (the stand-in's Karpenter: `Nominated`, then a lab node with a fresh root
+/// registers with `karpenter.sh/nodepool=batch`). There, in the fresh-node scenario, the pull
+/// fails at dns, as that node's own containerd does; the row compares with nothing (there was no
+/// node) and gives the node's creation and Ready times. NodePool `gpu` is at its limit: Karpenter's
+/// own `FailedScheduling` names it, a run problem, not a pull failure. Nothing is left behind.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_pool_without_nodes_is_probed_on_the_node_karpenter_makes() {
+    let build = Scratch::new("lab-cri-nodepool-build");
+    let binary = static_probe_binary(build.path());
+    let lab = lab();
+    lab.switch("fresh-node");
+    forget(&lab, "node2", IMAGE).await;
+    let user = holding_its_pause_image(&lab, "node", node_object(NODE)).await;
+    holding_its_pause_image(&lab, "node2", json!({})).await;
+    let scratch = Scratch::under(&lab.status.state, "lab-cri-nodepool");
+    let kubelets = BTreeMap::from([(
+        NODE.to_string(),
+        cri_node(&lab, scratch.path(), "node", NodeImage::Plain),
+    )]);
+    let kubelet = Arc::new(CriKubelet::new(kubelets, scratch.path().join("pods")));
+    let node_pool = |name: &str| {
+        json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, "uid": format!("uid-nodepool-{name}"), "creationTimestamp": "2026-11-02T10:00:00Z"},
+            "spec": {"template": {"metadata": {"labels": {"team": "data"}},
+                "spec": {"nodeClassRef": {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "default"},
+                    "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}},
+                "limits": {"cpu": "16"},
+                "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}}})
+    };
+    let pool_labels = |name: &str| {
+        BTreeMap::from([
+            ("karpenter.sh/nodepool".to_string(), name.to_string()),
+            ("team".to_string(), "data".to_string()),
+        ])
+    };
+    let groups = vec![
+        autoscaler::NodeGroup {
+            provisioner: autoscaler::Provisioner::Karpenter,
+            id: "batch".into(),
+            labels: pool_labels("batch"),
+            size: 0,
+            max: 2,
+            delay: Duration::from_millis(800),
+            next: Some(cri_node(&lab, scratch.path(), "node2", NodeImage::Plain)),
+        },
+        autoscaler::NodeGroup {
+            provisioner: autoscaler::Provisioner::Karpenter,
+            id: "gpu".into(),
+            labels: pool_labels("gpu"),
+            size: 0,
+            max: 0,
+            delay: Duration::from_millis(800),
+            next: None,
+        },
+    ];
+    let scheduler = autoscaler::Autoscaler::new(kubelet.clone(), vec![user.clone()], groups);
+    let server = ApiServer::start(
+        World::from_objects(vec![
+            user,
+            node_pool("batch"),
+            node_pool("gpu"),
+            kube_api::namespace("default", json!({})),
+            kube_api::namespace("pullpath", json!({})),
+        ])
+        .with_kubelet(Arc::new(scheduler)),
+    );
+    let delivered = format!("amd64={}", binary.display());
+    let (report, printed) = fleet(
+        &server,
+        scratch.path(),
+        &["--probe-binary", delivered.as_str()],
+        &[
+            "--pools",
+            "batch,gpu",
+            "--fresh-node",
+            "--yes",
+            "--fresh-node-timeout",
+            "60s",
+        ],
+    );
+    let fresh = report["nodes"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["pool"] == "batch")
+        .unwrap_or_else(|| panic!("no row for NodePool batch: {report:#}\n{printed}"));
+    assert_eq!(fresh["node"], "aks-batch-x7k20", "{fresh:#}");
+    assert_eq!(fresh["status"], "failed", "{fresh:#}\n{printed}");
+    assert_eq!(fresh["verdict"]["layer"], "dns", "{fresh:#}");
+    assert_eq!(fresh["runtime_pull"]["agrees"], true, "{fresh:#}");
+    assert!(
+        fresh["chosen_because"]
+            .as_str()
+            .is_some_and(|c| c.contains("NodePool batch (karpenter.sh/v1)")),
+        "{fresh:#}"
+    );
+    let way = &fresh["fresh_node"];
+    assert!(way.get("compared_with").is_none(), "{way:#}");
+    assert!(
+        way["node_created"].is_string() && way["node_ready"].is_string(),
+        "{way:#}"
+    );
+    assert!(
+        way["scheduling"]
+            .to_string()
+            .contains("Nominated: Pod should schedule on: nodeclaim/batch-x7k20"),
+        "{way:#}"
+    );
+    let batch = report["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["pool"] == "batch")
+        .unwrap_or_else(|| panic!("no pool batch: {report:#}"));
+    assert_eq!(batch["verdict"]["layer"], "dns", "{batch:#}");
+    let refused = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .find(|p| p["kind"] == "scale-up-refused")
+        .unwrap_or_else(|| panic!("no scale-up-refused problem: {report:#}"));
+    assert_eq!(refused["pool"], "gpu", "{refused:#}");
+    assert!(
+        refused["message"].as_str().is_some_and(|m| m.contains(
+            "(FailedScheduling): Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=gpu)"
+        )),
+        "{refused:#}"
+    );
+    // The existing node's pool was not asked for.
+    assert!(
+        report["nodes"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .all(|r| r["pool"] != "user"),
+        "{report:#}"
+    );
+    all_gone(&server, &kubelet);
+    assert!(server.store.config_map_names().is_empty());
 }

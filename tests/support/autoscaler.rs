@@ -14,7 +14,13 @@
 //!   group's provisioning delay a new Node registers (Ready, the group's labels, created now)
 //!   with its own kubelet (a lab node with a fresh root) and the pod is bound to it; a group at
 //!   its maximum gives `NotTriggerScaleUp` (`pod didn't trigger scale-up: 1 max node group size
-//!   reached`), no group at all `pod didn't trigger scale-up: ` with no reason counted.
+//!   reached`), no group at all `pod didn't trigger scale-up: ` with no reason counted;
+//! - or Karpenter's, for a group that is a NodePool (kubernetes-sigs/karpenter
+//!   pkg/controllers/provisioning/scheduling/events.go): `Nominated` (`Pod should schedule on:
+//!   nodeclaim/NAME`) and a node that registers after the delay with the NodePool's label; at its
+//!   limit, Karpenter's own `FailedScheduling` (`Failed to schedule pod, all available instance
+//!   types exceed limits for nodepool (NodePool=NAME)`, the error of scheduler.go wrapped by
+//!   `serrors`).
 //!
 //! Never kinder than the real thing: nothing schedules a pod no node or group fits, and a scale
 //! -up takes its delay.
@@ -30,9 +36,18 @@ use serde_json::{Value, json};
 use crate::cri_kubelet::{CriKubelet, CriNode};
 use crate::kube_api::{Kubelet, PodStore, now_rfc3339};
 
+/// Who grows a group, in their own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provisioner {
+    ClusterAutoscaler,
+    /// A Karpenter NodePool (the group's id is the NodePool's name).
+    Karpenter,
+}
+
 /// A node group the autoscaler may grow: its labels, its size now and its maximum, how long a
 /// new node takes, and the lab node that plays each new node (its Node object is made here).
 pub struct NodeGroup {
+    pub provisioner: Provisioner,
     /// The group's id as cluster-autoscaler names it (the VMSS, the ASG).
     pub id: String,
     pub labels: BTreeMap<String, String>,
@@ -122,6 +137,14 @@ fn pod_event(
         "source": {"component": component}, "reportingComponent": component}));
 }
 
+/// The labels every new node gets from its instance type (the lab's nodes are linux/amd64).
+fn node_labels() -> [(String, String); 2] {
+    [
+        ("kubernetes.io/os".into(), "linux".into()),
+        ("kubernetes.io/arch".into(), "amd64".into()),
+    ]
+}
+
 impl Kubelet for Autoscaler {
     fn pod_created(&self, pod: &Value, store: &Arc<PodStore>) {
         if pod["spec"]["nodeName"]
@@ -161,7 +184,13 @@ impl Kubelet for Autoscaler {
             ),
         );
         let mut groups = self.groups.lock().expect("groups");
-        let template = |g: &NodeGroup| json!({"metadata": {"name": format!("{}{:06}", g.id, g.size), "labels": g.labels}});
+        // A group's template node carries what its nodes will (the autoscalers build it from
+        // the instance type: os and arch among them).
+        let template = |g: &NodeGroup| {
+            let mut labels = g.labels.clone();
+            labels.extend(node_labels());
+            json!({"metadata": {"name": format!("{}{:06}", g.id, g.size), "labels": labels}})
+        };
         let Some(group) = groups.iter_mut().find(|g| fits(pod, &template(g))) else {
             pod_event(
                 store,
@@ -173,32 +202,61 @@ impl Kubelet for Autoscaler {
             );
             return;
         };
-        if group.size >= group.max || group.next.is_none() {
-            pod_event(
+        let at_limit = group.size >= group.max || group.next.is_none();
+        let node_name = match group.provisioner {
+            Provisioner::ClusterAutoscaler => format!("{}{:06}", group.id, group.size),
+            // AKS node auto-provisioning's names: aks-NODEPOOL-SUFFIX.
+            Provisioner::Karpenter => format!("aks-{}-x7k2{}", group.id, group.size),
+        };
+        match (group.provisioner, at_limit) {
+            (Provisioner::ClusterAutoscaler, true) => pod_event(
                 store,
                 pod,
                 "cluster-autoscaler",
                 "Normal",
                 "NotTriggerScaleUp",
                 "pod didn't trigger scale-up: 1 max node group size reached",
-            );
+            ),
+            (Provisioner::Karpenter, true) => pod_event(
+                store,
+                pod,
+                "karpenter",
+                "Warning",
+                "FailedScheduling",
+                &format!(
+                    "Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool={})",
+                    group.id
+                ),
+            ),
+            (Provisioner::ClusterAutoscaler, false) => pod_event(
+                store,
+                pod,
+                "cluster-autoscaler",
+                "Normal",
+                "TriggeredScaleUp",
+                &format!(
+                    "pod triggered scale-up: [{{{} {}->{} (max: {})}}]",
+                    group.id,
+                    group.size,
+                    group.size + 1,
+                    group.max
+                ),
+            ),
+            (Provisioner::Karpenter, false) => pod_event(
+                store,
+                pod,
+                "karpenter",
+                "Normal",
+                "Nominated",
+                &format!(
+                    "Pod should schedule on: nodeclaim/{}",
+                    node_name.trim_start_matches("aks-")
+                ),
+            ),
+        }
+        if at_limit {
             return;
         }
-        pod_event(
-            store,
-            pod,
-            "cluster-autoscaler",
-            "Normal",
-            "TriggeredScaleUp",
-            &format!(
-                "pod triggered scale-up: [{{{} {}->{} (max: {})}}]",
-                group.id,
-                group.size,
-                group.size + 1,
-                group.max
-            ),
-        );
-        let node_name = format!("{}{:06}", group.id, group.size);
         group.size += 1;
         let (labels, delay) = (group.labels.clone(), group.delay);
         let kubelet_node = group.next.take().expect("checked above");
@@ -208,12 +266,12 @@ impl Kubelet for Autoscaler {
             std::thread::sleep(delay);
             let mut labels = labels;
             labels.insert("kubernetes.io/hostname".into(), node_name.clone());
-            labels.insert("kubernetes.io/os".into(), "linux".into());
-            labels.insert("kubernetes.io/arch".into(), "amd64".into());
+            labels.extend(node_labels());
+            let now = now_rfc3339();
             store.register_node(json!({"kind": "Node", "apiVersion": "v1",
-                "metadata": {"name": node_name, "uid": format!("uid-{node_name}"), "creationTimestamp": now_rfc3339(), "labels": labels},
+                "metadata": {"name": node_name, "uid": format!("uid-{node_name}"), "creationTimestamp": now, "labels": labels},
                 "spec": {"taints": []},
-                "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}], "images": [],
+                "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "lastTransitionTime": now}], "images": [],
                     "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.33.5",
                         "containerRuntimeVersion": "containerd://1.6.20", "osImage": "Ubuntu 22.04.5 LTS",
                         "bootID": "", "kernelVersion": "", "kubeProxyVersion": "", "machineID": "", "systemUUID": ""}}}));

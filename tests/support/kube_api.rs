@@ -173,6 +173,17 @@ const RESOURCES: &[Resource] = &[
         namespaced: true,
         short_names: &[],
     },
+    // Karpenter's CRD (kubernetes-sigs/karpenter pkg/apis/crds/karpenter.sh_nodepools.yaml:
+    // cluster-scoped, plural `nodepools`), served only in a world that holds NodePools: a
+    // cluster without Karpenter answers 404 for it.
+    Resource {
+        group: "karpenter.sh",
+        version: "v1",
+        plural: "nodepools",
+        kind: "NodePool",
+        namespaced: false,
+        short_names: &[],
+    },
     Resource {
         group: "events.k8s.io",
         version: "v1",
@@ -782,6 +793,10 @@ fn watch_pods(world: &World, ns: &str, query: &BTreeMap<String, String>) -> Resp
 }
 
 fn served(world: &World, group: &str, plural: &str) -> bool {
+    // A CRD's API exists only where it is installed.
+    if group == "karpenter.sh" && !world.objects.iter().any(|o| o["kind"] == "NodePool") {
+        return false;
+    }
     !world
         .faults
         .iter()
