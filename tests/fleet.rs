@@ -1638,3 +1638,75 @@ async fn fresh_node_asks_first_and_its_pods_exclude_every_node_of_today() {
         );
     }
 }
+
+/// A node group at zero named by its label (`--pools LABEL=VALUE`): no node carries the label,
+/// so its row is a fresh probe pod that waits for a node; none comes (no scheduler binds it, as
+/// when the autoscaler does nothing). At `--fresh-node-timeout` the row says `no-fresh-node` and
+/// the pod is gone; on SIGINT while it waits, the run ends interrupted and the pod is gone too.
+/// A `--pools NAME` that matches no pool is named, with how to name a group at zero.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pending_fresh_pod_is_deleted_at_its_timeout_and_on_sigint() {
+    let f = fleet("fleet-fresh-pending", &[]).await;
+    let pools = "kubernetes.azure.com/agentpool=spot,nowhere";
+    let (_, r) = f
+        .json(&[
+            "--pools",
+            pools,
+            "--fresh-node",
+            "--yes",
+            "--fresh-node-timeout",
+            "2s",
+        ])
+        .await;
+    let row = r["nodes"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|n| n["pool"] == "spot")
+        .unwrap_or_else(|| panic!("no row for the group at zero: {r:#}"));
+    assert_eq!(row["node"], "(a fresh node of pool spot)", "{row:#}");
+    assert_eq!(row["problem"]["kind"], "no-fresh-node", "{row:#}");
+    assert!(
+        row["chosen_because"]
+            .as_str()
+            .is_some_and(|c| c.contains("--pools kubernetes.azure.com/agentpool=spot")),
+        "{row:#}"
+    );
+    assert!(row["fresh_node"].get("compared_with").is_none(), "{row:#}");
+    let unmatched = r["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .find(|p| p["kind"] == "pool-not-found")
+        .unwrap_or_else(|| panic!("--pools nowhere not named: {r:#}"));
+    assert_eq!(unmatched["pool"], "nowhere");
+    assert!(
+        unmatched["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--pools LABEL=nowhere")),
+        "{unmatched:#}"
+    );
+    assert_eq!(r["cleanup"]["remaining"], 0, "{r:#}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    let created = f.server.store.created();
+    assert_eq!(created, 1, "one fresh pod and nothing else");
+
+    let child = spawn(f.command(&[
+        IMAGE,
+        "-o",
+        "json",
+        "--pools",
+        pools,
+        "--fresh-node",
+        "--yes",
+    ]));
+    f.until_created(created + 1).await;
+    assert_eq!(f.pods_left().len(), 1, "the fresh pod waits");
+    signal(&child, "INT");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("exits"))
+        .await
+        .expect("wait");
+    let r = support::fleet_report(&out);
+    assert_eq!(r["ending"], "interrupted", "{r:#}");
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+}
