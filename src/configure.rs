@@ -182,6 +182,7 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
             origin: fleet::probe_origin(&image_ref, &probe),
             request_timeout: args.kube.request_timeout,
             fresh_wait: args.fresh_node_timeout,
+            progress: None,
         },
         fresh_node: args.fresh_node,
         probe,

@@ -444,7 +444,25 @@ fn fleet_command(args: FleetArgs) -> anyhow::Result<u8> {
         eprintln!("not started: no fresh node asked for");
         return Ok(exit::USAGE);
     }
-    let report = runtime.block_on(async { fleet::fleet(&config, interrupted()).await });
+    // On a terminal, a progress line per probe pod on stderr while the run waits.
+    let mut config = config;
+    let steps = (args.output == Output::Text
+        && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    .then(|| {
+        let (sink, steps) = tokio::sync::mpsc::unbounded_channel();
+        config.settings.progress = Some(sink);
+        steps
+    });
+    let report = runtime.block_on(async move {
+        let drawing = steps.map(|steps| tokio::spawn(render::fleet_progress::draw(steps)));
+        let report = fleet::fleet(&config, interrupted()).await;
+        // The last sender goes with the configuration: the drawing ends once it has drawn all.
+        drop(config);
+        if let Some(drawing) = drawing {
+            let _ = drawing.await;
+        }
+        report
+    });
     let report = match report {
         Ok(report) => report,
         Err(e) => {

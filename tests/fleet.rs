@@ -1710,3 +1710,42 @@ async fn a_pending_fresh_pod_is_deleted_at_its_timeout_and_on_sigint() {
     assert_eq!(r["ending"], "interrupted", "{r:#}");
     assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
 }
+
+/// On a terminal, fleet draws a progress line per probe pod on stderr while it waits: the fresh
+/// pod's wait in the scheduler's words, then what ended it. Run under `script`, which gives
+/// pullpath a pseudo-terminal, as an operator's shell does.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_terminal_each_fresh_pod_has_a_progress_line() {
+    let f = fleet("fleet-fresh-progress", &[]).await;
+    let command = f.command(&[
+        IMAGE,
+        "--pools",
+        "kubernetes.azure.com/agentpool=spot",
+        "--fresh-node",
+        "--yes",
+        "--fresh-node-timeout",
+        "2s",
+    ]);
+    let quoted: Vec<String> = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''")))
+        .collect();
+    let mut script = Command::new("script");
+    script
+        .args(["-q", "-e", "-c", &quoted.join(" "), "/dev/null"])
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG");
+    let out = tokio::task::spawn_blocking(move || script.output().expect("script runs"))
+        .await
+        .expect("script");
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        seen.contains("fresh node of pool spot: pending"),
+        "no waiting line: {seen}"
+    );
+    assert!(
+        seen.contains("fresh node of pool spot: run problem: no fresh node came within 2s"),
+        "no final line: {seen}"
+    );
+    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+}

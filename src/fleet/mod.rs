@@ -19,6 +19,7 @@ pub mod kubelet_pull;
 pub mod life;
 pub mod nodeless;
 pub mod pod_spec;
+pub mod progress;
 pub mod reads;
 pub mod report;
 pub mod run;

@@ -27,6 +27,7 @@ use super::answer::{self, Answer};
 use super::kubelet_pull::{KubeletPull, KubeletPullPlan};
 use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
+use super::progress::{Doing, tell};
 
 mod fresh_node;
 mod kubelet;
@@ -54,6 +55,8 @@ pub struct RunSettings {
     pub request_timeout: Duration,
     /// `--fresh-node-timeout`: how long a fresh probe pod may wait for its node.
     pub fresh_wait: Duration,
+    /// Where each pod's steps are told while the run waits (a terminal's progress lines).
+    pub progress: Option<super::progress::Sink>,
 }
 
 /// What the lister last saw: the run's pods by name, or why it could not list them.
@@ -398,12 +401,11 @@ async fn probe_node(
         };
         return (answer, None);
     }
+    let progress = settings.progress.as_ref();
+    tell(progress, plan, Doing::Created);
     let mut fresh = plan.fresh.as_ref().map(|_| (None, FreshRun::default()));
-    let answer = wait_and_read(api, &plan.name, settings, seen, fresh.as_mut()).await;
-    if let Some((Some(node), way)) = fresh.as_mut() {
-        (way.node_created, way.node_ready) =
-            fresh_node::node_times(api.clone().into_client(), node, settings.request_timeout).await;
-    }
+    let answer = wait_and_read(api, plan, settings, seen, fresh.as_mut()).await;
+    tell(progress, plan, Doing::Answered(Box::new(answer.clone())));
     // Best effort, and off the node's slot: the next node's pod need not wait for this delete
     // (a request per node in every wave); the run's cleanup deletes by label whatever is left.
     let (api, name) = (api.clone(), plan.name.clone());
@@ -417,11 +419,13 @@ async fn probe_node(
 /// `--fresh-node-timeout`, its scheduling words kept; its start budget counts from then.
 async fn wait_and_read(
     api: &Api<Pod>,
-    name: &str,
+    plan: &PodPlan,
     settings: &RunSettings,
     mut seen: tokio::sync::watch::Receiver<Seen>,
     mut fresh: Option<&mut (Option<String>, FreshRun)>,
 ) -> Answer {
+    let name = plan.name.as_str();
+    let mut last_words = String::new();
     // Lists that began before the create finished may not show the pod yet.
     let created_at = seen.borrow().generation + 1;
     let mut created = Instant::now();
@@ -460,6 +464,18 @@ async fn wait_and_read(
             way.waited = created.elapsed();
             match super::fresh::scheduling(pod, events) {
                 super::fresh::Scheduling::Scheduled { node: bound } => {
+                    (way.node_created, way.node_ready) = fresh_node::node_times(
+                        api.clone().into_client(),
+                        &bound,
+                        settings.request_timeout,
+                    )
+                    .await;
+                    let on_node = Doing::OnNode {
+                        node: bound.clone(),
+                        created: way.node_created.clone(),
+                        ready: way.node_ready.clone(),
+                    };
+                    tell(settings.progress.as_ref(), plan, on_node);
                     *node = Some(bound);
                     created = Instant::now();
                 }
@@ -470,6 +486,17 @@ async fn wait_and_read(
                     });
                 }
                 super::fresh::Scheduling::Waiting { latest } => {
+                    // Told when the word changes or every ten seconds of the wait.
+                    let words = super::fresh::waiting_words(latest.as_ref(), way.waited);
+                    let said = latest.as_ref().map(ToString::to_string).unwrap_or_default();
+                    if said != last_words || way.waited.as_secs() % 10 == 0 {
+                        last_words = said;
+                        let waiting = Doing::Waiting {
+                            waited: way.waited,
+                            words,
+                        };
+                        tell(settings.progress.as_ref(), plan, waiting);
+                    }
                     if way.waited >= settings.fresh_wait {
                         return Answer::Problem(RunProblem::NoFreshNode {
                             waited: way.waited,
