@@ -425,7 +425,6 @@ async fn wait_and_read(
     mut fresh: Option<&mut (Option<String>, FreshRun)>,
 ) -> Answer {
     let name = plan.name.as_str();
-    let mut last_words = String::new();
     // Lists that began before the create finished may not show the pod yet.
     let created_at = seen.borrow().generation + 1;
     let mut created = Instant::now();
@@ -451,60 +450,11 @@ async fn wait_and_read(
         if let Some((node, way)) = fresh.as_deref_mut()
             && node.is_none()
         {
-            for event in events {
-                let said = format!(
-                    "{}: {}",
-                    event.reason.as_deref().unwrap_or(""),
-                    event.message.as_deref().unwrap_or("")
-                );
-                if !way.said.contains(&said) {
-                    way.said.push(said);
-                }
-            }
             way.waited = created.elapsed();
-            match super::fresh::scheduling(pod, events) {
-                super::fresh::Scheduling::Scheduled { node: bound } => {
-                    (way.node_created, way.node_ready) = fresh_node::node_times(
-                        api.clone().into_client(),
-                        &bound,
-                        settings.request_timeout,
-                    )
-                    .await;
-                    let on_node = Doing::OnNode {
-                        node: bound.clone(),
-                        created: way.node_created.clone(),
-                        ready: way.node_ready.clone(),
-                    };
-                    tell(settings.progress.as_ref(), plan, on_node);
-                    *node = Some(bound);
-                    created = Instant::now();
-                }
-                super::fresh::Scheduling::Refused { said } => {
-                    return Answer::Problem(RunProblem::ScaleUpRefused {
-                        reason: said.reason,
-                        message: said.message,
-                    });
-                }
-                super::fresh::Scheduling::Waiting { latest } => {
-                    // Told when the word changes or every ten seconds of the wait.
-                    let words = super::fresh::waiting_words(latest.as_ref(), way.waited);
-                    let said = latest.as_ref().map(ToString::to_string).unwrap_or_default();
-                    if said != last_words || way.waited.as_secs() % 10 == 0 {
-                        last_words = said;
-                        let waiting = Doing::Waiting {
-                            waited: way.waited,
-                            words,
-                        };
-                        tell(settings.progress.as_ref(), plan, waiting);
-                    }
-                    if way.waited >= settings.fresh_wait {
-                        return Answer::Problem(RunProblem::NoFreshNode {
-                            waited: way.waited,
-                            latest: latest.map(|s| s.to_string()),
-                        });
-                    }
-                    continue;
-                }
+            match fresh_node::look(api, plan, settings, pod, events, node, way).await {
+                fresh_node::Look::Pending => continue,
+                fresh_node::Look::Bound => created = Instant::now(),
+                fresh_node::Look::Over(answer) => return *answer,
             }
         }
         if running_since.is_none() && started(pod) {

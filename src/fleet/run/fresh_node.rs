@@ -1,10 +1,85 @@
-//! `--fresh-node`: when the new node came and became Ready, read from its Node object once the
-//! probe pod is bound to it.
+//! `--fresh-node`: a fresh probe pod's wait for its node, looked at each time the run's pods
+//! are listed: its scheduling words kept, told as progress, and when the new node came and
+//! became Ready, read from its Node object once the pod is bound to it.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::Api;
+
+use super::{Answer, FreshRun, RunProblem, RunSettings};
+use crate::fleet::fresh::{self, Scheduling};
+use crate::fleet::pod_spec::PodPlan;
+use crate::fleet::progress::{Doing, tell};
+
+/// What one look at a pending fresh pod decides.
+pub(super) enum Look {
+    /// Still waiting for a node.
+    Pending,
+    /// Bound to its new node (`node` now holds its name): the probe's own clocks start.
+    Bound,
+    /// The wait is over without a node: the autoscaler said no, or the timeout came.
+    Over(Box<Answer>),
+}
+
+/// Look at `pod` (and its `events`, oldest first) while it waits for a node; `way.waited` is
+/// the wait so far.
+pub(super) async fn look(
+    api: &Api<Pod>,
+    plan: &PodPlan,
+    settings: &RunSettings,
+    pod: &Pod,
+    events: &[Event],
+    node: &mut Option<String>,
+    way: &mut FreshRun,
+) -> Look {
+    for event in events {
+        let said = format!(
+            "{}: {}",
+            event.reason.as_deref().unwrap_or(""),
+            event.message.as_deref().unwrap_or("")
+        );
+        if !way.said.contains(&said) {
+            way.said.push(said);
+        }
+    }
+    let progress = settings.progress.as_ref();
+    match fresh::scheduling(pod, events) {
+        Scheduling::Scheduled { node: bound } => {
+            (way.node_created, way.node_ready) =
+                node_times(api.clone().into_client(), &bound, settings.request_timeout).await;
+            let on_node = Doing::OnNode {
+                node: bound.clone(),
+                created: way.node_created.clone(),
+                ready: way.node_ready.clone(),
+            };
+            tell(progress, plan, on_node);
+            *node = Some(bound);
+            Look::Bound
+        }
+        Scheduling::Refused { said } => {
+            Look::Over(Box::new(Answer::Problem(RunProblem::ScaleUpRefused {
+                reason: said.reason,
+                message: said.message,
+            })))
+        }
+        Scheduling::Waiting { latest } => {
+            let words = fresh::waiting_words(latest.as_ref(), way.waited);
+            let waiting = Doing::Waiting {
+                waited: way.waited,
+                words,
+            };
+            tell(progress, plan, waiting);
+            if way.waited < settings.fresh_wait {
+                return Look::Pending;
+            }
+            Look::Over(Box::new(Answer::Problem(RunProblem::NoFreshNode {
+                waited: way.waited,
+                latest: latest.map(|s| s.to_string()),
+            })))
+        }
+    }
+}
 
 /// The node's `metadata.creationTimestamp` and the last transition of its `Ready` condition to
 /// `True` (RFC 3339), as far as the object says.
@@ -26,7 +101,7 @@ pub fn times_of(node: &Node) -> (Option<String>, Option<String>) {
 
 /// The fresh node's times; none when the get fails or takes longer than `timeout`: the times
 /// are evidence for the row, never a reason to hold up the run.
-pub(super) async fn node_times(
+async fn node_times(
     client: kube::Client,
     name: &str,
     timeout: Duration,
