@@ -268,23 +268,41 @@ pub struct ProbeArgs {
     pub output: Output,
 }
 
+/// Why a duration flag's value is refused; clap prints it after the flag's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadDuration {
+    #[error("{text:?} is not a duration (try 500ms, 3s, 2m)")]
+    NotANumber { text: String },
+    #[error("unknown unit {unit:?} in {text:?} (ms, s, m)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("{text:?} is out of range (1ms to 60m)")]
+    OutOfRange { text: String },
+}
+
 /// `500ms`, `3s`, `2m`, or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, BadDuration> {
     let text = text.trim();
     let (number, unit) = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .map_or((text, "s"), |i| text.split_at(i));
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (try 500ms, 3s, 2m)"))?;
+    let value: f64 = number.parse().map_err(|_| BadDuration::NotANumber {
+        text: text.to_string(),
+    })?;
     let seconds = match unit {
         "ms" => value / 1000.0,
         "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("unknown unit {unit:?} in {text:?} (ms, s, m)")),
+        _ => {
+            return Err(BadDuration::UnknownUnit {
+                text: text.to_string(),
+                unit: unit.to_string(),
+            });
+        }
     };
     if !(0.001..=3600.0).contains(&seconds) {
-        return Err(format!("{text:?} is out of range (1ms to 60m)"));
+        return Err(BadDuration::OutOfRange {
+            text: text.to_string(),
+        });
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -504,9 +522,18 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("3h").is_err());
-        assert!(parse_duration("fast").is_err());
+        assert!(matches!(
+            parse_duration("0s"),
+            Err(BadDuration::OutOfRange { text }) if text == "0s"
+        ));
+        assert!(matches!(
+            parse_duration("3h"),
+            Err(BadDuration::UnknownUnit { unit, .. }) if unit == "h"
+        ));
+        assert!(matches!(
+            parse_duration("fast"),
+            Err(BadDuration::NotANumber { text }) if text == "fast"
+        ));
     }
 
     #[test]

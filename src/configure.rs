@@ -147,8 +147,7 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
         args.probe_image.as_deref(),
         args.node_image.as_deref(),
         &args.probe_binary,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     for (flag, image) in [
         ("--probe-image", args.probe_image.as_deref()),
         ("--node-image", args.node_image.as_deref()),
@@ -375,11 +374,21 @@ mod tests {
         ] {
             let mut argv = vec!["r.example/team/app:v1"];
             argv.extend(bad);
-            let error = fleet(&fleet_args(&argv), target())
-                .expect_err("refused")
-                .to_string();
-            assert!(error.contains(bad[0]), "{error}");
+            let error = fleet(&fleet_args(&argv), target()).expect_err("refused");
+            // What the user reads names the flag.
+            assert!(error.to_string().contains(bad[0]), "{error}");
         }
+        let not_arch_path = fleet(
+            &fleet_args(&["r.example/team/app:v1", "--probe-binary", "/opt/pullpath"]),
+            target(),
+        )
+        .expect_err("refused");
+        assert_eq!(
+            not_arch_path.downcast_ref::<fleet::deliver::prepare::NotArchPath>(),
+            Some(&fleet::deliver::prepare::NotArchPath {
+                given: "/opt/pullpath".into()
+            })
+        );
         let bad_for = fleet(
             &fleet_args(&[
                 "r.example/team/app:v1",

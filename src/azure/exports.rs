@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::shape;
+pub use unreadable::Unreadable;
+
+mod unreadable;
 
 /// No Azure list export of one subscription comes near this; larger files are refused unread.
 pub const MAX_FILE: u64 = 64 * 1024 * 1024;
@@ -149,7 +152,7 @@ pub enum FileState {
     Read,
     Missing,
     /// Present but not usable; the reason names the problem, never the content.
-    Unreadable(String),
+    Unreadable(Unreadable),
 }
 
 /// One file the analysis looked for.
@@ -239,7 +242,7 @@ impl Exports {
     fn gather(
         dir: &Path,
         list: impl Fn(&str) -> Vec<String>,
-        fetch: impl Fn(&str) -> Result<Option<Vec<u8>>, String>,
+        fetch: impl Fn(&str) -> Result<Option<Vec<u8>>, Unreadable>,
     ) -> Exports {
         let mut exports = Exports {
             dir: dir.to_path_buf(),
@@ -345,30 +348,30 @@ fn json_files(folder: &Path) -> Vec<String> {
 }
 
 /// `Ok(None)` when absent; `Err` names what is wrong with the file without quoting it.
-fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, String> {
+fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, Unreadable> {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot open: {e}")),
+        Err(e) => return Err(Unreadable::Open(e.into())),
     };
     let mut bytes = Vec::new();
     file.take(MAX_FILE + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(|e| Unreadable::Read(e.into()))?;
     Ok(Some(bytes))
 }
 
 /// A file's bytes → its document; `Err` names what is wrong without quoting it.
-fn parse_json(bytes: Vec<u8>) -> Result<Value, String> {
+fn parse_json(bytes: Vec<u8>) -> Result<Value, Unreadable> {
     if bytes.len() as u64 > MAX_FILE {
-        return Err(format!("larger than {} MiB", MAX_FILE >> 20));
+        return Err(Unreadable::TooLarge);
     }
     // `az` on Windows may write a byte-order mark.
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty (the command that writes it failed or printed nothing)".into());
+        return Err(Unreadable::Empty);
     }
-    serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))
+    serde_json::from_slice(body).map_err(|e| Unreadable::NotJson(e.into()))
 }
 
 #[cfg(test)]
@@ -414,10 +417,13 @@ mod tests {
         let state = |file: &str| exports.status(file).map(|s| s.state.clone());
         assert_eq!(
             state("vnets.json"),
-            Some(FileState::Unreadable("larger than 64 MiB".into()))
+            Some(FileState::Unreadable(Unreadable::TooLarge))
         );
         assert!(
-            matches!(state("nsgs.json"), Some(FileState::Unreadable(why)) if why.starts_with("not JSON")),
+            matches!(
+                state("nsgs.json"),
+                Some(FileState::Unreadable(Unreadable::NotJson(_)))
+            ),
             "serde_json's recursion limit, not a stack overflow"
         );
         assert_eq!(state("acr.json"), Some(FileState::Missing));
@@ -454,9 +460,7 @@ mod tests {
         let mut expected = states(&from_disk);
         for (file, state) in &mut expected {
             if file == "nsgs.json" {
-                *state = FileState::Unreadable(
-                    "empty (the command that writes it failed or printed nothing)".into(),
-                );
+                *state = FileState::Unreadable(Unreadable::Empty);
             }
         }
         assert_eq!(states(&in_memory), expected);

@@ -257,7 +257,7 @@ pub fn report(analysis: &Analysis, exports: &Exports) -> AzureReport {
                     FileState::Unreadable(_) => "unreadable",
                 },
                 error: match &f.state {
-                    FileState::Unreadable(why) => Some(why.clone()),
+                    FileState::Unreadable(why) => Some(why.to_string()),
                     _ => None,
                 },
                 command: f.command(),

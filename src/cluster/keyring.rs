@@ -6,23 +6,45 @@ use serde_json::Value;
 
 use crate::image_ref::ImageRef;
 
+/// Why a pull secret holds no registry entry the kubelet reads. No variant keeps the secret's
+/// bytes or serde's words about them: both could quote a credential.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoRegistryKeys {
+    #[error("type {secret_type} holds no registry credentials")]
+    NotDockerConfig { secret_type: String },
+    #[error("no {field} key")]
+    NoField { field: &'static str },
+    #[error("{field} is not JSON")]
+    NotJson { field: &'static str },
+    #[error("{field} has no auths")]
+    NoAuths { field: &'static str },
+}
+
 /// The registry keys of a `kubernetes.io/dockerconfigjson` (`.dockerconfigjson`, `{"auths":…}`)
 /// or `kubernetes.io/dockercfg` (`.dockercfg`, the map itself) Secret's data (decoded bytes).
 /// The entries' values are dropped here.
-pub fn registry_keys(secret_type: &str, data: &[(String, Vec<u8>)]) -> Result<Vec<String>, String> {
+pub fn registry_keys(
+    secret_type: &str,
+    data: &[(String, Vec<u8>)],
+) -> Result<Vec<String>, NoRegistryKeys> {
     let (field, nested) = match secret_type {
         "kubernetes.io/dockerconfigjson" => (".dockerconfigjson", true),
         "kubernetes.io/dockercfg" => (".dockercfg", false),
-        other => return Err(format!("type {other} holds no registry credentials")),
+        other => {
+            return Err(NoRegistryKeys::NotDockerConfig {
+                secret_type: other.to_string(),
+            });
+        }
     };
     let Some((_, bytes)) = data.iter().find(|(k, _)| k == field) else {
-        return Err(format!("no {field} key"));
+        return Err(NoRegistryKeys::NoField { field });
     };
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| format!("{field} is not JSON"))?;
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|_| NoRegistryKeys::NotJson { field })?;
     let map = if nested { &value["auths"] } else { &value };
     let keys = map
         .as_object()
-        .ok_or_else(|| format!("{field} has no auths"))?
+        .ok_or(NoRegistryKeys::NoAuths { field })?
         .keys()
         .cloned()
         .collect();
@@ -82,13 +104,35 @@ mod tests {
             registry_keys("kubernetes.io/dockercfg", &legacy),
             Ok(vec!["r.example".to_string()])
         );
-        assert!(registry_keys("Opaque", &data).is_err());
-        assert!(
+        assert_eq!(
+            registry_keys("Opaque", &data),
+            Err(NoRegistryKeys::NotDockerConfig {
+                secret_type: "Opaque".into()
+            })
+        );
+        assert_eq!(
             registry_keys(
                 "kubernetes.io/dockerconfigjson",
                 &[(".dockerconfigjson".into(), b"!!".to_vec())]
-            )
-            .is_err()
+            ),
+            Err(NoRegistryKeys::NotJson {
+                field: ".dockerconfigjson"
+            })
+        );
+        assert_eq!(
+            registry_keys("kubernetes.io/dockercfg", &data),
+            Err(NoRegistryKeys::NoField {
+                field: ".dockercfg"
+            })
+        );
+        assert_eq!(
+            registry_keys(
+                "kubernetes.io/dockerconfigjson",
+                &[(".dockerconfigjson".into(), b"{}".to_vec())]
+            ),
+            Err(NoRegistryKeys::NoAuths {
+                field: ".dockerconfigjson"
+            })
         );
     }
 }

@@ -38,7 +38,7 @@ pub struct Unread {
 pub enum SecretLookup {
     Found {
         secret_type: String,
-        registries: Result<Vec<String>, String>,
+        registries: Result<Vec<String>, keyring::NoRegistryKeys>,
     },
     Missing,
     Unread(String),

@@ -74,7 +74,7 @@ pub fn probe_source(
     probe_image: Option<&str>,
     node_image: Option<&str>,
     probe_binaries: &[String],
-) -> Result<ProbeSource, String> {
+) -> Result<ProbeSource, deliver::prepare::NotArchPath> {
     let given = |text: Option<&str>| {
         text.map(str::trim)
             .filter(|g| !g.is_empty())
@@ -89,9 +89,9 @@ pub fn probe_source(
             .split_once('=')
             .filter(|(a, p)| !a.trim().is_empty() && !p.trim().is_empty())
         else {
-            return Err(format!(
-                "--probe-binary {text:?}: want ARCH=PATH (amd64=/path/to/static/pullpath)"
-            ));
+            return Err(deliver::prepare::NotArchPath {
+                given: text.clone(),
+            });
         };
         binaries.insert(
             arch.trim().to_string(),
@@ -531,7 +531,8 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<run::Clea
     let pods = run::delete_run(&api, &selector).await;
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(session.client(), probe_namespace);
-    run::Cleanup::both(pods, run::delete_run(&maps, &selector).await).map_err(failed)
+    run::Cleanup::both(pods, run::delete_run(&maps, &selector).await)
+        .map_err(|refused| failed(refused.to_string()))
 }
 
 /// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own

@@ -535,7 +535,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
             deleted: 0,
             remaining: 0,
             unverified: None,
-            error: Some(e.clone()),
+            error: Some(e.to_string()),
         },
     };
     FleetReport {

@@ -12,6 +12,7 @@ use super::connect::{Attempt, ConnectOutcome};
 use super::dns::Outcome;
 use super::host::Tunnel;
 use super::net::Transport;
+use super::oci::ManifestProblem;
 use super::redirect::RedirectProblem;
 use super::refusal::HttpRefusal;
 use super::route::RouteLookup;
@@ -71,6 +72,8 @@ pub enum Evidence {
     Redirect(RedirectProblem),
     /// An HTTP answer that refused the step: its status, meaning and body.
     Refused(Box<HttpRefusal>),
+    /// A manifest that cannot be used: its digest, JSON, schema, or no entry for the platform.
+    Manifest(Box<ManifestProblem>),
     /// What the walk still reports only in words (manifests, hosts.toml, the deadline).
     Other(String),
 }
@@ -96,6 +99,12 @@ impl From<RedirectProblem> for Evidence {
 impl From<HttpRefusal> for Evidence {
     fn from(refusal: HttpRefusal) -> Evidence {
         Evidence::Refused(Box::new(refusal))
+    }
+}
+
+impl From<ManifestProblem> for Evidence {
+    fn from(problem: ManifestProblem) -> Evidence {
+        Evidence::Manifest(Box::new(problem))
     }
 }
 
@@ -188,6 +197,7 @@ impl fmt::Display for Evidence {
             Evidence::Body(problem) => problem.fmt(f),
             Evidence::Redirect(problem) => problem.fmt(f),
             Evidence::Refused(refusal) => refusal.fmt(f),
+            Evidence::Manifest(problem) => problem.fmt(f),
             Evidence::Other(words) => f.write_str(words),
         }
     }

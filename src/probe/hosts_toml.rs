@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use super::authority::{Authority, Scheme};
 use crate::node_root::NodeRoot;
 use crate::runtime::version::ContainerdLine;
+use undecodable::Undecodable;
 
 /// What a host may be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,11 +269,9 @@ fn parse_hosts(
     dir: &Path,
     registry: &str,
     line: ContainerdLine,
-) -> Result<(Vec<Endpoint>, Vec<String>), String> {
+) -> Result<(Vec<Endpoint>, Vec<String>), Undecodable> {
     // `preserve_order` keeps `[host."…"]` tables in file order, which is containerd's order.
-    let doc: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| e.message().to_string())?;
+    let doc: toml::Table = text.parse().map_err(Undecodable::Toml)?;
     let mut notes = Vec::new();
     let mut endpoints = Vec::new();
     match doc.get("host") {
@@ -280,17 +279,14 @@ fn parse_hosts(
             for (key, value) in hosts {
                 let table = value
                     .as_table()
-                    .ok_or_else(|| format!("host {key:?} is not a table"))?;
+                    .ok_or_else(|| Undecodable::HostNotTable { key: key.clone() })?;
                 endpoints.push(parse_host(key, table, dir, false, line)?);
             }
         }
-        Some(_) => return Err("`host` is not a table".into()),
+        Some(_) => return Err(Undecodable::HostTreeNotTable),
         // 1.6 and 1.7 fail to decode it (`getSortedHosts`: "invalid `host` tree").
         None if !line.reads_hosts_without_host_table() => {
-            return Err(format!(
-                "no [host] table, which containerd {} cannot read (2.x can)",
-                line.as_str()
-            ));
+            return Err(Undecodable::NoHostTable { line });
         }
         None => notes.push(format!(
             "hosts.toml has no [host] table: containerd {} reads it (1.6 and 1.7 would use only the directory's *.crt files)",
@@ -299,7 +295,7 @@ fn parse_hosts(
     }
     let server = match doc.get("server") {
         Some(toml::Value::String(s)) => s.clone(),
-        Some(_) => return Err("`server` is not a string".into()),
+        Some(_) => return Err(Undecodable::ServerNotString),
         None => String::new(),
     };
     let mut last = if server.is_empty() {
@@ -336,15 +332,22 @@ fn parse_host(
     dir: &Path,
     top_level: bool,
     line: ContainerdLine,
-) -> Result<Endpoint, String> {
+) -> Result<Endpoint, Undecodable> {
     let with_scheme = if url.starts_with("http") {
         url.to_string()
     } else {
         format!("https://{url}")
     };
-    let parsed = url::Url::parse(&with_scheme).map_err(|e| format!("host {url:?}: {e}"))?;
-    let scheme = Scheme::of(&parsed).ok_or_else(|| format!("host {url:?}: not http(s)"))?;
-    let authority = Authority::of(&parsed).ok_or_else(|| format!("host {url:?} names no host"))?;
+    let parsed = url::Url::parse(&with_scheme).map_err(|error| Undecodable::BadUrl {
+        url: url.to_string(),
+        error,
+    })?;
+    let scheme = Scheme::of(&parsed).ok_or_else(|| Undecodable::NotHttp {
+        url: url.to_string(),
+    })?;
+    let authority = Authority::of(&parsed).ok_or_else(|| Undecodable::NoHost {
+        url: url.to_string(),
+    })?;
     let override_path = table
         .get("override_path")
         .and_then(toml::Value::as_bool)
@@ -375,12 +378,16 @@ fn parse_host(
                     Some("pull") => caps.pull = true,
                     Some("resolve") => caps.resolve = true,
                     Some("push") => caps.push = true,
-                    _ => return Err(format!("unknown capability {c}")),
+                    _ => return Err(Undecodable::UnknownCapability { value: c.clone() }),
                 }
             }
             caps
         }
-        Some(other) => return Err(format!("capabilities {other} is not a list")),
+        Some(other) => {
+            return Err(Undecodable::CapabilitiesNotList {
+                value: other.clone(),
+            });
+        }
     };
     let absolute = |p: &str| {
         let p = Path::new(p);
@@ -395,9 +402,17 @@ fn parse_host(
         Some(toml::Value::String(s)) => vec![absolute(s)],
         Some(toml::Value::Array(list)) => list
             .iter()
-            .map(|v| v.as_str().map(absolute).ok_or("ca list entries are paths"))
+            .map(|v| {
+                v.as_str()
+                    .map(absolute)
+                    .ok_or_else(|| Undecodable::CaEntryNotPath { value: v.clone() })
+            })
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(format!("invalid type {} for \"ca\"", other.type_str())),
+        Some(other) => {
+            return Err(Undecodable::CaWrongType {
+                type_name: other.type_str(),
+            });
+        }
     };
     let skip_verify = table
         .get("skip_verify")
@@ -410,15 +425,18 @@ fn parse_host(
                 toml::Value::String(s) => headers.push((name.clone(), s.clone())),
                 toml::Value::Array(list) => {
                     for v in list {
-                        let s = v.as_str().ok_or(format!("header {name:?}: not a string"))?;
+                        let s = v.as_str().ok_or_else(|| Undecodable::HeaderNotString {
+                            name: name.clone(),
+                            value: v.clone(),
+                        })?;
                         headers.push((name.clone(), s.to_string()));
                     }
                 }
                 other => {
-                    return Err(format!(
-                        "invalid type {} for header {name:?}",
-                        other.type_str()
-                    ));
+                    return Err(Undecodable::HeaderWrongType {
+                        name: name.clone(),
+                        type_name: other.type_str(),
+                    });
                 }
             }
         }
@@ -461,3 +479,4 @@ fn parse_host(
 
 #[cfg(test)]
 mod tests;
+mod undecodable;

@@ -93,7 +93,7 @@ fn digest<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Digest, D::Error> {
     Digest::parse(&text).map_err(serde::de::Error::custom)
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PlatformJson {
     #[serde(default)]
     pub os: String,
@@ -130,6 +130,42 @@ pub struct ReadManifest {
     pub summary: String,
 }
 
+/// Why a manifest the registry sent cannot be used, with what was seen. Carried as
+/// `Evidence::Manifest`; `Display` is the cause the report has always given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestProblem {
+    /// Asked for by digest, the bytes hash to another (containerd checks the same).
+    #[error("manifest digest mismatch: asked for {asked}, the bytes hash to {got}")]
+    Digest { asked: Digest, got: Digest },
+    /// serde_json's words: `Evidence` is `Clone + Eq`, which `serde_json::Error` is not.
+    #[error("the manifest is not valid JSON: {error}")]
+    NotJson { error: String },
+    #[error("a Docker schema 1 manifest: containerd no longer pulls these")]
+    Schema1,
+    #[error("{media} {digest} has neither manifests nor config")]
+    Empty { media: String, digest: Digest },
+    /// The entry chosen from an index is an index again.
+    #[error("the platform's entry is itself an index")]
+    NestedIndex,
+    /// No entry of an index for the node's platform; `offered` leaves out attestations.
+    #[error(
+        "no manifest for {wanted} in the index; it offers {}",
+        offered_words(offered)
+    )]
+    NoPlatform {
+        wanted: Platform,
+        offered: Vec<PlatformJson>,
+    },
+}
+
+fn offered_words(offered: &[PlatformJson]) -> String {
+    if offered.is_empty() {
+        return "no platform".to_string();
+    }
+    let each: Vec<String> = offered.iter().map(ToString::to_string).collect();
+    each.join(", ")
+}
+
 #[derive(Deserialize)]
 struct ManifestJson {
     #[serde(rename = "mediaType", default)]
@@ -150,19 +186,22 @@ pub fn interpret_manifest(
     body: &[u8],
     asked: Option<&Digest>,
     content_type: &str,
-) -> Result<ReadManifest, String> {
+) -> Result<ReadManifest, ManifestProblem> {
     let digest = sha256_digest(body);
     if let Some(asked) = asked
         && *asked != digest
     {
-        return Err(format!(
-            "manifest digest mismatch: asked for {asked}, the bytes hash to {digest}"
-        ));
+        return Err(ManifestProblem::Digest {
+            asked: asked.clone(),
+            got: digest,
+        });
     }
     let json: ManifestJson =
-        serde_json::from_slice(body).map_err(|e| format!("the manifest is not valid JSON: {e}"))?;
+        serde_json::from_slice(body).map_err(|e| ManifestProblem::NotJson {
+            error: e.to_string(),
+        })?;
     if json.schema_version == Some(1) {
-        return Err("a Docker schema 1 manifest: containerd no longer pulls these".into());
+        return Err(ManifestProblem::Schema1);
     }
     let media = if json.media_type.is_empty() {
         content_type.to_string()
@@ -184,7 +223,7 @@ pub fn interpret_manifest(
                 summary,
             )
         }
-        (None, None) => return Err(format!("{media} {digest} has neither manifests nor config")),
+        (None, None) => return Err(ManifestProblem::Empty { media, digest }),
     };
     Ok(ReadManifest {
         manifest,
@@ -205,25 +244,17 @@ pub fn sha256_digest(bytes: &[u8]) -> Digest {
 pub fn select_platform<'a>(
     entries: &'a [Descriptor],
     wanted: &Platform,
-) -> Result<&'a Descriptor, String> {
+) -> Result<&'a Descriptor, ManifestProblem> {
     entries
         .iter()
         .find(|d| d.platform.as_ref().is_some_and(|p| wanted.matches(p)))
-        .ok_or_else(|| {
-            let offered: Vec<String> = entries
+        .ok_or_else(|| ManifestProblem::NoPlatform {
+            wanted: wanted.clone(),
+            offered: entries
                 .iter()
-                .filter_map(|d| d.platform.as_ref())
+                .filter_map(|d| d.platform.clone())
                 .filter(|p| p.os != "unknown")
-                .map(ToString::to_string)
-                .collect();
-            format!(
-                "no manifest for {wanted} in the index; it offers {}",
-                if offered.is_empty() {
-                    "no platform".to_string()
-                } else {
-                    offered.join(", ")
-                }
-            )
+                .collect(),
         })
 }
 
@@ -327,12 +358,31 @@ mod tests {
         assert!(read.summary.contains("0 layers"));
         let wrong = sha256_digest(b"something else");
         let err = interpret_manifest(body.as_bytes(), Some(&wrong), "").expect_err("mismatch");
-        assert!(err.contains(wrong.as_str()) && err.contains(right.as_str()));
-        assert!(interpret_manifest(b"<html>", None, "text/html").is_err());
-        assert!(interpret_manifest(br#"{"schemaVersion":1,"fsLayers":[]}"#, None, "").is_err());
+        assert_eq!(
+            err,
+            ManifestProblem::Digest {
+                asked: wrong,
+                got: right
+            }
+        );
+        assert!(matches!(
+            interpret_manifest(b"<html>", None, "text/html"),
+            Err(ManifestProblem::NotJson { .. })
+        ));
+        assert_eq!(
+            interpret_manifest(br#"{"schemaVersion":1,"fsLayers":[]}"#, None, "").err(),
+            Some(ManifestProblem::Schema1)
+        );
         let bad_digest =
             r#"{"schemaVersion":2,"config":{"digest":"sha256:zz","size":1},"layers":[]}"#;
-        assert!(interpret_manifest(bad_digest.as_bytes(), None, "").is_err());
+        assert!(matches!(
+            interpret_manifest(bad_digest.as_bytes(), None, ""),
+            Err(ManifestProblem::NotJson { .. })
+        ));
+        assert!(matches!(
+            interpret_manifest(br#"{"schemaVersion":2}"#, None, "x/y"),
+            Err(ManifestProblem::Empty { media, .. }) if media == "x/y"
+        ));
     }
 
     #[test]
@@ -363,8 +413,14 @@ mod tests {
             sha256_digest(b"b")
         );
         let s390x = Platform::parse("linux/s390x").expect("platform");
-        let err = select_platform(&entries, &s390x).expect_err("none");
-        assert!(err.contains("linux/arm64/v8, linux/amd64") && !err.contains("unknown"));
+        let Err(ManifestProblem::NoPlatform { wanted, offered }) =
+            select_platform(&entries, &s390x)
+        else {
+            panic!("no platform")
+        };
+        assert_eq!(wanted, s390x);
+        let offered: Vec<String> = offered.iter().map(ToString::to_string).collect();
+        assert_eq!(offered, ["linux/arm64/v8", "linux/amd64"]);
         assert_eq!(
             Platform::parse("linux/arm64/v8").map(|p| p.to_string()),
             Some("linux/arm64/v8".into())

@@ -107,3 +107,10 @@ pub fn prepare(run_id: &str, chosen: &[&Candidate], nodes: &[Node], given: &Give
     let payloads = packed.into_values().filter_map(Result::ok).collect();
     Prepared { payloads, starts }
 }
+
+/// A `--probe-binary` that is not `ARCH=PATH`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--probe-binary {given:?}: want ARCH=PATH (amd64=/path/to/static/pullpath)")]
+pub struct NotArchPath {
+    pub given: String,
+}

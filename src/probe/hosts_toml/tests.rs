@@ -222,3 +222,53 @@ fn an_unconfigured_localhost_registry_per_line() {
     assert!(ambiguous.version_dependent && port_80.version_dependent);
     assert!(!read("r.example:5000", ContainerdLine::V1_6).version_dependent);
 }
+
+#[test]
+fn why_a_file_does_not_decode_is_a_value() {
+    let dir = Path::new("/nonexistent");
+    let refused = |text: &str, line| parse_hosts(text, dir, "r.example", line).err();
+    assert!(matches!(
+        refused("not toml [", LINE),
+        Some(Undecodable::Toml(_))
+    ));
+    assert_eq!(
+        refused("server = \"https://r.example\"\n", ContainerdLine::V1_6),
+        Some(Undecodable::NoHostTable {
+            line: ContainerdLine::V1_6
+        })
+    );
+    assert_eq!(
+        refused("host = 1\n", LINE),
+        Some(Undecodable::HostTreeNotTable)
+    );
+    assert_eq!(
+        refused("server = 1\n[host.\"https://m.example\"]\n", LINE),
+        Some(Undecodable::ServerNotString)
+    );
+    assert_eq!(
+        refused(
+            "[host.\"https://m.example\"]\ncapabilities = [\"fetch\"]\n",
+            LINE
+        ),
+        Some(Undecodable::UnknownCapability {
+            value: toml::Value::String("fetch".into())
+        })
+    );
+    assert_eq!(
+        refused("[host.\"https://m.example\"]\nca = 7\n", LINE),
+        Some(Undecodable::CaWrongType {
+            type_name: "integer"
+        })
+    );
+    assert_eq!(
+        refused("[host.\"https://m.example\"]\nheader = { X = [1] }\n", LINE),
+        Some(Undecodable::HeaderNotString {
+            name: "X".into(),
+            value: toml::Value::Integer(1)
+        })
+    );
+    assert!(matches!(
+        refused("[host.\"httpx://m.example\"]\n", LINE),
+        Some(Undecodable::NotHttp { url }) if url == "httpx://m.example"
+    ));
+}

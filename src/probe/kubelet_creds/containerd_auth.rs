@@ -1,17 +1,33 @@
 //! containerd's own deprecated per-registry credential, the CRI's fallback when the kubelet
 //! sends none, read from its config.toml.
 
-use crate::probe::creds::{self, Credentials};
+use crate::probe::creds::{self, Credentials, CredsError};
+
+/// Why containerd's config gives no usable credential for the host.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerdAuthProblem {
+    /// toml's message only: its full form quotes the line, which may hold a password.
+    #[error("not TOML ({})", .0.message())]
+    NotToml(toml::de::Error),
+    /// The `auth` field does not decode.
+    #[error("{0}")]
+    Auth(CredsError),
+    #[error(
+        "only an identitytoken, which containerd sends as an OAuth refresh token; the probe cannot present one yet"
+    )]
+    IdentityTokenOnly,
+}
 
 /// containerd's deprecated per-registry credential for `host` (its `host:port` exactly, as the
 /// CRI plugin looks it up): `[plugins."io.containerd.grpc.v1.cri".registry.configs."HOST".auth]`
 /// (containerd 1.x) or `…"io.containerd.cri.v1.images"…` (2.x); `auth` (base64 `user:password`)
 /// overrides `username`/`password` (containerd `docs/cri/registry.md`). An `identitytoken` alone
 /// is an OAuth refresh token, which the probe cannot present: an error saying so.
-pub fn containerd_registry_auth(text: &str, host: &str) -> Result<Option<Credentials>, String> {
-    let config: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| format!("not TOML ({})", e.message()))?;
+pub fn containerd_registry_auth(
+    text: &str,
+    host: &str,
+) -> Result<Option<Credentials>, ContainerdAuthProblem> {
+    let config: toml::Table = text.parse().map_err(ContainerdAuthProblem::NotToml)?;
     let plugins = config.get("plugins").and_then(toml::Value::as_table);
     let auth = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images"]
         .iter()
@@ -38,14 +54,12 @@ pub fn containerd_registry_auth(text: &str, host: &str) -> Result<Option<Credent
         let entry = serde_json::json!({ "auth": encoded });
         let mut found =
             creds::parse_auths(&serde_json::json!({ "auths": { host: entry } }).to_string())
-                .map_err(|e| e.to_string())?;
+                .map_err(ContainerdAuthProblem::Auth)?;
         return Ok(found.pop().map(|(_, c)| c));
     }
     let (username, password) = (field("username"), field("password"));
     if username.is_empty() && password.is_empty() && !field("identitytoken").is_empty() {
-        return Err(
-            "only an identitytoken, which containerd sends as an OAuth refresh token; the probe cannot present one yet".into(),
-        );
+        return Err(ContainerdAuthProblem::IdentityTokenOnly);
     }
     Ok(Some(Credentials { username, password }))
 }
@@ -82,8 +96,8 @@ version = 2
         );
         let token = containerd_registry_auth(v1, "token.io").expect_err("identity token");
         assert!(
-            token.contains("refresh token") && !token.contains("hunter2"),
-            "{token}"
+            matches!(token, ContainerdAuthProblem::IdentityTokenOnly),
+            "{token:?}"
         );
         let v2 = r#"
 version = 3
@@ -94,6 +108,8 @@ version = 3
         let found = containerd_registry_auth(v2, "registry.io").expect("parses");
         assert_eq!(found.map(|c| c.username).as_deref(), Some("two"));
         let bad = containerd_registry_auth("password = \"hunter2", "x").expect_err("not TOML");
-        assert!(!bad.contains("hunter2"), "{bad}");
+        assert!(matches!(bad, ContainerdAuthProblem::NotToml(_)), "{bad:?}");
+        // What a user reads never quotes the file.
+        assert!(!bad.to_string().contains("hunter2"), "{bad}");
     }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::node_root::NodeRoot;
-use crate::probe::creds::{self, Credentials};
+use crate::probe::creds::{self, Credentials, CredsError};
 
 /// The kubelet's search paths for the node's docker config (k/k `config.go`:
 /// `DefaultDockerConfigJSONPaths` and `DefaultDockercfgPaths`, the preferred path being the
@@ -49,10 +49,37 @@ pub(super) fn shown_dirs(dirs: &[PathBuf]) -> String {
         .join(", ")
 }
 
-pub(super) fn read_auths(path: &Path) -> Result<Vec<(String, Credentials)>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    creds::parse_auths(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// Why a docker config file (a node's, or a pod's pull secret) gives no entries.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerConfigProblem {
+    #[error("cannot read {}: {error}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: {error}", path.display())]
+    Invalid { path: PathBuf, error: CredsError },
+}
+
+impl DockerConfigProblem {
+    /// The file at fault.
+    pub fn path(&self) -> &Path {
+        match self {
+            DockerConfigProblem::Unreadable { path, .. }
+            | DockerConfigProblem::Invalid { path, .. } => path,
+        }
+    }
+}
+
+pub(super) fn read_auths(path: &Path) -> Result<Vec<(String, Credentials)>, DockerConfigProblem> {
+    let text = std::fs::read_to_string(path).map_err(|error| DockerConfigProblem::Unreadable {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    creds::parse_auths(&text).map_err(|error| DockerConfigProblem::Invalid {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 pub(super) type NodeConfig = (PathBuf, Vec<(String, Credentials)>);
@@ -62,7 +89,7 @@ pub(super) type NodeConfig = (PathBuf, Vec<(String, Credentials)>);
 pub(super) fn read_node_config(
     node: &NodeRoot,
     search: &NodeConfigSearch,
-) -> Result<Option<NodeConfig>, (PathBuf, String)> {
+) -> Result<Option<NodeConfig>, DockerConfigProblem> {
     let mut first_invalid = None;
     let candidates = search
         .config_json_dirs
@@ -86,8 +113,8 @@ pub(super) fn read_node_config(
         };
         match parsed {
             Ok(auths) => return Ok(Some((path, auths))),
-            Err(e) => {
-                first_invalid.get_or_insert((path.clone(), format!("{}: {e}", path.display())));
+            Err(error) => {
+                first_invalid.get_or_insert(DockerConfigProblem::Invalid { path, error });
             }
         }
     }

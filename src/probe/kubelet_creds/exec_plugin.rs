@@ -2,15 +2,16 @@
 //! node's root and environment, within the kubelet's timeout, their answers one keyring.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{
-    Candidate, Keyring, ProviderConfig, Source, SourceEvidence, SourceOutcome, Sources,
-    in_node_root, parse_provider_response, provider_request, read_provider_config, redact_stderr,
+    Candidate, Keyring, ProviderConfig, ResponseProblem, Source, SourceEvidence, SourceOutcome,
+    Sources, in_node_root, parse_provider_response, provider_request, read_provider_config,
+    redact_stderr,
 };
 use crate::keyring::{near_miss, urls_match};
 use crate::node_root::NodeRoot;
@@ -20,6 +21,51 @@ use crate::probe::creds::Credentials;
 pub const KUBELET_PLUGIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// A plugin's stdout above this is not a credential response.
 const MAX_PLUGIN_OUTPUT: u64 = 1024 * 1024;
+
+/// Why a plugin gave no credentials, with the plugin's name; worded as the kubelet logs it where
+/// it has words for it.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginProblem {
+    #[error(
+        "plugin binary executable {} did not exist (the kubelet would not start)",
+        binary.display()
+    )]
+    NoBinary { binary: PathBuf },
+    /// This executable (which enters the node's root for the plugin) cannot be found.
+    #[error("cannot run plugin {name} inside the node's root: {error}")]
+    NodeRoot { name: String, error: std::io::Error },
+    #[error("error execing credential provider plugin {name}: {error}")]
+    Spawn { name: String, error: std::io::Error },
+    #[error(
+        "error execing credential provider plugin {name} for image {image}: context deadline exceeded (after {})",
+        humantime(*timeout)
+    )]
+    Timeout {
+        name: String,
+        image: String,
+        timeout: Duration,
+    },
+    #[error("waiting for plugin {name}: {error}")]
+    Wait { name: String, error: std::io::Error },
+    /// Exited unsuccessfully; `stderr` already redacted.
+    #[error(
+        "error execing credential provider plugin {name} for image {image}: {status}{}",
+        if stderr.is_empty() { String::new() } else { format!(": {stderr}") }
+    )]
+    Exited {
+        name: String,
+        image: String,
+        status: ExitStatus,
+        stderr: String,
+    },
+    #[error("plugin {name}: stdout exceeds {limit} bytes")]
+    OutputTooLarge { name: String, limit: u64 },
+    #[error("plugin {name}: {problem}")]
+    Response {
+        name: String,
+        problem: ResponseProblem,
+    },
+}
 
 /// Run one plugin as the kubelet runs it: `bindir/name args…` (node paths), the kubelet's
 /// environment (`environment`; `None`: ours) plus `env`, the request on stdin, the response on
@@ -33,19 +79,15 @@ pub async fn exec_plugin(
     image: &str,
     timeout: Duration,
     environment: Option<&BTreeMap<String, String>>,
-) -> Result<Vec<(String, Credentials)>, String> {
+) -> Result<Vec<(String, Credentials)>, PluginProblem> {
     let binary = bin_dir.join(&provider.name);
     if !node.is_file(&binary) {
-        return Err(format!(
-            "plugin binary executable {} did not exist (the kubelet would not start)",
-            binary.display()
-        ));
+        return Err(PluginProblem::NoBinary { binary });
     }
-    let mut command = in_node_root(node, &binary).map_err(|e| {
-        format!(
-            "cannot run plugin {} inside the node's root: {e}",
-            provider.name
-        )
+    let name = || provider.name.clone();
+    let mut command = in_node_root(node, &binary).map_err(|error| PluginProblem::NodeRoot {
+        name: name(),
+        error,
     })?;
     if let Some(environment) = environment {
         command.env_clear().envs(environment);
@@ -57,11 +99,9 @@ pub async fn exec_plugin(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| {
-        format!(
-            "error execing credential provider plugin {}: {e}",
-            provider.name
-        )
+    let mut child = command.spawn().map_err(|error| PluginProblem::Spawn {
+        name: name(),
+        error,
     })?;
     let request = provider_request(&provider.api_version, image);
     let mut stdin = child.stdin.take();
@@ -95,34 +135,37 @@ pub async fn exec_plugin(
     let (status, out, err) = match tokio::time::timeout(timeout, run).await {
         Ok(done) => done,
         Err(_) => {
-            return Err(format!(
-                "error execing credential provider plugin {} for image {image}: context deadline exceeded (after {})",
-                provider.name,
-                humantime(timeout)
-            ));
+            return Err(PluginProblem::Timeout {
+                name: name(),
+                image: image.to_string(),
+                timeout,
+            });
         }
     };
-    let status = status.map_err(|e| format!("waiting for plugin {}: {e}", provider.name))?;
+    let status = status.map_err(|error| PluginProblem::Wait {
+        name: name(),
+        error,
+    })?;
     if !status.success() {
-        let stderr = redact_stderr(&err);
-        return Err(format!(
-            "error execing credential provider plugin {} for image {image}: {status}{}",
-            provider.name,
-            if stderr.is_empty() {
-                String::new()
-            } else {
-                format!(": {stderr}")
-            }
-        ));
+        return Err(PluginProblem::Exited {
+            name: name(),
+            image: image.to_string(),
+            status,
+            stderr: redact_stderr(&err),
+        });
     }
     if out.len() as u64 >= MAX_PLUGIN_OUTPUT {
-        return Err(format!(
-            "plugin {}: stdout exceeds {} bytes",
-            provider.name, MAX_PLUGIN_OUTPUT
-        ));
+        return Err(PluginProblem::OutputTooLarge {
+            name: name(),
+            limit: MAX_PLUGIN_OUTPUT,
+        });
     }
-    parse_provider_response(&out, &provider.api_version)
-        .map_err(|e| format!("plugin {}: {e}", provider.name))
+    parse_provider_response(&out, &provider.api_version).map_err(|problem| {
+        PluginProblem::Response {
+            name: name(),
+            problem,
+        }
+    })
 }
 
 fn humantime(d: Duration) -> String {
@@ -215,9 +258,9 @@ pub(super) async fn run_providers(
                     source,
                 });
             }
-            Err(reason) => evidence.push(SourceEvidence {
+            Err(problem) => evidence.push(SourceEvidence {
                 source,
-                outcome: SourceOutcome::Failed(reason),
+                outcome: SourceOutcome::Failed(problem.to_string()),
             }),
         }
     }

@@ -39,40 +39,55 @@ struct ProviderAuth {
     password: String,
 }
 
-/// Decode a plugin's stdout as the kubelet does. The errors never quote the output: it may
-/// hold credentials (the kubelet does the same).
+/// Why a plugin's response is refused, in the kubelet's words. No variant holds the output or
+/// serde's error about it: either may quote a credential (the kubelet does the same).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResponseProblem {
+    #[error("its stdout is not a JSON CredentialProviderResponse")]
+    NotJson,
+    #[error(
+        "apiVersion from credential plugin response did not match expected apiVersion:{expected}, actual apiVersion:{got}"
+    )]
+    ApiVersion { expected: String, got: String },
+    #[error("error decoding credential provider plugin response from stdout")]
+    Undecodable,
+    #[error("unexpected Kind {kind:?} (want CredentialProviderResponse)")]
+    Kind { kind: String },
+    #[error("credential provider plugin did not return a valid cacheKeyType: {cache_key_type:?}")]
+    CacheKeyType { cache_key_type: String },
+}
+
+/// Decode a plugin's stdout as the kubelet does.
 pub fn parse_provider_response(
     stdout: &[u8],
     api_version: &str,
-) -> Result<Vec<(String, Credentials)>, String> {
-    let value: serde_json::Value = serde_json::from_slice(stdout)
-        .map_err(|_| "its stdout is not a JSON CredentialProviderResponse".to_string())?;
+) -> Result<Vec<(String, Credentials)>, ResponseProblem> {
+    let value: serde_json::Value =
+        serde_json::from_slice(stdout).map_err(|_| ResponseProblem::NotJson)?;
     let got = value
         .get("apiVersion")
         .and_then(|v| v.as_str())
         .unwrap_or_default();
     if got != api_version {
-        return Err(format!(
-            "apiVersion from credential plugin response did not match expected apiVersion:{api_version}, actual apiVersion:{got}"
-        ));
+        return Err(ResponseProblem::ApiVersion {
+            expected: api_version.to_string(),
+            got: got.to_string(),
+        });
     }
-    let response: ProviderResponse = serde_json::from_value(value).map_err(|_| {
-        "error decoding credential provider plugin response from stdout".to_string()
-    })?;
+    let response: ProviderResponse =
+        serde_json::from_value(value).map_err(|_| ResponseProblem::Undecodable)?;
     if response.kind != "CredentialProviderResponse" {
-        return Err(format!(
-            "unexpected Kind {:?} (want CredentialProviderResponse)",
-            response.kind
-        ));
+        return Err(ResponseProblem::Kind {
+            kind: response.kind,
+        });
     }
     if !matches!(
         response.cache_key_type.as_str(),
         "Image" | "Registry" | "Global"
     ) {
-        return Err(format!(
-            "credential provider plugin did not return a valid cacheKeyType: {:?}",
-            response.cache_key_type
-        ));
+        return Err(ResponseProblem::CacheKeyType {
+            cache_key_type: response.cache_key_type,
+        });
     }
     Ok(response
         .auth
@@ -107,9 +122,25 @@ mod tests {
         br#"{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Forever","auth":{"x":{"password":"hunter2"}}}"#,
         br#"{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Image","auth":{"x":"hunter2"}}"#,
     ];
-        for out in bad {
-            let err = parse_provider_response(out, PROVIDER_API_V1).expect_err("rejected");
-            assert!(!err.contains("hunter2"), "{err}");
+        let refused =
+            bad.map(|out| parse_provider_response(out, PROVIDER_API_V1).expect_err("rejected"));
+        assert_eq!(
+            refused,
+            [
+                ResponseProblem::NotJson,
+                ResponseProblem::ApiVersion {
+                    expected: PROVIDER_API_V1.into(),
+                    got: "credentialprovider.kubelet.k8s.io/v1beta1".into()
+                },
+                ResponseProblem::CacheKeyType {
+                    cache_key_type: "Forever".into()
+                },
+                ResponseProblem::Undecodable,
+            ]
+        );
+        // What a user reads never quotes the output.
+        for problem in refused {
+            assert!(!problem.to_string().contains("hunter2"), "{problem}");
         }
     }
 

@@ -44,10 +44,12 @@ pub use crate::keyring::lookup_image;
 use crate::node_root::NodeRoot;
 use crate::vocab::Layer;
 
-pub use containerd_auth::containerd_registry_auth;
-pub use docker_config::{NodeConfigSearch, node_config_search};
-pub use exec_plugin::{KUBELET_PLUGIN_TIMEOUT, exec_plugin};
-pub use exec_protocol::{PROVIDER_API_V1, parse_provider_response, provider_request};
+pub use containerd_auth::{ContainerdAuthProblem, containerd_registry_auth};
+pub use docker_config::{DockerConfigProblem, NodeConfigSearch, node_config_search};
+pub use exec_plugin::{KUBELET_PLUGIN_TIMEOUT, PluginProblem, exec_plugin};
+pub use exec_protocol::{
+    PROVIDER_API_V1, ResponseProblem, parse_provider_response, provider_request,
+};
 pub use keyring::Keyring;
 pub use provider_config::{
     ConfigError, EnvVar, ProviderConfig, parse_provider_config, read_provider_config,
@@ -207,10 +209,10 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
                     }
                 }
                 // The kubelet's MakeDockerKeyring returns this error: the pull fails outright.
-                Err(reason) => evidence.push(SourceEvidence {
+                Err(problem) => evidence.push(SourceEvidence {
                     source,
                     outcome: SourceOutcome::Failed(format!(
-                        "{reason} (the kubelet fails the pull on an unparsable pull secret)"
+                        "{problem} (the kubelet fails the pull on an unparsable pull secret)"
                     )),
                 }),
             }
@@ -273,9 +275,9 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
                 shown_dirs(&sources.node_config.dockercfg_dirs)
             )),
         }),
-        Err((path, reason)) => evidence.push(SourceEvidence {
-            source: Source::NodeConfig(path),
-            outcome: SourceOutcome::Failed(reason),
+        Err(problem) => evidence.push(SourceEvidence {
+            source: Source::NodeConfig(problem.path().to_path_buf()),
+            outcome: SourceOutcome::Failed(problem.to_string()),
         }),
     }
 

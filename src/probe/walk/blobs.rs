@@ -282,6 +282,9 @@ mod tests {
             },
         );
         let (outcome, _) = walk(net, vec![endpoint("r.test", true)], false).await;
-        assert!(stop(&outcome).evidence.to_string().contains("stalled"));
+        assert!(matches!(
+            *stop(&outcome).evidence,
+            Evidence::Body(BodyProblem::Stalled { after: 1, .. })
+        ));
     }
 }

@@ -4,6 +4,7 @@
 use super::{FallbackTo, RANGE_BYTES, Walk, short};
 use crate::image_ref::Digest;
 use crate::probe::authority::Authority;
+use crate::probe::evidence::Evidence;
 use crate::probe::net::{Network, Response};
 use crate::probe::oci::{self, Descriptor, MANIFEST_TYPES, ReadManifest};
 use crate::probe::refusal::{HttpRefusal, Refused, Said};
@@ -133,17 +134,20 @@ impl<N: Network> Walk<N> {
         let read = self
             .read_limited(hop, at, response.body, MAX_MANIFEST)
             .await
-            .map_err(|problem| problem.to_string())
-            .and_then(|body| oci::interpret_manifest(&body, asked, &content_type));
+            .map_err(Evidence::from)
+            .and_then(|body| {
+                oci::interpret_manifest(&body, asked, &content_type).map_err(Evidence::from)
+            });
         match read {
             Ok(read) => {
                 self.path
                     .record(hop, at, step, true, read.summary.clone(), None);
                 Ok(read)
             }
-            Err(detail) => {
-                self.path.record(hop, at, step, false, detail.clone(), None);
-                Err(Stop::new(hop, at, Layer::Other, step, detail))
+            Err(evidence) => {
+                self.path
+                    .record(hop, at, step, false, evidence.to_string(), None);
+                Err(Stop::new(hop, at, Layer::Other, step, evidence))
             }
         }
     }
@@ -244,7 +248,7 @@ mod tests {
     use super::*;
     use crate::image_ref::ImageRef;
     use crate::probe::hosts_toml::Capabilities;
-    use crate::probe::oci::sha256_digest;
+    use crate::probe::oci::{ManifestProblem, sha256_digest};
 
     #[tokio::test]
     async fn resolve_moves_past_a_failing_mirror_and_says_so() {
@@ -383,8 +387,15 @@ mod tests {
         let s = stop(&outcome);
         assert_eq!((s.hop, s.layer), (Hop::Registry, Layer::Other));
         assert!(
-            s.evidence.to_string().contains("digest mismatch"),
-            "{}",
+            matches!(
+                &*s.evidence,
+                Evidence::Manifest(problem) if matches!(
+                    &**problem,
+                    ManifestProblem::Digest { asked: a, got }
+                        if *a == asked && *got == sha256_digest(&image.manifest)
+                )
+            ),
+            "{:?}",
             s.evidence
         );
     }

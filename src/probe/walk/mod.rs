@@ -266,15 +266,21 @@ impl<N: Network> Walk<N> {
                 let wanted = self.settings.platform.clone();
                 let child = match oci::select_platform(&entries, &wanted) {
                     Ok(child) => child.clone(),
-                    Err(detail) => {
-                        self.path
-                            .record(hop, &authority, "platform", false, detail.clone(), None);
+                    Err(problem) => {
+                        self.path.record(
+                            hop,
+                            &authority,
+                            "platform",
+                            false,
+                            problem.to_string(),
+                            None,
+                        );
                         return Err(Stop::new(
                             hop,
                             &authority,
                             Layer::Platform,
                             "platform",
-                            detail,
+                            problem,
                         ));
                     }
                 };
@@ -293,7 +299,7 @@ impl<N: Network> Walk<N> {
                 &at,
                 Layer::Other,
                 "platform",
-                "the platform's entry is itself an index",
+                oci::ManifestProblem::NestedIndex,
             ));
         };
         self.blob(BlobKind::Config, &config, true).await?;
@@ -350,6 +356,7 @@ fn short(digest: &Digest) -> String {
 mod tests {
     use super::scripted::*;
     use super::*;
+    use crate::probe::evidence::Evidence;
     use crate::probe::oci::sha256_digest;
 
     #[tokio::test]
@@ -409,10 +416,16 @@ mod tests {
             .await;
         let s = stop(&outcome);
         assert_eq!(s.layer, Layer::Platform);
-        assert!(
-            s.evidence.to_string().contains("offers linux/amd64")
-                && !s.evidence.to_string().contains("unknown")
-        );
+        let Evidence::Manifest(problem) = &*s.evidence else {
+            panic!("a manifest problem: {:?}", s.evidence)
+        };
+        let oci::ManifestProblem::NoPlatform { wanted, offered } = &**problem else {
+            panic!("no platform: {problem:?}")
+        };
+        assert_eq!(wanted.to_string(), "linux/arm64");
+        // The attestation entry (`unknown/unknown`) is not offered.
+        let offered: Vec<String> = offered.iter().map(ToString::to_string).collect();
+        assert_eq!(offered, ["linux/amd64"]);
     }
 
     #[tokio::test(start_paused = true)]
