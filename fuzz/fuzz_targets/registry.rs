@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pullpath::probe::{redirect, registry};
+use pullpath::probe::{redirect, refusal, registry};
 use url::Url;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,10 +17,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = registry::Challenge::parse(&header);
     let _ = registry::interpret_ping(status, Some(&header), body);
     let _ = registry::interpret_ping(status, None, body);
-    let _ = registry::interpret_token(status, body, &repository);
-    let _ = registry::interpret_token(200, body, &repository);
+    let _ = registry::interpret_token(status, body, &repository, "");
+    let _ = registry::interpret_token(200, body, &repository, "alice");
     let _ = registry::interpret_manifest_failure(status, Some(&header), body, true);
-    let _ = registry::error_summary(body);
+    let _ = refusal::Said::from_registry(body);
     let _ = registry::granted_actions(&header, &repository);
     let _ = registry::retry_note(429, Some(&header));
     let current =
