@@ -106,19 +106,6 @@ pub fn elf(bytes: &[u8]) -> Result<Elf, ElfProblem> {
     Ok(Elf { arch, dynamic })
 }
 
-/// The architecture of this pullpath as Kubernetes names it (`kubernetes.io/arch`).
-pub fn own_arch() -> Option<&'static str> {
-    match std::env::consts::ARCH {
-        "x86_64" => Some("amd64"),
-        "aarch64" => Some("arm64"),
-        "arm" => Some("arm"),
-        "s390x" => Some("s390x"),
-        "powerpc64" => Some("ppc64le"),
-        "riscv64" => Some("riscv64"),
-        _ => None,
-    }
-}
-
 /// The sandbox image most of `nodes` list: what a node the cluster does not have yet most
 /// likely holds too (its node image is the pool's, its pause image usually the cluster's).
 pub fn common_sandbox_image(nodes: &[Node]) -> Option<String> {

@@ -182,19 +182,9 @@ fn startable_arches(config: &FleetConfig) -> Option<Vec<String>> {
     match &config.probe {
         ProbeSource::Image(_) => config.probe_arches.clone(),
         ProbeSource::Delivered(given) => {
-            let mut arches: Vec<String> = deliver::own_arch()
-                .map(str::to_string)
-                .into_iter()
-                .collect();
-            arches.extend(
-                given
-                    .binaries
-                    .keys()
-                    .filter(|a| !arches.contains(a))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
-            Some(arches)
+            let own = crate::probe::oci::Platform::host().architecture;
+            let others = given.binaries.keys().filter(|a| **a != own).cloned();
+            Some(std::iter::once(own.clone()).chain(others).collect())
         }
     }
 }
@@ -279,6 +269,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     let mut candidates = select::choose(&nodes, &image, &running_on, constraints.as_ref(), &choice);
     // Pools with no node yet: a row each, and with --fresh-node a probe on the node their
     // autoscaler makes. A --selector names nodes, so it leaves them out.
+    let with_nodes = nodeless::pools_with_nodes(&nodes);
     let (nodeless, node_pools_unread) = match &config.selector {
         Some(_) => (Vec::new(), None),
         None => {
@@ -286,25 +277,17 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
                 Ok(items) => (items, None),
                 Err(unread) => (Vec::new(), Some(unread)),
             };
-            let mut found = nodeless::from_node_pools(&items, &nodes, &choice.pools);
-            found.extend(nodeless::from_pools_flag(&choice.pools, &nodes));
+            let mut found = nodeless::from_node_pools(&items, &with_nodes, &choice.pools);
+            found.extend(nodeless::from_pools_flag(&choice.pools, &with_nodes));
             (found, unread)
         }
     };
     let startable = startable_arches(config);
     candidates.extend(nodeless.iter().map(|pool| {
-        let arch = match &startable {
-            Some(can) => nodeless::arch_for(pool.arches.as_deref(), can)
-                .or_else(|| pool.arches.as_ref()?.first().cloned()),
-            None => pool
-                .arches
-                .as_ref()
-                .filter(|a| a.len() == 1)
-                .map(|a| a[0].clone()),
-        };
+        let arch = pool.fresh_arch(startable.as_deref());
         pool.candidate(constraints.as_ref(), config.fresh_node, arch)
     }));
-    let unmatched = nodeless::unmatched_pools(&choice.pools, &nodes, &nodeless);
+    let unmatched = nodeless::unmatched_pools(&choice.pools, &with_nodes, &nodeless);
     let id = run_id();
     let has = config.probe_arches.as_deref();
     // Probed where they are, and (--fresh-node) the pools with no node, on a node made for it.

@@ -96,8 +96,9 @@ struct Requirement {
     values: Vec<String>,
 }
 
-/// The pool each existing node belongs to, as (label key, value).
-fn pools_with_nodes(nodes: &[Node]) -> Vec<(String, String)> {
+/// The pool each existing node belongs to, as (label key, value): what the functions below
+/// compare with, read once per run.
+pub fn pools_with_nodes(nodes: &[Node]) -> Vec<(String, String)> {
     nodes.iter().filter_map(|n| nodes::facts(n).pool).collect()
 }
 
@@ -110,15 +111,14 @@ pub fn wanted(pools: &[String], key: &str, name: &str) -> bool {
             .any(|p| p == name || p.split_once('=') == Some((key, name)))
 }
 
-/// The NodePools (each a `karpenter.sh/v1` object as JSON) that no node in `nodes` belongs to,
-/// and that `--pools` wants. An object that is not a NodePool's shape is skipped: a row from a
-/// guess would send a probe pod nowhere.
+/// The NodePools (each a `karpenter.sh/v1` object as JSON) that no pool of `existing`
+/// (`pools_with_nodes`) is, and that `--pools` wants. An object that is not a NodePool's shape
+/// is skipped: a row from a guess would send a probe pod nowhere.
 pub fn from_node_pools(
     items: &[serde_json::Value],
-    nodes: &[Node],
+    existing: &[(String, String)],
     pools: &[String],
 ) -> Vec<NodelessPool> {
-    let existing = pools_with_nodes(nodes);
     items
         .iter()
         .filter_map(|item| serde_json::from_value::<NodePoolObject>(item.clone()).ok())
@@ -160,8 +160,7 @@ pub fn from_node_pools(
 
 /// The `--pools LABEL=VALUE` entries no node carries: node groups at zero. An entry without a
 /// label names a pool only by its nodes, so one with none is left to `unmatched_pools`.
-pub fn from_pools_flag(pools: &[String], nodes: &[Node]) -> Vec<NodelessPool> {
-    let existing = pools_with_nodes(nodes);
+pub fn from_pools_flag(pools: &[String], existing: &[(String, String)]) -> Vec<NodelessPool> {
     pools
         .iter()
         .filter_map(|p| p.split_once('='))
@@ -181,8 +180,11 @@ pub fn from_pools_flag(pools: &[String], nodes: &[Node]) -> Vec<NodelessPool> {
 
 /// The `--pools` entries that name no pool at all: no node of that name, no `LABEL=` to ask a
 /// new node for.
-pub fn unmatched_pools(pools: &[String], nodes: &[Node], nodeless: &[NodelessPool]) -> Vec<String> {
-    let existing = pools_with_nodes(nodes);
+pub fn unmatched_pools(
+    pools: &[String],
+    existing: &[(String, String)],
+    nodeless: &[NodelessPool],
+) -> Vec<String> {
     pools
         .iter()
         .filter(|p| !p.contains('='))
@@ -193,6 +195,17 @@ pub fn unmatched_pools(pools: &[String], nodes: &[Node], nodeless: &[NodelessPoo
 }
 
 impl NodelessPool {
+    /// The architecture its fresh node is asked for: one the run can start a probe on
+    /// (`startable`, from `arch_for`), else the pool's first (the run then names the missing
+    /// binary); with the run's unknown (`None`), the pool's only one, if it has one.
+    pub fn fresh_arch(&self, startable: Option<&[String]>) -> Option<String> {
+        let allowed = self.arches.as_deref();
+        match startable {
+            Some(can) => arch_for(allowed, can).or_else(|| allowed?.first().cloned()),
+            None => allowed.filter(|a| a.len() == 1).map(|a| a[0].clone()),
+        }
+    }
+
     /// Where it was found, in the report's words.
     pub fn evidence(&self) -> String {
         match self.found {

@@ -2,8 +2,6 @@
 //! by the command line (a line per pod on a terminal: the pinned probe of a pool's node, and
 //! with `--fresh-node` the pool's fresh probe). Data only: `text::progress_line` words it.
 
-use std::time::Duration;
-
 use super::answer::Answer;
 
 /// Where a run's steps go; `None` in `RunSettings`: nobody is watching.
@@ -21,9 +19,9 @@ pub struct Step {
 pub enum Doing {
     /// The pod was created; its node runs it next.
     Created,
-    /// A fresh pod waits for its node: how long, and the scheduler's or autoscaler's latest word
-    /// (`fresh::waiting_words`).
-    Waiting { waited: Duration, words: String },
+    /// A fresh pod waits for its node: how long and the scheduler's or autoscaler's latest word,
+    /// as `fresh::waiting_words` puts them.
+    Waiting { words: String },
     /// A fresh pod's node came: its name, and its creation and Ready times when known.
     OnNode {
         node: String,
@@ -122,7 +120,6 @@ mod tests {
         );
         assert_eq!(
             step(Doing::Waiting {
-                waited: Duration::from_secs(40),
                 words: "pending 40 s: scale-up of aks-user-vmss 1→2 (max 3)".into(),
             }),
             "fresh node of pool user: pending 40 s: scale-up of aks-user-vmss 1→2 (max 3)"

@@ -37,7 +37,7 @@ fn a_node_pool_without_nodes_is_a_pool_and_one_with_nodes_is_not() {
             json!([{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
         ),
     ];
-    let found = from_node_pools(&items, &nodes, &[]);
+    let found = from_node_pools(&items, &pools_with_nodes(&nodes), &[]);
     assert_eq!(found.len(), 1, "{found:?}");
     let gpu = &found[0];
     assert_eq!(gpu.name, "gpu");
@@ -73,7 +73,7 @@ fn pools_flag_chooses_among_node_pools_and_names_groups_at_zero() {
         node_pool("b", json!([]), json!([])),
     ];
     let pools = vec!["b".to_string()];
-    let found: Vec<String> = from_node_pools(&items, &nodes, &pools)
+    let found: Vec<String> = from_node_pools(&items, &pools_with_nodes(&nodes), &pools)
         .into_iter()
         .map(|p| p.name)
         .collect();
@@ -85,7 +85,7 @@ fn pools_flag_chooses_among_node_pools_and_names_groups_at_zero() {
         "nowhere".to_string(),
         "=empty".to_string(),
     ];
-    let zero = from_pools_flag(&pools, &nodes);
+    let zero = from_pools_flag(&pools, &pools_with_nodes(&nodes));
     assert_eq!(
         zero.len(),
         1,
@@ -97,7 +97,10 @@ fn pools_flag_chooses_among_node_pools_and_names_groups_at_zero() {
         zero[0].evidence(),
         "--pools kubernetes.azure.com/agentpool=gpu"
     );
-    assert_eq!(unmatched_pools(&pools, &nodes, &zero), ["nowhere"]);
+    assert_eq!(
+        unmatched_pools(&pools, &pools_with_nodes(&nodes), &zero),
+        ["nowhere"]
+    );
 }
 
 #[test]

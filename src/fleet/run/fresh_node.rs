@@ -65,11 +65,7 @@ pub(super) async fn look(
         }
         Scheduling::Waiting { latest } => {
             let words = fresh::waiting_words(latest.as_ref(), way.waited);
-            let waiting = Doing::Waiting {
-                waited: way.waited,
-                words,
-            };
-            tell(progress, plan, waiting);
+            tell(progress, plan, Doing::Waiting { words });
             if way.waited < settings.fresh_wait {
                 return Look::Pending;
             }
