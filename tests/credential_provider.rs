@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::kubelet_creds::{
-    CredentialPlan, NodeConfigSearch, Source, SourceOutcome, Sources, resolve,
+    CredentialPlan, DockerConfigProblem, NodeConfigSearch, PluginProblem, ResponseProblem, Source,
+    SourceOutcome, SourceProblem, Sources, resolve,
 };
 use support::scratch::Scratch;
 
@@ -242,11 +243,15 @@ async fn a_plugin_exiting_non_zero_is_evidence_with_its_stderr_redacted() {
     )
     .await;
     assert!(plan.candidates.is_empty(), "{plan:?}");
-    let SourceOutcome::Failed(why) = outcome_of(&plan, "provider") else {
+    let SourceOutcome::Failed(SourceProblem::Plugin(problem)) = outcome_of(&plan, "provider")
+    else {
         panic!("the plugin failed: {plan:?}");
     };
-    assert!(why.contains("AccessDeniedException"), "{why}");
-    assert!(why.contains("exit status: 3"), "{why}");
+    let PluginProblem::Exited { status, stderr, .. } = &**problem else {
+        panic!("the plugin exited: {problem:?}");
+    };
+    assert_eq!(status.code(), Some(3));
+    assert!(stderr.contains("AccessDeniedException"), "{stderr}");
     assert!(matches!(
         outcome_of(&plan, "node-config"),
         SourceOutcome::NoMatch { .. }
@@ -274,13 +279,14 @@ async fn a_plugin_that_never_answers_is_cut_at_the_timeout() {
         "not cut: {:?}",
         started.elapsed()
     );
-    let SourceOutcome::Failed(why) = outcome_of(&plan, "provider") else {
+    let SourceOutcome::Failed(SourceProblem::Plugin(problem)) = outcome_of(&plan, "provider")
+    else {
         panic!("the plugin timed out: {plan:?}");
     };
-    assert!(
-        why.contains("deadline exceeded") && why.contains("300ms"),
-        "{why}"
-    );
+    let PluginProblem::Timeout { timeout, .. } = &**problem else {
+        panic!("the plugin timed out: {problem:?}");
+    };
+    assert_eq!(*timeout, Duration::from_millis(300));
     assert!(plan.candidates.is_empty());
 }
 
@@ -297,12 +303,19 @@ async fn a_plugin_answering_garbage_is_evidence_without_its_stdout() {
         &image("registry.io/app:v1"),
     )
     .await;
-    let SourceOutcome::Failed(why) = outcome_of(&plan, "provider") else {
+    let SourceOutcome::Failed(SourceProblem::Plugin(problem)) = outcome_of(&plan, "provider")
+    else {
         panic!("garbage is a failure: {plan:?}");
     };
     assert!(
-        why.contains("not a JSON CredentialProviderResponse"),
-        "{why}"
+        matches!(
+            &**problem,
+            PluginProblem::Response {
+                problem: ResponseProblem::NotJson,
+                ..
+            }
+        ),
+        "{problem:?}"
     );
     assert!(plan.candidates.is_empty());
     assert_no_secret(&plan);
@@ -629,14 +642,22 @@ async fn token_mode_missing_binaries_and_bad_secrets_are_reported_not_skipped() 
         !node.dir.path().join("request.json").exists(),
         "the plugin ran"
     );
-    let SourceOutcome::Failed(why) = by_name("absent-provider") else {
+    let SourceOutcome::Failed(SourceProblem::Plugin(problem)) = by_name("absent-provider") else {
         panic!("missing binary: {plan:?}");
     };
-    assert!(why.contains("did not exist"), "{why}");
-    let SourceOutcome::Failed(why) = outcome_of(&plan, "pull-secret").clone() else {
+    assert!(
+        matches!(&*problem, PluginProblem::NoBinary { .. }),
+        "{problem:?}"
+    );
+    let SourceOutcome::Failed(SourceProblem::PullSecret(problem)) =
+        outcome_of(&plan, "pull-secret")
+    else {
         panic!("bad secret: {plan:?}");
     };
-    assert!(why.contains("fails the pull"), "{why}");
+    assert!(
+        matches!(&**problem, DockerConfigProblem::Invalid { .. }),
+        "{problem:?}"
+    );
     assert!(plan.candidates.is_empty());
     assert_no_secret(&plan);
 }

@@ -10,8 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{
     Candidate, Keyring, ProviderConfig, ResponseProblem, Source, SourceEvidence, SourceOutcome,
-    Sources, in_node_root, parse_provider_response, provider_request, read_provider_config,
-    redact_stderr,
+    SourceProblem, Sources, in_node_root, parse_provider_response, provider_request,
+    read_provider_config, redact_stderr,
 };
 use crate::keyring::{near_miss, urls_match};
 use crate::node_root::NodeRoot;
@@ -195,7 +195,7 @@ pub(super) async fn run_providers(
         Err(e) => {
             evidence.push(SourceEvidence {
                 source: Source::Provider(config_path.display().to_string()),
-                outcome: SourceOutcome::Failed(format!("{e} (the kubelet would not start)")),
+                outcome: SourceOutcome::Failed(SourceProblem::ProviderConfig(e)),
             });
             return (Vec::new(), evidence);
         }
@@ -203,9 +203,7 @@ pub(super) async fn run_providers(
     let Some(bin_dir) = &sources.provider_bin_dir else {
         evidence.push(SourceEvidence {
             source: Source::Provider(config_path.display().to_string()),
-            outcome: SourceOutcome::Failed(
-                "no --image-credential-provider-bin-dir: the kubelet refuses a provider config without one".into(),
-            ),
+            outcome: SourceOutcome::Failed(SourceProblem::NoProviderBinDir),
         });
         return (Vec::new(), evidence);
     };
@@ -260,7 +258,7 @@ pub(super) async fn run_providers(
             }
             Err(problem) => evidence.push(SourceEvidence {
                 source,
-                outcome: SourceOutcome::Failed(problem.to_string()),
+                outcome: SourceOutcome::Failed(SourceProblem::Plugin(problem.into())),
             }),
         }
     }

@@ -29,6 +29,7 @@ mod keyring;
 mod provider_config;
 mod redact;
 mod root_exec;
+mod source_problem;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -56,6 +57,7 @@ pub use provider_config::{
 };
 pub use redact::redact_stderr;
 pub use root_exec::{ROOT_EXEC, exec_in_root, in_node_root};
+pub use source_problem::SourceProblem;
 
 /// Where the kubelet's credentials come from on this node.
 #[derive(Debug, Clone, Default)]
@@ -138,7 +140,7 @@ pub enum SourceOutcome {
     /// Not there (no node config in any search path, no provider config).
     Absent(String),
     /// Could not be used: unreadable, malformed, a plugin that failed. The kubelet goes on.
-    Failed(String),
+    Failed(SourceProblem),
     /// Needs something only a pod gives (a service-account token).
     NeedsPod(String),
     /// Has a credential the rules pass over (containerd's own, when the kubelet sent one).
@@ -211,9 +213,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
                 // The kubelet's MakeDockerKeyring returns this error: the pull fails outright.
                 Err(problem) => evidence.push(SourceEvidence {
                     source,
-                    outcome: SourceOutcome::Failed(format!(
-                        "{problem} (the kubelet fails the pull on an unparsable pull secret)"
-                    )),
+                    outcome: SourceOutcome::Failed(SourceProblem::PullSecret(problem.into())),
                 }),
             }
         }
@@ -277,7 +277,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
         }),
         Err(problem) => evidence.push(SourceEvidence {
             source: Source::NodeConfig(problem.path().to_path_buf()),
-            outcome: SourceOutcome::Failed(problem.to_string()),
+            outcome: SourceOutcome::Failed(SourceProblem::NodeConfig(problem.into())),
         }),
     }
 
@@ -293,9 +293,15 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 SourceOutcome::Absent(format!("no {}", path.display()))
             }
-            Err(e) => SourceOutcome::Failed(format!("cannot read {}: {e}", path.display())),
+            Err(error) => SourceOutcome::Failed(SourceProblem::ContainerdUnreadable {
+                path: path.clone(),
+                error: error.into(),
+            }),
             Ok(text) => match containerd_registry_auth(&text, &image.registry) {
-                Err(why) => SourceOutcome::Failed(format!("{}: {why}", path.display())),
+                Err(problem) => SourceOutcome::Failed(SourceProblem::ContainerdAuth {
+                    path: path.clone(),
+                    problem: problem.into(),
+                }),
                 Ok(None) => SourceOutcome::NoMatch {
                     keys: vec![],
                     near: vec![],

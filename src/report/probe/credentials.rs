@@ -88,7 +88,7 @@ impl CredentialsReport {
                         ("no-match", keys.clone(), Some(why))
                     }
                     SourceOutcome::Absent(why) => ("absent", vec![], Some(why.clone())),
-                    SourceOutcome::Failed(why) => ("failed", vec![], Some(why.clone())),
+                    SourceOutcome::Failed(why) => ("failed", vec![], Some(why.to_string())),
                     SourceOutcome::NeedsPod(why) => ("needs-pod", vec![], Some(why.clone())),
                     SourceOutcome::NotUsed(why) => ("not-used", vec![], Some(why.clone())),
                 };
