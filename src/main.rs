@@ -90,7 +90,7 @@ fn stdout_closed_is_done(written: std::io::Result<()>) -> std::io::Result<()> {
 }
 
 /// The failure text, read as a stream (`failure_text::input`): a file as it is, stdin or a
-/// pipe through a temporary copy (JSON is read in two passes), arguments from memory.
+/// pipe through a temporary copy (JSON is read in two or three passes), arguments from memory.
 fn read_input(args: &ExplainArgs) -> anyhow::Result<failure_text::input::Input> {
     use failure_text::input::{LIMITS, read, spool::spool};
     match (&args.file, args.text.is_empty()) {

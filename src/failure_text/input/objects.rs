@@ -33,10 +33,12 @@ pub struct Objects {
 /// A pod as events and Pods name it: (namespace, name).
 type PodKey = (Option<String>, String);
 
-/// Distinct first-seen times the first pass counts (a few MB): a list's events within the hour
-/// events live (`--event-ttl`) at a second's resolution stay far below. Past it, a third pass
-/// places the kept events instead.
-const MAX_TIMES: usize = 1 << 16;
+/// Distinct first-seen times the first pass counts (about 80 bytes each: 20 MiB at most): a
+/// list's events within the hour events live (`--event-ttl`) at a second's resolution stay far
+/// below, and so do the scheduler's microsecond `eventTime`s (one per pod) in most clusters.
+/// Past it, a third pass places the kept events instead (`cargo bench --bench explain`: 38–48
+/// against 66 MB/s for a million events, docs/benchmarks.md).
+const MAX_TIMES: usize = 1 << 18;
 
 /// Read the document at the start of `input`; `None` when it is not one JSON document (a log
 /// whose first line is JSON or starts with a bracket: it is text).
@@ -248,20 +250,16 @@ impl Survey {
     }
 
     /// Each first-seen time → the place (0-based) of its first event in time order, when
-    /// the times were counted.
-    fn ranks(&self) -> Option<BTreeMap<String, usize>> {
+    /// the times were counted (the counts become places where they are: no second map).
+    fn ranks(&mut self) -> Option<BTreeMap<String, usize>> {
+        let mut times = self.times.take()?;
         let mut next = 0;
-        let times = self.times.as_ref()?;
-        Some(
-            times
-                .iter()
-                .map(|(time, count)| {
-                    let rank = next;
-                    next += count;
-                    (time.clone(), rank)
-                })
-                .collect(),
-        )
+        for count in times.values_mut() {
+            let rank = next;
+            next += *count;
+            *count = rank;
+        }
+        Some(times)
     }
 
     /// Whether every event must be kept: no pod named (one subject), or no pod failing (then
