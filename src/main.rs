@@ -13,9 +13,6 @@ use pullpath::probe::{self, creds};
 use pullpath::render::{self, Style};
 use pullpath::{azure, cli_docs, configure, exit, failure_text, report, scan_report};
 
-/// Input beyond this is refused rather than read: event logs are far smaller.
-const MAX_INPUT: u64 = 64 * 1024 * 1024;
-
 fn main() -> ExitCode {
     // A credential plugin run inside the node's root (see `in_node_root`): not a command for
     // people, so not in the command line's definitions.
@@ -92,32 +89,46 @@ fn stdout_closed_is_done(written: std::io::Result<()>) -> std::io::Result<()> {
     }
 }
 
-fn read_input(args: &ExplainArgs) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
+/// The failure text, read as a stream (`failure_text::input`): a file as it is, stdin or a
+/// pipe through a temporary copy (JSON is read in two or three passes), arguments from memory.
+fn read_input(args: &ExplainArgs) -> anyhow::Result<failure_text::input::Input> {
+    use failure_text::input::{LIMITS, read, spool::spool};
     match (&args.file, args.text.is_empty()) {
         (Some(path), _) if path.as_os_str() != "-" => {
             let file = std::fs::File::open(path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
-            file.take(MAX_INPUT + 1)
-                .read_to_end(&mut bytes)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let regular = file.metadata().is_ok_and(|m| m.is_file());
+            let file = if regular {
+                file
+            } else {
+                spool(file).with_context(|| format!("cannot copy {} to read it", path.display()))?
+            };
+            read(file, &LIMITS).with_context(|| format!("cannot read {}", path.display()))
         }
-        (None, false) => return Ok(args.text.join(" ")),
+        (None, false) => Ok(read(
+            std::io::Cursor::new(args.text.join(" ").into_bytes()),
+            &LIMITS,
+        )?),
         _ => {
-            std::io::stdin()
-                .take(MAX_INPUT + 1)
-                .read_to_end(&mut bytes)
-                .context("cannot read stdin")?;
+            if let Some(file) = stdin_file() {
+                return read(file, &LIMITS).context("cannot read stdin");
+            }
+            let copy = spool(std::io::stdin().lock()).context(
+                "cannot copy stdin to a temporary file to read it (set TMPDIR to a directory with room, or pass -f FILE)",
+            )?;
+            read(copy, &LIMITS).context("cannot read stdin")
         }
     }
-    if bytes.len() as u64 > MAX_INPUT {
-        bail!(
-            "input is larger than {} MiB; pass the pod's events or the runtime log around the failure",
-            MAX_INPUT >> 20
-        );
-    }
-    // Binary or mis-encoded input is read as text; invalid bytes become U+FFFD.
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Stdin when it is a regular file at its start (`pullpath explain < events.json`): read where
+/// it is, without a copy.
+fn stdin_file() -> Option<std::fs::File> {
+    use std::io::Seek;
+    use std::os::fd::AsFd;
+    let mut file = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    (regular && file.stream_position().ok()? == 0).then_some(file)
 }
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
@@ -158,14 +169,11 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
         );
     }
     let input = read_input(&args)?;
-    let messages = failure_text::input::messages(&input);
-    if failure_text::names_pods(&messages) {
+    let messages = input.messages;
+    if failure_text::names_pods(&messages) && failure_text::any_failing(&messages) {
         // Input about pods: one verdict per (pod, image), grouped, worst first.
         // Nodes in the input (`kubectl get pod,events,nodes`) name the pools, as scan groups.
-        let nodes: Vec<_> = failure_text::input::nodes(&input)
-            .iter()
-            .map(cluster::nodes::facts)
-            .collect();
+        let nodes = input.nodes;
         let explained: Vec<_> = failure_text::explain_each(messages)
             .into_iter()
             .map(|e| {
@@ -180,16 +188,15 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
                 (e, extra)
             })
             .collect();
-        if !explained.is_empty() {
-            let report = scan_report::findings_report("explain", &explained, None, Vec::new());
-            match args.output {
-                Output::Json => print!("{}", render::json::render(&report)),
-                Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
-            }
-            return Ok(exit::for_verdict(&report.verdict));
+        // `any_failing`: at least one subject is explained.
+        let report = scan_report::findings_report("explain", &explained, None, Vec::new());
+        match args.output {
+            Output::Json => print!("{}", render::json::render(&report)),
+            Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
         }
+        return Ok(exit::for_verdict(&report.verdict));
     }
-    let explanation = failure_text::explain(&input);
+    let explanation = failure_text::explain_messages(messages);
     let Some(report) = report::explain_report(&explanation) else {
         bail!(
             "no failure text given: pass an event message, `kubectl describe pod` output or a runtime log (argument, -f FILE, or stdin)"

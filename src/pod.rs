@@ -6,6 +6,10 @@
 //! from JSON because two API versions carry them (core/v1 `Event` and events.k8s.io/v1 `Event`,
 //! fields per k8s.io/api `core/v1/types.go` and `events/v1/types.go`).
 
+mod event;
+
+pub use event::{Item, ItemKind, PodEvent, event_from_value};
+
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use serde_json::Value;
 
@@ -221,82 +225,6 @@ pub fn from_value(mut value: Value) -> Result<Pod, serde_json::Error> {
         }
     }
     serde_json::from_value(value)
-}
-
-/// One event about a pod, from either events API.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodEvent {
-    pub pod: PodId,
-    pub container: Option<(ContainerKind, String)>,
-    pub reason: String,
-    pub message: String,
-    /// When it first happened (RFC 3339), for ordering.
-    pub first_seen: String,
-    pub last_seen: String,
-    pub count: u64,
-    /// The node that reported it (the kubelet's host).
-    pub node: Option<String>,
-}
-
-/// An Event as JSON (core/v1 or events.k8s.io/v1) → a pod event; `None` when it is not an event
-/// or has no message. Events about other kinds keep `pod.name` empty.
-pub fn event_from_value(event: &Value) -> Option<PodEvent> {
-    let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
-    let message = text(&event["message"]).or_else(|| text(&event["note"]))?;
-    let object = if event["involvedObject"].is_object() {
-        &event["involvedObject"]
-    } else {
-        &event["regarding"]
-    };
-    let is_pod = object["kind"].as_str().is_none_or(|k| k == "Pod");
-    let pod = PodId {
-        namespace: text(&object["namespace"]).or_else(|| text(&event["metadata"]["namespace"])),
-        name: if is_pod {
-            text(&object["name"]).unwrap_or_default()
-        } else {
-            String::new()
-        },
-        uid: text(&object["uid"]),
-    };
-    let first_seen = [
-        "/eventTime",
-        "/firstTimestamp",
-        "/deprecatedFirstTimestamp",
-        "/metadata/creationTimestamp",
-        "/lastTimestamp",
-    ]
-    .iter()
-    .find_map(|p| event.pointer(p).and_then(text))
-    .unwrap_or_default();
-    let last_seen = [
-        "/series/lastObservedTime",
-        "/lastTimestamp",
-        "/deprecatedLastTimestamp",
-    ]
-    .iter()
-    .find_map(|p| event.pointer(p).and_then(text))
-    .unwrap_or_else(|| first_seen.clone());
-    let count = ["/series/count", "/count", "/deprecatedCount"]
-        .iter()
-        .find_map(|p| event.pointer(p).and_then(Value::as_u64))
-        .unwrap_or(1);
-    let node = [
-        "/source/host",
-        "/deprecatedSource/host",
-        "/reportingInstance",
-    ]
-    .iter()
-    .find_map(|p| event.pointer(p).and_then(text));
-    Some(PodEvent {
-        pod,
-        container: object["fieldPath"].as_str().and_then(parse_field_path),
-        reason: text(&event["reason"]).unwrap_or_default(),
-        message,
-        first_seen,
-        last_seen,
-        count,
-        node,
-    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `cargo +nightly fuzz run pod`: any JSON as API objects — a Pod, an Event of either events
 //! API, a list — through `pod` (`from_value`, `image_waits`, `event_from_value`) and
-//! `failure_text::input` (`from_json`, `nodes`), as `explain` and cluster mode read them.
+//! `failure_text::input` (`read`, streamed as `explain` reads a file, with the real limits and
+//! with small ones; `from_json` on a whole value), as `explain` and cluster mode read them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,8 +9,10 @@ use pullpath::failure_text::input;
 use pullpath::pod;
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    let _ = input::nodes(&text);
+    let _ = input::read(std::io::Cursor::new(data), &input::LIMITS);
+    // Small limits: an item or a line over them is refused, never held.
+    let small = input::Limits { item: 64, line: 64 };
+    let _ = input::read(std::io::Cursor::new(data), &small);
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else {
         return;
     };

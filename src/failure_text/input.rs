@@ -6,12 +6,27 @@
 //! (core/v1 or events.k8s.io/v1); `kubectl get pod[s] -o json|yaml` (a `Pod`, a `PodList`, a
 //! `List` such as `kubectl get pod,events,nodes -o json`): every container, init container and
 //! ephemeral container waiting on its image, read by [`crate::pod`].
+//!
+//! Read as streams, never whole: JSON item by item (`json_items`, `objects`), text line by line
+//! (`lines`), so a cluster's events (a million, 500 MB) are read in bounded memory. What is
+//! held: one item (at most [`LIMITS`]`.item`) or one line (at most [`LIMITS`]`.line`), the
+//! messages of failing pods, and per distinct event time a counter. YAML alone is read whole, up
+//! to [`MAX_YAML`].
+
+mod json_items;
+mod lines;
+mod objects;
+pub mod spool;
 
 use std::collections::BTreeMap;
+use std::io::{Cursor, Read, Seek, SeekFrom};
 
 use serde_json::Value;
 
+use crate::cluster::nodes::{self, NodeFacts};
 use crate::pod::{self, ContainerKind};
+
+pub use json_items::FrameError;
 
 /// What a message is about, as far as the input says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -41,6 +56,60 @@ pub struct Message {
     pub seen: Option<String>,
 }
 
+/// What the input held.
+#[derive(Debug, Default)]
+pub struct Input {
+    pub messages: Vec<Message>,
+    /// The Nodes in the input (`kubectl get pod,events,nodes -o json`), for their pools.
+    pub nodes: Vec<NodeFacts>,
+}
+
+/// How much of the input is held at once.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// One JSON item's bytes: no API object is larger (etcd stores at most 1.5 MiB; kubectl's
+    /// indented JSON of it stays under 4 MiB).
+    pub item: usize,
+    /// One line of text: a log or describe line is far shorter.
+    pub line: usize,
+}
+
+/// `explain`'s limits.
+pub const LIMITS: Limits = Limits {
+    item: 4 << 20,
+    line: 1 << 20,
+};
+
+/// YAML is read whole (serde_yaml reads no stream): beyond this, `-o json` is asked for.
+pub const MAX_YAML: usize = 64 << 20;
+
+/// Why the input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Json(#[from] FrameError),
+    #[error("malformed JSON item at byte {offset}: {error}")]
+    Item {
+        offset: u64,
+        error: serde_json::Error,
+        /// The document's first item, on its first line: perhaps no JSON at all.
+        first_item: bool,
+        first_line: bool,
+    },
+    #[error(
+        "line {line} is longer than {} MiB: not a log or kubectl output",
+        limit >> 20
+    )]
+    LineTooLong { line: usize, limit: usize },
+    #[error(
+        "YAML is read whole, up to {} MiB, and this is larger: pass `kubectl get … -o json` instead (read as a stream)",
+        MAX_YAML >> 20
+    )]
+    YamlTooLarge,
+    #[error("cannot read the input: {0}")]
+    Io(std::io::Error),
+}
+
 /// Longest message we classify; the tail of a longer one is cut (and said so by `origin`).
 const MAX_MESSAGE: usize = 64 * 1024;
 
@@ -62,42 +131,106 @@ const FAILURE_MARKERS: [&str; 14] = [
     "level=fatal",
 ];
 
-pub fn messages(input: &str) -> Vec<Message> {
-    let trimmed = input.trim_start_matches('\u{feff}').trim();
-    if let Some(value) = api_document(trimmed) {
-        let found = from_json(&value);
-        if !found.is_empty() {
-            return found;
+/// Read the input from its start: JSON item by item (when it starts with `{` or `[` and is one
+/// JSON document), else text line by line (YAML, when it looks like it, whole).
+pub fn read<R: Read + Seek>(mut input: R, limits: &Limits) -> Result<Input, ReadError> {
+    let json = starts_like_json(&mut input)?;
+    if json {
+        if let Some(found) = objects::read(&mut input, limits.item)?
+            && !found.messages.is_empty()
+        {
+            return Ok(Input {
+                messages: found.messages,
+                nodes: found.nodes,
+            });
+        }
+        input.seek(SeekFrom::Start(0)).map_err(ReadError::Io)?;
+    }
+    let text = lines::read(&mut input, limits.line)?;
+    if text.yaml_like && !json {
+        input.seek(SeekFrom::Start(0)).map_err(ReadError::Io)?;
+        let mut bytes = Vec::new();
+        (&mut input)
+            .take(MAX_YAML as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(ReadError::Io)?;
+        if bytes.len() > MAX_YAML {
+            if text.yaml_first_line {
+                return Err(ReadError::YamlTooLarge);
+            }
+        } else if let Some(found) = yaml_objects(&String::from_utf8_lossy(&bytes)) {
+            return Ok(found);
         }
     }
-    if let Some(found) = from_describe(trimmed) {
-        return found;
-    }
-    from_text(trimmed)
+    Ok(Input {
+        messages: text.messages(),
+        nodes: Vec::new(),
+    })
 }
 
-/// The input as API objects, when it is `kubectl get … -o json|yaml` output.
-fn api_document(trimmed: &str) -> Option<Value> {
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        serde_json::from_str::<Value>(trimmed).ok()
-    } else if looks_like_yaml_object(trimmed) {
-        serde_yaml_ng::from_str::<Value>(trimmed).ok()
-    } else {
-        None
-    }
-}
-
-/// The Nodes in the input (`kubectl get pod,events,nodes -o json`), for their pools.
-pub fn nodes(input: &str) -> Vec<k8s_openapi::api::core::v1::Node> {
-    let trimmed = input.trim_start_matches('\u{feff}').trim();
-    let Some(value) = api_document(trimmed) else {
-        return Vec::new();
+/// The messages of text held whole (one message, a log, a paste): [`read`] without limits;
+/// JSON that breaks is read as the text it is.
+pub fn messages(input: &str) -> Vec<Message> {
+    let unlimited = Limits {
+        item: usize::MAX,
+        line: usize::MAX,
     };
-    items(&value)
+    match read(Cursor::new(input.as_bytes()), &unlimited) {
+        Ok(found) => found.messages,
+        Err(_) => lines::read(input.as_bytes(), usize::MAX)
+            .map(lines::Text::messages)
+            .unwrap_or_default(),
+    }
+}
+
+/// Whether the input's first character (past byte-order marks and whitespace) opens JSON; the
+/// input is back at its start after. A read may end inside a byte-order mark: what is held
+/// between reads is that part of one at most.
+fn starts_like_json<R: Read + Seek>(input: &mut R) -> Result<bool, ReadError> {
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let json = 'read: loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break false,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::Io(e)),
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        let mut at = 0;
+        while at < pending.len() {
+            let rest = &pending[at..];
+            if rest.starts_with(BOM) {
+                at += BOM.len();
+            } else if BOM.starts_with(rest) {
+                // A mark cut by the read: its rest comes with the next one.
+                break;
+            } else if rest[0].is_ascii_whitespace() {
+                at += 1;
+            } else {
+                break 'read matches!(rest[0], b'{' | b'[');
+            }
+        }
+        pending.drain(..at);
+    };
+    input.seek(SeekFrom::Start(0)).map_err(ReadError::Io)?;
+    Ok(json)
+}
+
+/// `kubectl get … -o yaml` output → its messages and nodes; `None` when it is no YAML of API
+/// objects with messages.
+fn yaml_objects(text: &str) -> Option<Input> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim();
+    let value = serde_yaml_ng::from_str::<Value>(trimmed).ok()?;
+    let messages = from_json(&value);
+    let nodes = items(&value)
         .into_iter()
         .filter(|i| i["kind"] == "Node")
         .filter_map(|i| serde_json::from_value(i.clone()).ok())
-        .collect()
+        .map(|n| nodes::facts(&n))
+        .collect();
+    (!messages.is_empty()).then_some(Input { messages, nodes })
 }
 
 fn items(value: &Value) -> Vec<&Value> {
@@ -111,14 +244,7 @@ fn items(value: &Value) -> Vec<&Value> {
     }
 }
 
-/// `kubectl get … -o yaml` starts with `apiVersion:` (or `kind:`/`items:` when reordered).
-fn looks_like_yaml_object(text: &str) -> bool {
-    ["apiVersion:", "kind:", "items:"]
-        .iter()
-        .any(|k| text.starts_with(k) || text.contains(&format!("\n{k}")))
-}
-
-/// API objects (one, a list, or an array) → the messages of their pods and events.
+/// API objects held whole (one, a list, or an array) → the messages of their pods and events.
 pub fn from_json(value: &Value) -> Vec<Message> {
     let items = items(value);
     let mut events = Vec::new();
@@ -146,9 +272,16 @@ pub fn from_objects(
     pods: &[k8s_openapi::api::core::v1::Pod],
     events: &[pod::PodEvent],
 ) -> Vec<Message> {
-    // What the pods say about their containers, to fill in what an event leaves out.
-    let mut known: BTreeMap<(Option<String>, String), (Option<String>, Containers)> =
-        BTreeMap::new();
+    let mut sorted: Vec<&pod::PodEvent> = events.iter().collect();
+    sorted.sort_by(|a, b| a.first_seen.cmp(&b.first_seen));
+    from_ranked(pods, sorted.into_iter().enumerate().collect())
+}
+
+/// What the pods say about their containers, to fill in what an event leaves out.
+type Known = BTreeMap<(Option<String>, String), (Option<String>, Containers)>;
+
+fn known_containers(pods: &[k8s_openapi::api::core::v1::Pod]) -> Known {
+    let mut known = Known::new();
     for p in pods {
         let id = pod::pod_id(p);
         let spec = p.spec.as_ref();
@@ -179,10 +312,19 @@ pub fn from_objects(
         }
         known.insert((id.namespace, id.name), (pod::node_name(p), containers));
     }
-    let mut sorted: Vec<&pod::PodEvent> = events.iter().collect();
-    sorted.sort_by(|a, b| a.first_seen.cmp(&b.first_seen));
+    known
+}
+
+/// Pods and events with each event's place in time order (0-based, among every event of the
+/// input, kept or not) → messages, events in that order.
+fn from_ranked(
+    pods: &[k8s_openapi::api::core::v1::Pod],
+    mut events: Vec<(usize, &pod::PodEvent)>,
+) -> Vec<Message> {
+    let known = known_containers(pods);
+    events.sort_by_key(|(place, _)| *place);
     let mut out: Vec<Message> = Vec::new();
-    for (i, event) in sorted.into_iter().enumerate() {
+    for (i, event) in events {
         let key = (event.pod.namespace.clone(), event.pod.name.clone());
         let about = known.get(&key);
         let image = image_named(&event.message).or_else(|| {
@@ -262,297 +404,9 @@ pub fn image_named(message: &str) -> Option<String> {
     (!image.is_empty() && !image.contains(char::is_whitespace)).then(|| image.to_string())
 }
 
-/// `kubectl describe pod[s]`: each pod's header (name, namespace, node, container images) and
-/// its `Events:` table read by columns, so only the Message column is the message; recent
-/// kubectl prefixes it with the field path (`spec.initContainers{migrate}: …`).
-fn from_describe(text: &str) -> Option<Vec<Message>> {
-    let lines: Vec<&str> = text.lines().collect();
-    let has_events = lines.iter().any(|l| l.trim_start().starts_with("Events:"));
-    let has_pod = lines.iter().any(|l| l.starts_with("Name:"))
-        && lines.iter().any(|l| l.trim_end().ends_with("Containers:"));
-    if !has_events && !has_pod {
-        return None;
-    }
-    let mut out = Vec::new();
-    let mut current = Subject::default();
-    let mut images: Vec<(ContainerKind, String, String)> = Vec::new();
-    let mut section: Option<ContainerKind> = None;
-    let mut container: Option<String> = None;
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
-        let field = |name: &str| line.strip_prefix(name).map(|v| v.trim().to_string());
-        if let Some(name) = field("Name:") {
-            current = Subject {
-                pod: Some(name),
-                ..Subject::default()
-            };
-            images.clear();
-            section = None;
-        } else if let Some(ns) = field("Namespace:") {
-            current.namespace = Some(ns);
-        } else if let Some(node) = field("Node:") {
-            let node = node.split('/').next().unwrap_or("").to_string();
-            current.node = (!node.is_empty() && node != "<none>").then_some(node);
-        } else if line.trim_start().starts_with("Events:") {
-            let (consumed, rows) = events_table(&lines[i..]);
-            i += consumed;
-            for (number, message) in rows {
-                let (field_path, message) = split_field_path(&message);
-                let message = strip_aggregation(message);
-                if !is_failure_line(message) {
-                    continue;
-                }
-                let mut subject = current.clone();
-                if let Some((kind, name)) = field_path {
-                    subject.image = images
-                        .iter()
-                        .find(|(k, n, _)| *k == kind && *n == name)
-                        .map(|c| c.2.clone());
-                    subject.container = Some(name);
-                    subject.container_kind = Some(kind);
-                }
-                if let Some(image) = image_named(message) {
-                    subject.image = Some(image);
-                }
-                out.push(Message {
-                    text: cap(message.to_string()),
-                    origin: format!("line {}", i - consumed + number + 1),
-                    subject,
-                    seen: None,
-                });
-            }
-            section = None;
-        } else if !line.starts_with(' ') {
-            section = match line.trim_end() {
-                "Init Containers:" => Some(ContainerKind::Init),
-                "Containers:" => Some(ContainerKind::App),
-                "Ephemeral Containers:" => Some(ContainerKind::Ephemeral),
-                _ => None,
-            };
-            container = None;
-        } else if let Some(kind) = section {
-            let trimmed = line.trim();
-            if line.starts_with("  ") && !line.starts_with("   ") && trimmed.ends_with(':') {
-                container = Some(trimmed.trim_end_matches(':').to_string());
-            } else if let (Some(image), Some(name)) = (trimmed.strip_prefix("Image:"), &container) {
-                images.push((kind, name.clone(), image.trim().to_string()));
-            } else if let (Some(reason), Some(name)) = (trimmed.strip_prefix("Reason:"), &container)
-                && pod::IMAGE_REASONS.contains(&reason.trim())
-            {
-                // The container's state: describe prints the waiting reason, not its message.
-                let reason = reason.trim().to_string();
-                out.push(Message {
-                    text: reason.clone(),
-                    origin: format!("line {i}"),
-                    subject: Subject {
-                        container: Some(name.clone()),
-                        container_kind: Some(kind),
-                        image: images
-                            .iter()
-                            .find(|(k, n, _)| *k == kind && n == name)
-                            .map(|c| c.2.clone()),
-                        waiting_reason: Some(reason),
-                        ..current.clone()
-                    },
-                    seen: None,
-                });
-            }
-        }
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-/// The rows of an events table (lines after `Events:`): (row index, Message column). Returns
-/// how many lines the table used.
-fn events_table(lines: &[&str]) -> (usize, Vec<(usize, String)>) {
-    let mut message_column: Option<usize> = None;
-    let mut rows = Vec::new();
-    let mut used = 0;
-    for (n, line) in lines.iter().enumerate() {
-        if !line.starts_with(' ') || line.trim().is_empty() {
-            break;
-        }
-        used = n + 1;
-        if message_column.is_none() && line.split_whitespace().take(2).eq(["Type", "Reason"]) {
-            message_column = line.find("Message");
-            continue;
-        }
-        if is_table_header(line) {
-            continue;
-        }
-        let message = match message_column {
-            Some(at)
-                if line.len() > at && line.is_char_boundary(at) && line[..at].ends_with(' ') =>
-            {
-                line[at..].trim()
-            }
-            _ => line.trim(),
-        };
-        rows.push((n, message.to_string()));
-    }
-    (used, rows)
-}
-
-/// `spec.containers{web}: Failed to pull …` → (field path, message).
-fn split_field_path(message: &str) -> (Option<(ContainerKind, String)>, &str) {
-    if message.starts_with("spec.")
-        && let Some(end) = message.find("}: ")
-        && let Some(path) = pod::parse_field_path(&message[..=end])
-    {
-        return (Some(path), &message[end + 3..]);
-    }
-    (None, message)
-}
-
-fn from_text(text: &str) -> Vec<Message> {
-    // kubectl describe: only the Events table speaks about pulls.
-    let body = match text.find("\nEvents:") {
-        Some(at) => &text[at + "\nEvents:".len()..],
-        None => text,
-    };
-    let lines: Vec<(usize, &str)> = body
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .filter(|(_, l)| !is_table_header(l))
-        .collect();
-    if !lines.iter().any(|(_, l)| is_failure_line(l)) {
-        // No line speaks of a pull: classify the text as one message (the classifier says so).
-        let joined = lines
-            .iter()
-            .map(|(_, l)| l.trim())
-            .collect::<Vec<_>>()
-            .join("\n");
-        if joined.is_empty() {
-            return Vec::new();
-        }
-        return vec![Message {
-            text: cap(joined),
-            origin: "input".into(),
-            subject: Subject::default(),
-            seen: None,
-        }];
-    }
-    // Each failure line starts a message. A line that is not a log record of its own continues
-    // the previous message (old Docker prints one ping error per line); other log lines are noise.
-    // A message a terminal wrapped continues whatever its next line holds: inside a quoted name
-    // (`"r.example/e` + `ks/pause:3.5": failed to pull …`, no character lost at the wrap) or
-    // between a gRPC status's code and its `desc`.
-    let mut out: Vec<Message> = Vec::new();
-    // The number of the line the last message ended on: a wrap continues on the very next one.
-    let mut last_line = None;
-    // Whether that line ended in a space: a tool that wraps at spaces leaves the space there
-    // (`failed to do request: Head ` + `"https://…": server gave HTTP ` + `response to …`).
-    let mut ended_in_space = false;
-    for (number, line) in lines {
-        let next_line = last_line == Some(number.wrapping_sub(1));
-        let soft_wrapped = next_line && ended_in_space;
-        ended_in_space = line.ends_with([' ', '\t']);
-        if let Some(last) = out.last_mut()
-            && next_line
-            && last.text.len() < MAX_MESSAGE
-            && let Some(separator) = wrapped_continuation(&last.text, line)
-        {
-            last.text.push_str(separator);
-            last.text.push_str(line.trim());
-            last.text = cap(std::mem::take(&mut last.text));
-            last_line = Some(number);
-        } else if is_failure_line(line) {
-            out.push(Message {
-                text: cap(line.trim().to_string()),
-                origin: format!("line {}", number + 1),
-                subject: Subject::default(),
-                seen: None,
-            });
-            last_line = Some(number);
-        } else if let Some(last) = out.last_mut()
-            && !is_log_record(line)
-            && last.text.len() < MAX_MESSAGE
-        {
-            last.text.push(if soft_wrapped { ' ' } else { '\n' });
-            last.text.push_str(line.trim());
-            last_line = Some(number);
-        }
-    }
-    out
-}
-
-/// How `line` joins `message` when a terminal wrapped the message before it: nothing inside
-/// a quoted name left open, a space between `code = X` and `desc = …`; `None` when the line
-/// is not such a continuation.
-fn wrapped_continuation(message: &str, raw_line: &str) -> Option<&'static str> {
-    let line = raw_line.trim();
-    // A record of its own (`time=…`, a timestamp) is never the rest of the one before.
-    if is_log_record(raw_line) {
-        return None;
-    }
-    let unescaped_quotes = message
-        .char_indices()
-        .filter(|&(at, c)| c == '"' && !message[..at].ends_with('\\'))
-        .count();
-    let open_name = unescaped_quotes % 2 == 1
-        && message.ends_with(|c: char| c.is_ascii_alphanumeric() || "./-_:".contains(c))
-        // An indented line is a new record of a table or list, not the rest of a name.
-        && !raw_line.starts_with(char::is_whitespace);
-    if open_name && !message.contains('\n') {
-        Some("")
-    } else if line.starts_with("desc = ")
-        && message
-            .trim_end()
-            .rsplit_once("code = ")
-            .is_some_and(|(_, code)| !code.contains(' '))
-    {
-        Some(" ")
-    } else {
-        None
-    }
-}
-
-/// A line that starts a record of its own: logfmt, a timestamp (its first word holds `-`, `:`,
-/// `/` or `.`: `2024-05-01T…`, `10:31:02`, an address `10.0.0.5:`) or a process id before a
-/// klog source location (`15542 kuberuntime_image.go:51]`), klog's `E0102`, syslog's month. A
-/// bare number is no record: `429 Too Many Requests` continues a wrapped message.
-fn is_log_record(line: &str) -> bool {
-    const MONTHS: [&str; 12] = [
-        "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ",
-        "Dec ",
-    ];
-    let l = line.trim_start();
-    let klog = l.len() > 5
-        && matches!(l.as_bytes()[0], b'I' | b'W' | b'E' | b'F')
-        && l.as_bytes()[1..5].iter().all(u8::is_ascii_digit);
-    l.starts_with("time=")
-        || l.starts_with("level=")
-        || starts_with_timestamp_or_pid(l)
-        || MONTHS.iter().any(|m| l.starts_with(m))
-        || klog
-        || (line.starts_with(|c: char| !c.is_whitespace()) && l.contains(" kubelet "))
-}
-
-fn starts_with_timestamp_or_pid(line: &str) -> bool {
-    let mut words = line.split_whitespace();
-    let Some(first) = words
-        .next()
-        .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()))
-    else {
-        return false;
-    };
-    first.contains(['-', ':', '/', '.'])
-        || words
-            .next()
-            .is_some_and(|w| w.ends_with(']') && w.contains(".go:"))
-}
-
 /// Whether a line speaks of a pull failure (or its back-off).
 pub fn is_failure_line(line: &str) -> bool {
     FAILURE_MARKERS.iter().any(|m| line.contains(m))
-}
-
-fn is_table_header(line: &str) -> bool {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    words.starts_with(&["Type", "Reason"]) || words.iter().all(|w| w.chars().all(|c| c == '-'))
 }
 
 fn cap(mut text: String) -> String {

@@ -82,6 +82,15 @@ pub fn names_pods(messages: &[Message]) -> bool {
     messages.iter().any(|m| m.subject.pod.is_some())
 }
 
+/// Whether [`explain_each`] finds a failing subject: a message about a pod with a waiting
+/// reason or in a failure's words (without one, the input gets one verdict as plain text does).
+pub fn any_failing(messages: &[Message]) -> bool {
+    messages.iter().any(|m| {
+        m.subject.pod.is_some()
+            && (m.subject.waiting_reason.is_some() || input::is_failure_line(&m.text))
+    })
+}
+
 /// One verdict per (pod, image), each ranked exactly as [`explain`] ranks one pod's messages.
 /// Messages that name the pod but not the image (`Error: ErrImagePull`) join the pod's image
 /// when it has one; subjects with no failure at all (a healthy pod's `Started`) are left out.
