@@ -244,7 +244,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         Some(object) => {
             let (what, spec, node) = reads::workload_spec(client.clone(), object, &namespace)
                 .await
-                .map_err(|(e, what)| fail(e, &what))?;
+                .map_err(|unread| fail(unread.error, &unread.request))?;
             let identity = (
                 spec.service_account_name.clone(),
                 spec.image_pull_secrets

@@ -116,13 +116,23 @@ pub async fn node_pools(client: &kube::Client) -> Result<Vec<serde_json::Value>,
     }
 }
 
+/// A workload the API would not give: the request as RBAC names it (`get deployments "web" in
+/// shop`) and the API's error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {request}: {error}")]
+pub struct WorkloadUnread {
+    pub request: String,
+    #[source]
+    pub error: kube::Error,
+}
+
 /// The pod template's spec of `object` (a pod's own spec), its name, and for a pod the node it
 /// landed on.
 pub async fn workload_spec(
     client: kube::Client,
     object: &ObjectRef,
     ns: &str,
-) -> Result<(String, PodSpec, Option<String>), (kube::Error, String)> {
+) -> Result<(String, PodSpec, Option<String>), WorkloadUnread> {
     let template = |t: k8s_openapi::api::core::v1::PodTemplateSpec| t.spec.unwrap_or_default();
     match object {
         ObjectRef::Pod(name) => {
@@ -130,7 +140,10 @@ pub async fn workload_spec(
             let pod = Api::<Pod>::namespaced(client, ns)
                 .get(name)
                 .await
-                .map_err(|e| (e, what))?;
+                .map_err(|error| WorkloadUnread {
+                    request: what,
+                    error,
+                })?;
             let spec = pod.spec.unwrap_or_default();
             let node = spec.node_name.clone();
             Ok((format!("Pod/{name} in {ns}"), spec, node))
@@ -156,7 +169,10 @@ pub async fn workload_spec(
                     .await
                     .map(|d| d.spec.map(|s| template(s.template))),
             }
-            .map_err(|e| (e, what))?;
+            .map_err(|error| WorkloadUnread {
+                request: what,
+                error,
+            })?;
             Ok((label, spec.unwrap_or_default(), None))
         }
     }

@@ -14,9 +14,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
+// Tokio's clock: the walk's deadline and a paused test's time run on it too.
+use tokio::time::Instant;
 
 use super::authority::Authority;
 use super::net::{Body, Transport};
@@ -107,27 +109,55 @@ impl Meter {
         !self.done.load(Ordering::Relaxed)
     }
 
-    /// What a body still being read when the deadline ran out showed: bytes, time, rate, and
-    /// what the runtime would do with it.
-    pub fn trickle(&self) -> String {
-        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
-        let bytes = self.bytes();
-        let rate = bytes as f64 / seconds;
-        let of = match self.total {
-            Some(total) => format!(" of {total}"),
-            None => String::new(),
-        };
-        let finish = match self.total {
-            Some(total) if rate > 0.0 && total > bytes => format!(
+    /// What a body still being read when the deadline ran out showed.
+    pub fn trickle(&self) -> Trickle {
+        Trickle {
+            authority: self.authority.clone(),
+            bytes: self.bytes(),
+            total: self.total,
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+/// A body still arriving when the walk's deadline ran out: bytes kept coming, too slowly to
+/// finish. Its words say what the runtime does with such a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trickle {
+    pub authority: Authority,
+    pub bytes: u64,
+    /// The size the body should have, when known.
+    pub total: Option<u64>,
+    pub elapsed: Duration,
+}
+
+impl Trickle {
+    /// Bytes a second over the whole read.
+    pub fn rate(&self) -> f64 {
+        self.bytes as f64 / self.elapsed.as_secs_f64().max(1e-3)
+    }
+}
+
+impl std::fmt::Display for Trickle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let seconds = self.elapsed.as_secs_f64().max(1e-3);
+        let (bytes, rate) = (self.bytes, self.rate());
+        write!(f, "the body from {} trickled: {bytes}", self.authority)?;
+        if let Some(total) = self.total {
+            write!(f, " of {total}")?;
+        }
+        write!(f, " bytes in {seconds:.1} s ({rate:.1} B/s)")?;
+        if let Some(total) = self.total
+            && rate > 0.0
+            && total > bytes
+        {
+            write!(
+                f,
                 ", about {} more at that rate",
                 human_seconds((total - bytes) as f64 / rate)
-            ),
-            _ => String::new(),
-        };
-        format!(
-            "the body from {} trickled: {bytes}{of} bytes in {seconds:.1} s ({rate:.1} B/s){finish}; containerd keeps reading a body while bytes arrive (its image_pull_progress_timeout cancels a pull only after minutes with no byte at all), so on the node this pull hangs rather than fails",
-            self.authority
-        )
+            )?;
+        }
+        f.write_str("; containerd keeps reading a body while bytes arrive (its image_pull_progress_timeout cancels a pull only after minutes with no byte at all), so on the node this pull hangs rather than fails")
     }
 }
 
@@ -198,7 +228,12 @@ mod tests {
         let at = Authority::parse("store.test", 443).expect("authority");
         let meter = Meter::start(Hop::Blob, &at, Some(1_000_000));
         meter.bytes.store(50, Ordering::Relaxed);
-        let said = meter.trickle();
+        let trickle = meter.trickle();
+        assert_eq!(
+            (&trickle.authority, trickle.bytes, trickle.total),
+            (&at, 50, Some(1_000_000))
+        );
+        let said = trickle.to_string();
         assert!(said.contains("store.test"), "{said}");
         assert!(said.contains("50 of 1000000 bytes"), "{said}");
         assert!(said.contains("image_pull_progress_timeout"), "{said}");

@@ -2,12 +2,14 @@
 //! attempts, the proxy's part, the TLS problem, what broke after connecting. Readers decide on
 //! the variant and its fields, never on our English; `Display` is the sentence the report has
 //! always carried (`verdict.cause`, `fallbacks[].cause`, `hosts[].failure.detail`: wire fields,
-//! so the words must not move). What the walk still only has in words is `Other`.
+//! so the words must not move).
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
-use super::body::BodyProblem;
+use super::authority::Authority;
+use super::body::{BodyProblem, Trickle};
 use super::connect::{Attempt, ConnectOutcome};
 use super::dns::Outcome;
 use super::host::Tunnel;
@@ -74,19 +76,78 @@ pub enum Evidence {
     Refused(Box<HttpRefusal>),
     /// A manifest that cannot be used: its digest, JSON, schema, or no entry for the platform.
     Manifest(Box<ManifestProblem>),
-    /// What the walk still reports only in words (manifests, hosts.toml, the deadline).
-    Other(String),
+    /// The registry's challenge cannot be answered as the runtime answers it.
+    Challenge(ChallengeProblem),
+    /// containerd's host configuration leaves the step no way to be asked.
+    Config(ConfigProblem),
+    /// The walk's total deadline ran out; `reading` when a body was still arriving then.
+    Deadline {
+        after: Duration,
+        reading: Option<Trickle>,
+    },
+    /// No HTTP client could be built for the host (its trust or proxy): the tool's own failure.
+    HttpClient { error: String },
 }
 
-impl From<String> for Evidence {
-    fn from(words: String) -> Evidence {
-        Evidence::Other(words)
+/// Why a registry's `WWW-Authenticate` challenge went unanswered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChallengeProblem {
+    /// `Basic`, and the node has no credential for the registry.
+    NoCredentials,
+    /// A scheme containerd does not answer; the header as sent.
+    Unknown(String),
+    /// A `Bearer` realm that is not a URL.
+    RealmNotUrl(String),
+}
+
+impl fmt::Display for ChallengeProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChallengeProblem::NoCredentials => f.write_str(
+                "the registry wants Basic credentials and the node sent none (--username/--docker-config)",
+            ),
+            ChallengeProblem::Unknown(text) => {
+                write!(f, "a challenge containerd does not answer: {text:?}")
+            }
+            ChallengeProblem::RealmNotUrl(realm) => {
+                write!(f, "the token realm {realm:?} is not a URL")
+            }
+        }
     }
 }
 
-impl From<&str> for Evidence {
-    fn from(words: &str) -> Evidence {
-        Evidence::Other(words.to_string())
+/// What in containerd's host configuration (hosts.toml, or its absence) stopped the step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigProblem {
+    /// No host may do what the step needs: `needs` names the capabilities (`pull and resolve`).
+    NoHost { needs: &'static str },
+    /// No host is left to fetch a blob from.
+    NoBlobHost,
+    /// A host's path makes no URL; the text tried and the parser's complaint.
+    BadPath { url: String, error: String },
+    /// A URL (a redirect's target) that is not `http(s)`, credentials redacted.
+    NotHttp { url: String },
+    /// The plain-HTTP retry cannot be made for this host.
+    NoPlainHttp { authority: Authority },
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigProblem::NoHost { needs } => write!(
+                f,
+                "no host in hosts.toml may resolve this image (capabilities {needs})"
+            ),
+            ConfigProblem::NoBlobHost => f.write_str("no host in hosts.toml to fetch from"),
+            ConfigProblem::BadPath { url, error } => write!(
+                f,
+                "hosts.toml gives this host a path that makes no URL ({url}): {error}"
+            ),
+            ConfigProblem::NotHttp { url } => write!(f, "{url} is not an http(s) URL"),
+            ConfigProblem::NoPlainHttp { authority } => {
+                write!(f, "cannot speak plain HTTP to {authority}")
+            }
+        }
     }
 }
 
@@ -198,7 +259,16 @@ impl fmt::Display for Evidence {
             Evidence::Redirect(problem) => problem.fmt(f),
             Evidence::Refused(refusal) => refusal.fmt(f),
             Evidence::Manifest(problem) => problem.fmt(f),
-            Evidence::Other(words) => f.write_str(words),
+            Evidence::Challenge(problem) => problem.fmt(f),
+            Evidence::Config(problem) => problem.fmt(f),
+            Evidence::Deadline { after, reading } => {
+                write!(f, "the total deadline of {} s ran out", after.as_secs_f64())?;
+                match reading {
+                    Some(trickle) => write!(f, ": {trickle}"),
+                    None => Ok(()),
+                }
+            }
+            Evidence::HttpClient { error } => write!(f, "cannot build an HTTP client: {error}"),
         }
     }
 }
@@ -348,7 +418,7 @@ mod tests {
                 "no response headers within 5000 ms",
             ),
             (
-                Evidence::from("the platform's entry is itself an index"),
+                Evidence::from(ManifestProblem::NestedIndex),
                 "the platform's entry is itself an index",
             ),
         ];

@@ -13,6 +13,7 @@ use reqwest::Client;
 use rustls::ClientConfig;
 
 use super::authority::Scheme;
+use super::evidence::Evidence;
 use super::host::{self, HostCheck, Timeouts};
 use super::net::{Body, Network, Request, Response, Target, Transport};
 use super::resolv::ResolverConfig;
@@ -147,8 +148,9 @@ impl Network for LiveNetwork {
                     check.failure = Some(host::Failure {
                         layer: crate::vocab::Layer::Other,
                         step: "http",
-                        evidence: format!("cannot build an HTTP client: {}", error_chain(&e))
-                            .into(),
+                        evidence: Evidence::HttpClient {
+                            error: error_chain(&e),
+                        },
                     })
                 }
             }

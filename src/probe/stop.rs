@@ -51,25 +51,24 @@ impl Stop {
 mod tests {
     use super::*;
 
+    /// Any evidence: the rule reads the hop and the step's layer only.
+    fn no_route() -> Evidence {
+        Evidence::NoRoute(Vec::new())
+    }
+
     #[test]
     fn the_blob_hop_rule() {
         let host = Authority::parse("store.example", 443).expect("authority");
-        let blob = Stop::new(Hop::Blob, &host, Layer::Route, "layer", "unreachable");
+        let blob = Stop::new(Hop::Blob, &host, Layer::Route, "layer", no_route());
         assert_eq!(
             (blob.layer, blob.mechanism),
             (Layer::Blob, Some(Layer::Route))
         );
-        let corrupt = Stop::new(Hop::Blob, &host, Layer::Blob, "layer", "digest mismatch");
+        let corrupt = Stop::new(Hop::Blob, &host, Layer::Blob, "layer", no_route());
         assert_eq!(corrupt.mechanism, Some(Layer::Other));
-        let proxy = Stop::new(
-            Hop::Proxy,
-            &host,
-            Layer::Route,
-            "route",
-            "no route to the proxy",
-        );
+        let proxy = Stop::new(Hop::Proxy, &host, Layer::Route, "route", no_route());
         assert_eq!((proxy.layer, proxy.mechanism), (Layer::Proxy, None));
-        let registry = Stop::new(Hop::Registry, &host, Layer::Tls, "tls", "expired");
+        let registry = Stop::new(Hop::Registry, &host, Layer::Tls, "tls", no_route());
         assert_eq!((registry.layer, registry.mechanism), (Layer::Tls, None));
         assert_eq!(registry.mechanism_or_layer(), Layer::Tls);
     }

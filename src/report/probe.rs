@@ -552,7 +552,7 @@ mod tests {
                 endpoint,
                 Layer::Tls,
                 "tls",
-                "plain HTTP answer",
+                crate::probe::tls::TlsProblem::PlainHttp,
             ),
             then,
         };

@@ -8,7 +8,7 @@ use url::Url;
 use super::Walk;
 use super::http::Outgoing;
 use crate::probe::authority::Authority;
-use crate::probe::evidence::Evidence;
+use crate::probe::evidence::{ChallengeProblem, Evidence};
 use crate::probe::net::{Network, Response, Target};
 use crate::probe::registry::{self, Challenge, MAX_ERROR_BODY, MAX_TOKEN, Ping};
 use crate::probe::stop::Stop;
@@ -93,7 +93,7 @@ impl<N: Network> Walk<N> {
                     owner,
                     Layer::Auth,
                     step,
-                    "the registry wants Basic credentials and the node sent none (--username/--docker-config)",
+                    Evidence::Challenge(ChallengeProblem::NoCredentials),
                 )),
             },
             Challenge::Bearer { realm, service } => {
@@ -104,7 +104,7 @@ impl<N: Network> Walk<N> {
                 owner,
                 Layer::Other,
                 step,
-                format!("a challenge containerd does not answer: {text:?}"),
+                Evidence::Challenge(ChallengeProblem::Unknown(text)),
             )),
         }
     }
@@ -121,8 +121,8 @@ impl<N: Network> Walk<N> {
         let scope = format!("repository:{repository}:pull");
         let step = format!("token {scope}");
         let Ok(mut url) = Url::parse(realm) else {
-            let detail = format!("the token realm {realm:?} is not a URL");
-            return Err(Stop::new(Hop::Auth, owner, Layer::Other, step, detail));
+            let problem = Evidence::Challenge(ChallengeProblem::RealmNotUrl(realm.to_string()));
+            return Err(Stop::new(Hop::Auth, owner, Layer::Other, step, problem));
         };
         let realm_url = url.clone();
         {

@@ -74,8 +74,8 @@ mod tests {
             (Hop::Blob, Layer::Blob, Some(Layer::Tls), "store.test")
         );
         assert!(
-            s.evidence.to_string().contains("scripted tls failure"),
-            "{}",
+            matches!(*s.evidence, Evidence::Tls { .. }),
+            "{:?}",
             s.evidence
         );
         // The broken host was checked once; the second endpoint met the cached failure, on record.
@@ -140,8 +140,8 @@ mod tests {
             (Hop::Proxy, Layer::Proxy, "proxy.test:3128")
         );
         assert!(
-            s.evidence.to_string().contains("scripted dns failure"),
-            "{}",
+            matches!(&*s.evidence, Evidence::Dns { name, .. } if name == "proxy.test"),
+            "{:?}",
             s.evidence
         );
     }

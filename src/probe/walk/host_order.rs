@@ -4,7 +4,7 @@
 use super::{FallbackTo, RANGE_BYTES, Walk, short};
 use crate::image_ref::Digest;
 use crate::probe::authority::Authority;
-use crate::probe::evidence::Evidence;
+use crate::probe::evidence::{ConfigProblem, Evidence};
 use crate::probe::net::{Network, Response};
 use crate::probe::oci::{self, Descriptor, MANIFEST_TYPES, ReadManifest};
 use crate::probe::refusal::{HttpRefusal, Refused, Said};
@@ -65,9 +65,9 @@ impl<N: Network> Walk<N> {
             }
         }
         Err(first_failure.or(not_found).unwrap_or_else(|| {
-            self.no_host(
-                "no host in hosts.toml may resolve this image (capabilities pull and resolve)",
-            )
+            self.no_host(ConfigProblem::NoHost {
+                needs: "pull and resolve",
+            })
         }))
     }
 
@@ -184,7 +184,7 @@ impl<N: Network> Walk<N> {
                 }
             }
         }
-        Err(first.unwrap_or_else(|| self.no_host("no host in hosts.toml to fetch from")))
+        Err(first.unwrap_or_else(|| self.no_host(ConfigProblem::NoBlobHost)))
     }
 
     async fn open_on(

@@ -8,7 +8,7 @@ use url::Url;
 
 use super::Walk;
 use crate::probe::authority::{Authority, Scheme};
-use crate::probe::evidence::Evidence;
+use crate::probe::evidence::{ConfigProblem, Evidence};
 use crate::probe::net::{Network, Request, Response, Target, Transport};
 use crate::probe::redirect::{self, MAX_REDIRECTS, Next, RedirectProblem};
 use crate::probe::stop::Stop;
@@ -70,8 +70,9 @@ impl<N: Network> Walk<N> {
         self.chain.clear();
         for _ in 0..=MAX_REDIRECTS {
             let Some(mut target) = Target::of(&url, trust) else {
-                let detail = format!("{} is not an http(s) URL", redirect::redact_url(&url));
-                return Err(Stop::new(hop, &at, Layer::Other, step, detail));
+                let url = redirect::redact_url(&url).to_string();
+                let problem = Evidence::Config(ConfigProblem::NotHttp { url });
+                return Err(Stop::new(hop, &at, Layer::Other, step, problem));
             };
             // Every request URL is asked whether it goes through the runtime's proxy.
             target.via = self.settings.proxy.proxy_for(&url).cloned();

@@ -5,6 +5,7 @@ use url::Url;
 
 use super::{FallbackTo, Walk};
 use crate::probe::authority::Scheme;
+use crate::probe::evidence::{ConfigProblem, Evidence};
 use crate::probe::net::{Network, Target};
 use crate::probe::stop::Stop;
 use crate::vocab::{Hop, Layer};
@@ -44,13 +45,15 @@ impl<N: Network> Walk<N> {
                 let moved =
                     url.set_scheme("http").is_ok() && url.set_port(Some(plain.port)).is_ok();
                 if !moved {
-                    let detail = format!("cannot speak plain HTTP to {plain}");
+                    let problem = ConfigProblem::NoPlainHttp {
+                        authority: plain.clone(),
+                    };
                     return Err(Stop::new(
                         hop,
                         &plain,
                         Layer::Other,
                         "http fallback",
-                        detail,
+                        Evidence::Config(problem),
                     ));
                 }
                 // Both the hosts.toml case and an unconfigured localhost registry on another

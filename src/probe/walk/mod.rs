@@ -38,6 +38,7 @@ use std::time::Duration;
 use super::authority::Authority;
 use super::body::{BodyProblem, Meter};
 use super::creds::Credentials;
+use super::evidence::{ConfigProblem, Evidence};
 use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
 use super::net::{Network, Target, TrustId};
@@ -215,20 +216,25 @@ impl<N: Network> Walk<N> {
     /// The deadline stops the walk wherever the path is: at a body still being read (a
     /// trickle, named with what it showed), else at the last step.
     fn deadline_passed(&mut self, deadline: Duration) -> Stop {
-        let ran_out = format!("the total deadline of {} s ran out", deadline.as_secs_f64());
         let reading = self.meters.iter().rev().find(|m| m.active());
-        let (hop, authority, detail) = match (reading, self.path.last()) {
-            (Some(meter), _) => (
-                meter.hop,
-                meter.authority.clone(),
-                format!("{ran_out}: {}", meter.trickle()),
-            ),
-            (None, Some((hop, authority))) => (hop, authority.clone(), ran_out),
-            (None, None) => (Hop::Registry, self.registry(), ran_out),
+        let (hop, authority) = match (reading, self.path.last()) {
+            (Some(meter), _) => (meter.hop, meter.authority.clone()),
+            (None, Some((hop, authority))) => (hop, authority.clone()),
+            (None, None) => (Hop::Registry, self.registry()),
         };
-        self.path
-            .record(hop, &authority, "deadline", false, detail.clone(), None);
-        Stop::new(hop, &authority, Layer::Other, "deadline", detail)
+        let evidence = Evidence::Deadline {
+            after: deadline,
+            reading: reading.map(|meter| meter.trickle()),
+        };
+        self.path.record(
+            hop,
+            &authority,
+            "deadline",
+            false,
+            evidence.to_string(),
+            None,
+        );
+        Stop::new(hop, &authority, Layer::Other, "deadline", evidence)
     }
 
     /// The registry's own host: the last endpoint marked so (hosts.toml's `server`).
@@ -247,13 +253,13 @@ impl<N: Network> Walk<N> {
     }
 
     /// hosts.toml leaves the pull no host to ask.
-    fn no_host(&self, why: &str) -> Stop {
+    fn no_host(&self, problem: ConfigProblem) -> Stop {
         Stop::new(
             Hop::Registry,
             &self.registry(),
             Layer::Other,
             "hosts.toml",
-            why,
+            Evidence::Config(problem),
         )
     }
 
@@ -447,8 +453,11 @@ mod tests {
             (Hop::Blob, Layer::Blob, Some(Layer::Other))
         );
         assert!(
-            s.evidence.to_string().contains("deadline of 3 s"),
-            "{}",
+            matches!(
+                &*s.evidence,
+                Evidence::Deadline { after, reading: None } if *after == Duration::from_secs(3)
+            ),
+            "{:?}",
             s.evidence
         );
     }
@@ -478,16 +487,24 @@ mod tests {
             "{}",
             s.evidence
         );
-        assert!(
-            s.evidence.to_string().contains("trickled"),
-            "{}",
-            s.evidence
+        let Evidence::Deadline {
+            after,
+            reading: Some(trickle),
+        } = &*s.evidence
+        else {
+            panic!(
+                "the deadline, with the body still arriving: {:?}",
+                s.evidence
+            );
+        };
+        assert_eq!(*after, Duration::from_secs(30));
+        assert_eq!(
+            (trickle.authority.host.as_str(), trickle.total),
+            ("store.test", Some(3000))
         );
-        assert!(
-            s.evidence.to_string().contains("of 3000 bytes"),
-            "{}",
-            s.evidence
-        );
+        // One byte a second: what arrived before the deadline, at about that rate.
+        assert!((25..=31).contains(&trickle.bytes), "{trickle:?}");
+        assert!((0.8..=1.2).contains(&trickle.rate()), "{trickle:?}");
         assert!(
             s.evidence
                 .to_string()

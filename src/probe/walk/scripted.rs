@@ -98,6 +98,25 @@ pub(super) struct Scripted {
     pub(super) checked: Mutex<Vec<String>>,
 }
 
+/// What a host scripted as broken at `layer` shows: an NXDOMAIN, a server that speaks no TLS,
+/// else no route.
+fn broken_evidence(layer: Layer, name: &str) -> crate::probe::evidence::Evidence {
+    use crate::probe::evidence::Evidence;
+    match layer {
+        Layer::Dns => Evidence::Dns {
+            name: name.to_string(),
+            server: std::net::Ipv4Addr::new(10, 0, 0, 10).into(),
+            outcome: crate::probe::dns::Outcome::NxDomain,
+            elapsed_ms: 1,
+        },
+        Layer::Tls => Evidence::Tls {
+            problem: crate::probe::tls::TlsProblem::NotTls,
+            through_proxy: false,
+        },
+        _ => Evidence::NoRoute(Vec::new()),
+    }
+}
+
 impl Scripted {
     pub(super) fn reply(mut self, at: &str, reply: Reply) -> Scripted {
         self.replies.insert(at.to_string(), reply);
@@ -206,7 +225,7 @@ impl Network for Scripted {
         let mut failure = self.broken_hosts.get(&name).map(|(layer, step)| Failure {
             layer: *layer,
             step,
-            evidence: format!("scripted {step} failure of {name}").into(),
+            evidence: broken_evidence(*layer, &target.authority.host),
         });
         let mut tls = None;
         if self.plain_http.contains(&name) && target.scheme == Scheme::Https {

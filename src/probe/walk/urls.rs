@@ -5,6 +5,7 @@ use url::Url;
 
 use super::Walk;
 use crate::probe::authority::Authority;
+use crate::probe::evidence::{ConfigProblem, Evidence};
 use crate::probe::net::Network;
 use crate::probe::stop::Stop;
 use crate::vocab::Layer;
@@ -28,9 +29,18 @@ impl<N: Network> Walk<N> {
         );
         let mut url = Url::parse(&text).map_err(|e| {
             let hop = self.endpoints[i].hop();
-            let detail =
-                format!("hosts.toml gives this host a path that makes no URL ({text}): {e}");
-            Stop::new(hop, &endpoint.authority, Layer::Other, "hosts.toml", detail)
+            let problem = ConfigProblem::BadPath {
+                url: text.clone(),
+                error: e.to_string(),
+            };
+            let problem = Evidence::Config(problem);
+            Stop::new(
+                hop,
+                &endpoint.authority,
+                Layer::Other,
+                "hosts.toml",
+                problem,
+            )
         })?;
         let registry = &self.settings.image.registry;
         if rest != "/" && Authority::parse(registry, 443).as_ref() != Some(&endpoint.authority) {
