@@ -17,7 +17,7 @@ use std::io::{BufWriter, Write};
 use std::time::Instant;
 
 use pullpath::failure_text::{self, input};
-use pullpath::scan_report;
+use pullpath::report::findings;
 
 fn main() {
     let quick = std::env::var_os("PULLPATH_BENCH_QUICK").is_some();
@@ -103,9 +103,9 @@ fn events_file(events: usize, seconds: usize) {
         .expect("the events read");
     let explained: Vec<_> = failure_text::explain_each(found.messages)
         .into_iter()
-        .map(|e| (e, scan_report::FindingInput::default()))
+        .map(|e| (e, findings::FindingInput::default()))
         .collect();
-    let report = scan_report::findings_report("explain", &explained, None, Vec::new());
+    let report = findings::findings_report("explain", &explained, None, Vec::new());
     let json = pullpath::render::json::render(&report);
     let elapsed = started.elapsed().as_secs_f64();
     let peak = peak_rss_mib();

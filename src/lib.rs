@@ -37,7 +37,6 @@ pub mod report;
 /// The node's container runtime, asked through CRI as the kubelet asks it.
 pub mod runtime;
 /// The multi-finding report (several pods, `explain pod/NAME`, `scan`) and its grouping.
-pub mod scan_report;
 /// The verdict: passed, failed at one layer, or undecided.
 pub mod verdict;
 /// Layers, hops, owners, runtimes: the words every verdict uses.

@@ -11,7 +11,7 @@ use pullpath::cli::{
 use pullpath::cluster::{self, ObjectRef};
 use pullpath::probe::{self, creds};
 use pullpath::render::{self, Style};
-use pullpath::{azure, cli_docs, configure, exit, failure_text, report, scan_report};
+use pullpath::{azure, cli_docs, configure, exit, failure_text, report};
 
 fn main() -> ExitCode {
     // A credential plugin run inside the node's root (see `in_node_root`): not a command for
@@ -181,15 +181,15 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
                     .iter()
                     .find(|n| Some(&n.name) == e.subject.node.as_ref())
                     .and_then(|n| n.pool.as_ref().map(|p| p.1.clone()));
-                let extra = scan_report::FindingInput {
+                let extra = report::findings::FindingInput {
                     pool,
-                    ..scan_report::FindingInput::default()
+                    ..report::findings::FindingInput::default()
                 };
                 (e, extra)
             })
             .collect();
         // `any_failing`: at least one subject is explained.
-        let report = scan_report::findings_report("explain", &explained, None, Vec::new());
+        let report = report::findings::findings_report("explain", &explained, None, Vec::new());
         match args.output {
             Output::Json => print!("{}", render::json::render(&report)),
             Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
@@ -345,7 +345,7 @@ fn read_cluster(
         }
     };
     let findings = cluster::findings::findings(&snapshot);
-    let scope = scan_report::ScopeReport {
+    let scope = report::findings::ScopeReport {
         namespace: snapshot.namespace.clone(),
         all_namespaces: snapshot.all_namespaces,
         pods_read: snapshot.pods.len(),
@@ -353,13 +353,13 @@ fn read_cluster(
     let unread = snapshot
         .unread
         .iter()
-        .map(|u| scan_report::UnreadReport {
+        .map(|u| report::findings::UnreadReport {
             what: u.what.clone(),
             reason: u.reason.clone(),
         })
         .collect();
     let command = if object.is_some() { "explain" } else { "scan" };
-    let report = scan_report::findings_report(command, &findings, Some(scope), unread);
+    let report = report::findings::findings_report(command, &findings, Some(scope), unread);
     match output {
         Output::Json => print!("{}", render::json::render(&report)),
         Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),

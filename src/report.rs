@@ -10,6 +10,7 @@ use crate::failure_text::{Diagnosis, Explanation};
 use crate::verdict::{Candidate, Failure, Fault, Seen, Undecided, Verdict};
 use crate::vocab::{Hop, Layer, Owner, Runtime};
 
+pub mod findings;
 mod probe;
 pub use probe::*;
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use pullpath::image_ref::ImageRef;
 use pullpath::probe::kubelet_creds::{
-    CredentialPlan, DockerConfigProblem, NodeConfigSearch, PluginProblem, ResponseProblem, Source,
-    SourceOutcome, SourceProblem, Sources, resolve,
+    CredentialPlan, CredentialSource, DockerConfigProblem, NodeConfigSearch, PluginProblem,
+    ResponseProblem, SourceOutcome, SourceProblem, Sources, resolve,
 };
 use support::scratch::Scratch;
 
@@ -152,7 +152,7 @@ async fn a_matching_plugin_answers_as_the_kubelet_asked() {
     let candidate = &plan.candidates[0];
     assert_eq!(
         candidate.source,
-        Source::Provider("acr-credential-provider".into())
+        CredentialSource::Provider("acr-credential-provider".into())
     );
     assert_eq!(candidate.key, "*.azurecr.io");
     assert_eq!(
@@ -333,7 +333,7 @@ async fn the_node_config_json_is_the_only_source() {
     assert_eq!(plan.candidates.len(), 1, "{plan:?}");
     assert_eq!(
         plan.candidates[0].source,
-        Source::NodeConfig(node.path("root").join("config.json"))
+        CredentialSource::NodeConfig(node.path("root").join("config.json"))
     );
     assert_eq!(plan.candidates[0].key, "registry.io");
     assert_eq!(plan.candidates[0].credentials.username, "node-user");
@@ -723,7 +723,7 @@ async fn containerd_own_auth_applies_only_when_the_kubelet_sends_none() {
     assert_eq!(users, ["runtime"], "{alone:?}");
     assert_eq!(
         alone.candidates[0].source,
-        Source::ContainerdConfig(node.path("containerd.toml"))
+        CredentialSource::ContainerdConfig(node.path("containerd.toml"))
     );
     assert_no_secret(&alone);
     let secret = node.path("secret.json");

@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 use super::cidr::Prefix;
 use super::exports::{Export, Exports};
 use super::nsg::{self, Nsg};
-use super::route::{self, NextHop, Route, Source};
+use super::route::{self, NextHop, Route, RouteOrigin};
 use super::shape::{self, ResourceId};
 
 mod read;

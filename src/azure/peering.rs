@@ -19,7 +19,7 @@ use super::exports::Export;
 use super::finding::{Finding, Step, show};
 use super::model::{LocalGateway, Network, Peering, Subnet, Vnet};
 use super::rebuild;
-use super::route::{NextHop, Route, Source};
+use super::route::{NextHop, Route, RouteOrigin};
 
 fn network_finding(step: Step, cause: String) -> Finding {
     Finding {
@@ -196,7 +196,7 @@ pub fn why_dropped(
     effective: bool,
 ) -> Finding {
     if let Some(route) = chosen
-        && route.source == Source::User
+        && route.source == RouteOrigin::User
         && let Some(id) = &route.resource
     {
         return Finding {

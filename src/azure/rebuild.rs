@@ -15,7 +15,7 @@
 
 use super::cidr::{self, Prefix};
 use super::model::{Gateway, Network, Peering, Subnet, Vnet};
-use super::route::{NextHop, Route, Source};
+use super::route::{NextHop, Route, RouteOrigin};
 use super::shape;
 
 /// Transit "can be used with all VPN Gateway SKUs except the Basic SKU" (MicrosoftDocs/azure-docs
@@ -143,7 +143,7 @@ pub fn routes(network: &Network, vnet: &Vnet, subnet: &Subnet) -> Vec<Route> {
             for prefix in &local.prefixes {
                 routes.push(Route {
                     prefix: *prefix,
-                    source: Source::Gateway,
+                    source: RouteOrigin::Gateway,
                     next_hop: NextHop::Gateway,
                     next_hop_ip: None,
                     active: true,
@@ -234,7 +234,7 @@ mod tests {
             NextHop::Appliance,
             "test",
         );
-        udr.source = Source::User;
+        udr.source = RouteOrigin::User;
         udr.next_hop_ip = Some(Ipv4Addr::new(10, 0, 3, 4));
         network.route_tables[0].routes.push(udr);
         // Policies off: the /32 is longer and stays.

@@ -20,7 +20,7 @@ use super::shape::{self, ResourceId};
 
 /// Who put the route there (`source` in the spec).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub enum RouteOrigin {
     /// A route table's route (UDR).
     User,
     /// Learned from a virtual network gateway: BGP or the local network gateway's prefixes.
@@ -29,31 +29,31 @@ pub enum Source {
     Default,
 }
 
-impl Source {
-    pub fn parse(text: &str) -> Source {
+impl RouteOrigin {
+    pub fn parse(text: &str) -> RouteOrigin {
         if shape::same(text, "User") {
-            Source::User
+            RouteOrigin::User
         } else if shape::same(text, "VirtualNetworkGateway") {
-            Source::Gateway
+            RouteOrigin::Gateway
         } else {
-            Source::Default
+            RouteOrigin::Default
         }
     }
 
     /// Higher wins at equal prefix length.
     fn rank(self) -> u8 {
         match self {
-            Source::User => 2,
-            Source::Gateway => 1,
-            Source::Default => 0,
+            RouteOrigin::User => 2,
+            RouteOrigin::Gateway => 1,
+            RouteOrigin::Default => 0,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Source::User => "User",
-            Source::Gateway => "VirtualNetworkGateway",
-            Source::Default => "Default",
+            RouteOrigin::User => "User",
+            RouteOrigin::Gateway => "VirtualNetworkGateway",
+            RouteOrigin::Default => "Default",
         }
     }
 }
@@ -119,7 +119,7 @@ impl NextHop {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
     pub prefix: Prefix,
-    pub source: Source,
+    pub source: RouteOrigin,
     pub next_hop: NextHop,
     pub next_hop_ip: Option<Ipv4Addr>,
     /// False for `state: Invalid` (overridden by another route).
@@ -135,7 +135,7 @@ impl Route {
     pub fn system(prefix: Prefix, next_hop: NextHop, origin: impl Into<String>) -> Route {
         Route {
             prefix,
-            source: Source::Default,
+            source: RouteOrigin::Default,
             next_hop,
             next_hop_ip: None,
             active: true,
@@ -165,7 +165,7 @@ impl Route {
 pub fn parse_effective(document: &Value, nic: &str) -> Vec<Route> {
     let mut routes = Vec::new();
     for entry in shape::entries(document) {
-        let source = Source::parse(shape::text(entry, "source").unwrap_or("Default"));
+        let source = RouteOrigin::parse(shape::text(entry, "source").unwrap_or("Default"));
         let active = !shape::same(shape::text(entry, "state").unwrap_or("Active"), "Invalid");
         let next_hop = NextHop::parse(shape::text(entry, "nextHopType").unwrap_or("None"));
         let next_hop_ip = shape::one_or_many(entry, "nextHopIpAddress")
@@ -204,13 +204,13 @@ pub fn select(routes: &[Route], destination: Ipv4Addr) -> Option<&Route> {
     // more specific: drop such BGP routes before the longest match.
     let vnet_system_len = covering
         .iter()
-        .filter(|r| r.source == Source::Default && r.next_hop.is_vnet_system())
+        .filter(|r| r.source == RouteOrigin::Default && r.next_hop.is_vnet_system())
         .map(|r| r.prefix.prefix_len())
         .max();
     covering
         .into_iter()
         .filter(|r| {
-            !(r.source == Source::Gateway
+            !(r.source == RouteOrigin::Gateway
                 && vnet_system_len.is_some_and(|len| r.prefix.prefix_len() > len))
         })
         .max_by_key(|r| (r.prefix.prefix_len(), r.source.rank()))
@@ -230,7 +230,7 @@ pub fn select_public(routes: &[Route]) -> Option<&Route> {
 mod tests {
     use super::*;
 
-    fn route(prefix: &str, source: Source, hop: NextHop) -> Route {
+    fn route(prefix: &str, source: RouteOrigin, hop: NextHop) -> Route {
         Route {
             prefix: Prefix::parse(prefix).expect("prefix"),
             source,
@@ -249,10 +249,14 @@ mod tests {
     #[test]
     fn longest_prefix_wins() {
         let routes = [
-            route("0.0.0.0/0", Source::Default, NextHop::Internet),
-            route("10.0.0.0/8", Source::Default, NextHop::None),
-            route("10.0.0.0/16", Source::Default, NextHop::VnetPeering),
-            route("10.0.1.5/32", Source::Default, NextHop::InterfaceEndpoint),
+            route("0.0.0.0/0", RouteOrigin::Default, NextHop::Internet),
+            route("10.0.0.0/8", RouteOrigin::Default, NextHop::None),
+            route("10.0.0.0/16", RouteOrigin::Default, NextHop::VnetPeering),
+            route(
+                "10.0.1.5/32",
+                RouteOrigin::Default,
+                NextHop::InterfaceEndpoint,
+            ),
         ];
         assert_eq!(
             select(&routes, ip("10.0.1.5")).map(|r| &r.next_hop),
@@ -274,25 +278,25 @@ mod tests {
 
     #[test]
     fn at_equal_prefix_user_beats_bgp_beats_system() {
-        let system = route("0.0.0.0/0", Source::Default, NextHop::Internet);
-        let bgp = route("0.0.0.0/0", Source::Gateway, NextHop::Gateway);
-        let user = route("0.0.0.0/0", Source::User, NextHop::Appliance);
+        let system = route("0.0.0.0/0", RouteOrigin::Default, NextHop::Internet);
+        let bgp = route("0.0.0.0/0", RouteOrigin::Gateway, NextHop::Gateway);
+        let user = route("0.0.0.0/0", RouteOrigin::User, NextHop::Appliance);
         let all = [system.clone(), bgp.clone(), user];
         assert_eq!(
             select(&all, ip("8.8.8.8")).map(|r| r.source),
-            Some(Source::User)
+            Some(RouteOrigin::User)
         );
         assert_eq!(
             select(&[system, bgp], ip("8.8.8.8")).map(|r| r.source),
-            Some(Source::Gateway)
+            Some(RouteOrigin::Gateway)
         );
     }
 
     #[test]
     fn vnet_and_peering_system_routes_beat_more_specific_bgp_routes() {
         let routes = [
-            route("10.0.0.0/16", Source::Default, NextHop::VnetPeering),
-            route("10.0.1.0/24", Source::Gateway, NextHop::Gateway),
+            route("10.0.0.0/16", RouteOrigin::Default, NextHop::VnetPeering),
+            route("10.0.1.0/24", RouteOrigin::Gateway, NextHop::Gateway),
         ];
         assert_eq!(
             select(&routes, ip("10.0.1.4")).map(|r| &r.next_hop),
@@ -300,8 +304,8 @@ mod tests {
         );
         // …but not more specific user routes.
         let routes = [
-            route("10.0.0.0/16", Source::Default, NextHop::VnetPeering),
-            route("10.0.1.0/24", Source::User, NextHop::Appliance),
+            route("10.0.0.0/16", RouteOrigin::Default, NextHop::VnetPeering),
+            route("10.0.1.0/24", RouteOrigin::User, NextHop::Appliance),
         ];
         assert_eq!(
             select(&routes, ip("10.0.1.4")).map(|r| &r.next_hop),
@@ -311,11 +315,11 @@ mod tests {
 
     #[test]
     fn invalid_routes_are_never_chosen() {
-        let mut overridden = route("0.0.0.0/0", Source::Default, NextHop::Internet);
+        let mut overridden = route("0.0.0.0/0", RouteOrigin::Default, NextHop::Internet);
         overridden.active = false;
         let routes = [
             overridden,
-            route("0.0.0.0/0", Source::User, NextHop::Appliance),
+            route("0.0.0.0/0", RouteOrigin::User, NextHop::Appliance),
         ];
         assert_eq!(
             select_public(&routes).map(|r| &r.next_hop),

@@ -12,7 +12,7 @@ use super::read::{SecretLookup, Snapshot};
 use crate::failure_text::{self, Explained};
 use crate::image_ref::ImageRef;
 use crate::pod;
-use crate::scan_report::{
+use crate::report::findings::{
     CacheReport, FindingInput, HolderReport, NodeReport, PullSecretReport, WhereReport,
 };
 

@@ -233,7 +233,7 @@ pub fn difference(
 /// a node for.
 pub fn plans(
     run_id: &str,
-    started: &[(&super::select::Candidate, super::pod_spec::Start)],
+    started: &[(&super::select::NodeChoice, super::pod_spec::Start)],
     nodes: &[k8s_openapi::api::core::v1::Node],
     constraints: Option<&super::eligibility::Constraints>,
     config: &super::FleetConfig,

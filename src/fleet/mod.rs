@@ -159,7 +159,7 @@ pub fn run_id() -> String {
 /// What a run will do: every node read, each chosen or not, and a probe pod per chosen node.
 pub struct Plan {
     pub run_id: String,
-    pub candidates: Vec<select::Candidate>,
+    pub candidates: Vec<select::NodeChoice>,
     pub pods: Vec<PodPlan>,
     /// Chosen nodes no probe pod is made for, and why (the probe image lacks their
     /// architecture; no image or binary to deliver).
@@ -190,7 +190,7 @@ fn startable_arches(config: &FleetConfig) -> Option<Vec<String>> {
 }
 
 /// The chosen node's architecture when the probe image is known to lack it.
-fn lacks_arch(candidate: &select::Candidate, has: Option<&[String]>) -> Option<life::RunProblem> {
+fn lacks_arch(candidate: &select::NodeChoice, has: Option<&[String]>) -> Option<life::RunProblem> {
     let (arch, has) = (candidate.arch.as_ref()?, has?);
     (!has.iter().any(|h| h.eq_ignore_ascii_case(arch))).then(|| {
         life::RunProblem::ProbeImageLacksArch {
@@ -291,13 +291,13 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
     let id = run_id();
     let has = config.probe_arches.as_deref();
     // Probed where they are, and (--fresh-node) the pools with no node, on a node made for it.
-    let chosen: Vec<&select::Candidate> = candidates
+    let chosen: Vec<&select::NodeChoice> = candidates
         .iter()
         .filter(|c| c.chosen || (c.nodeless && config.fresh_node))
         .collect();
     let (payloads, starts) = match &config.probe {
         ProbeSource::Image(image) => {
-            let start = |c: &select::Candidate| match lacks_arch(c, has) {
+            let start = |c: &select::NodeChoice| match lacks_arch(c, has) {
                 Some(problem) => Err(problem),
                 None => Ok(pod_spec::Start::Image(image.clone())),
             };
@@ -321,7 +321,7 @@ pub async fn plan(config: &FleetConfig) -> Result<Plan, ClusterError> {
         .zip(&starts)
         .filter_map(|(c, s)| Some((c.facts.name.clone(), s.clone().err()?)))
         .collect();
-    let started: Vec<(&select::Candidate, pod_spec::Start)> = chosen
+    let started: Vec<(&select::NodeChoice, pod_spec::Start)> = chosen
         .iter()
         .zip(starts)
         .filter_map(|(c, s)| Some((*c, s.ok()?)))

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use serde::Deserialize;
 
 use super::eligibility::{self, Constraints};
-use super::select::Candidate;
+use super::select::NodeChoice;
 use crate::cluster::nodes::{self, NodeFacts};
 
 /// The pool label of Karpenter's nodes.
@@ -234,14 +234,14 @@ impl NodelessPool {
         constraints: Option<&Constraints>,
         fresh: bool,
         arch: Option<String>,
-    ) -> Candidate {
+    ) -> NodeChoice {
         let mut facts = NodeFacts::named(&format!("(no node of pool {})", self.name));
         facts.pool = Some(self.label.clone());
         let why = match fresh {
             true => "no node yet: probed on the node its autoscaler makes (--fresh-node)",
             false => "no node yet: --fresh-node probes it on the node its autoscaler makes",
         };
-        Candidate {
+        NodeChoice {
             facts,
             pool: self.name.clone(),
             ready: false,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::answer::{Answer, TrustSeen};
 use super::kubelet_pull;
 use super::run::{Ending, RunOutcome};
-use super::select::Candidate;
+use super::select::NodeChoice;
 use crate::verdict::{Seen, Undecided, Verdict};
 use crate::vocab::Layer;
 
@@ -110,7 +110,7 @@ pub fn with_pull_secrets(
     }
 }
 
-fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, header: &Header) -> NodeRow {
+fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Header) -> NodeRow {
     let now = header.now;
     let cached = candidate.listed || candidate.running;
     let (status, verdict, hand_fixes, source, message) = match run.map(|r| &r.answer) {
@@ -212,7 +212,7 @@ fn row(candidate: &Candidate, run: Option<&super::run::NodeRun>, header: &Header
 /// The row of the node a scale-up made for `run`, beside the pool's newest `existing` row (none
 /// for a pool with no node: `beside` then stands for the pool).
 fn fresh_row(
-    beside: &Candidate,
+    beside: &NodeChoice,
     run: &super::run::NodeRun,
     way: &super::run::FreshRun,
     existing: Option<&NodeRow>,
@@ -280,7 +280,7 @@ pub fn verdict_words(v: &Verdict) -> String {
     words
 }
 
-fn pool_row(pool: &str, members: &[&Candidate], rows: &[&NodeRow]) -> PoolRow {
+fn pool_row(pool: &str, members: &[&NodeChoice], rows: &[&NodeRow]) -> PoolRow {
     let worst_row = rows.iter().min_by_key(|r| severity(&r.verdict));
     let worst = worst_row
         .map(|r| r.verdict.clone())
@@ -394,7 +394,7 @@ pub fn trust_only_here(seen: &[(&str, &str, &[TrustSeen])]) -> BTreeMap<String, 
 }
 
 /// The report of a run over `candidates` (every node read, chosen or not).
-pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> FleetReport {
+pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) -> FleetReport {
     let mut nodes: Vec<NodeRow> = candidates
         .iter()
         .filter(|c| c.chosen)
@@ -442,7 +442,7 @@ pub fn build(header: Header, candidates: &[Candidate], outcome: &RunOutcome) -> 
     let mut pools: Vec<PoolRow> = pool_names
         .iter()
         .map(|pool| {
-            let members: Vec<&Candidate> = candidates.iter().filter(|c| c.pool == *pool).collect();
+            let members: Vec<&NodeChoice> = candidates.iter().filter(|c| c.pool == *pool).collect();
             let rows: Vec<&NodeRow> = nodes.iter().filter(|r| r.pool == *pool).collect();
             pool_row(pool, &members, &rows)
         })

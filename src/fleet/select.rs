@@ -29,7 +29,7 @@ pub struct Choice {
 
 /// One node as the report sees it, probed or not.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub struct NodeChoice {
     pub facts: NodeFacts,
     pub pool: String,
     pub ready: bool,
@@ -179,8 +179,8 @@ pub fn choose(
     running_on: &BTreeSet<String>,
     constraints: Option<&Constraints>,
     choice: &Choice,
-) -> Vec<Candidate> {
-    let mut by_pool: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
+) -> Vec<NodeChoice> {
+    let mut by_pool: BTreeMap<String, Vec<NodeChoice>> = BTreeMap::new();
     let mut leaving: BTreeMap<String, String> = BTreeMap::new();
     let mut not_linux: BTreeMap<String, (String, String)> = BTreeMap::new();
     for node in nodes {
@@ -192,7 +192,7 @@ pub fn choose(
         if let Some(why) = cannot_run_linux_probe(node) {
             not_linux.insert(facts.name.clone(), why);
         }
-        by_pool.entry(pool.clone()).or_default().push(Candidate {
+        by_pool.entry(pool.clone()).or_default().push(NodeChoice {
             evidence: None,
             arch: arch_of(node),
             pool,
@@ -306,7 +306,7 @@ mod tests {
         }
     }
 
-    fn chosen(c: &[Candidate]) -> Vec<&str> {
+    fn chosen(c: &[NodeChoice]) -> Vec<&str> {
         c.iter()
             .filter(|c| c.chosen)
             .map(|c| c.facts.name.as_str())

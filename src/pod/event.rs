@@ -103,9 +103,9 @@ pub struct Item<'a> {
     count: Count,
     deprecated_count: Count,
     #[serde(borrow)]
-    source: Lenient<Source<'a>>,
+    source: Lenient<EventSource<'a>>,
     #[serde(borrow)]
-    deprecated_source: Lenient<Source<'a>>,
+    deprecated_source: Lenient<EventSource<'a>>,
     #[serde(borrow)]
     reporting_instance: Str<'a>,
 }
@@ -197,7 +197,7 @@ impl<'a> Item<'a> {
         .flatten()
         .next()
         .unwrap_or(1);
-        let host = |s: &Lenient<Source<'_>>| s.0.as_ref().and_then(|s| s.host.text());
+        let host = |s: &Lenient<EventSource<'_>>| s.0.as_ref().and_then(|s| s.host.text());
         let node = host(&self.source)
             .or_else(|| host(&self.deprecated_source))
             .or_else(|| self.reporting_instance.text());
@@ -248,7 +248,7 @@ struct Series<'a> {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Source<'a> {
+struct EventSource<'a> {
     #[serde(borrow)]
     host: Str<'a>,
 }

@@ -22,7 +22,7 @@ pub enum ConnectOutcome {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
+pub struct ConnectAttempt {
     pub address: SocketAddr,
     pub outcome: ConnectOutcome,
     pub elapsed_ms: u64,
@@ -45,7 +45,7 @@ pub async fn connect_any(
     addresses: &[IpAddr],
     port: u16,
     timeout: Duration,
-) -> (Option<(SocketAddr, TcpStream)>, Vec<Attempt>) {
+) -> (Option<(SocketAddr, TcpStream)>, Vec<ConnectAttempt>) {
     let mut set = tokio::task::JoinSet::new();
     for (order, ip) in addresses.iter().enumerate() {
         let address = SocketAddr::new(*ip, port);
@@ -64,7 +64,7 @@ pub async fn connect_any(
             };
             (
                 order,
-                Attempt {
+                ConnectAttempt {
                     address,
                     outcome,
                     elapsed_ms,
@@ -103,7 +103,7 @@ fn classify(error: &std::io::Error) -> ConnectOutcome {
 
 /// The most telling failure among attempts: refused beats unreachable beats timeout, because a
 /// refusal proves a path exists.
-pub fn worst(attempts: &[Attempt]) -> Option<&Attempt> {
+pub fn worst(attempts: &[ConnectAttempt]) -> Option<&ConnectAttempt> {
     let rank = |o: ConnectOutcome| match o {
         ConnectOutcome::Refused => 0,
         ConnectOutcome::Unreachable => 1,

@@ -20,14 +20,14 @@ use super::resolv::ResolverConfig;
 pub struct ServerAnswer {
     pub server: IpAddr,
     pub name: String,
-    pub outcome: Outcome,
+    pub outcome: ServerReply,
     pub addresses: Vec<IpAddr>,
     pub cname_chain: Vec<String>,
     pub elapsed_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum ServerReply {
     Answer,
     /// The name exists but has no address record.
     NoData,
@@ -40,7 +40,7 @@ pub enum Outcome {
 
 /// Where a host's addresses came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub enum NameSource {
     /// The node's nameservers.
     Dns,
     /// `/etc/hosts` (a hand fix, when it hides what DNS says).
@@ -51,14 +51,14 @@ pub enum Source {
     Proxy,
 }
 
-impl Source {
+impl NameSource {
     /// The report's word for it.
     pub fn as_str(self) -> &'static str {
         match self {
-            Source::Dns => "dns",
-            Source::HostsFile => "hosts-file",
-            Source::IpLiteral => "ip-literal",
-            Source::Proxy => "proxy",
+            NameSource::Dns => "dns",
+            NameSource::HostsFile => "hosts-file",
+            NameSource::IpLiteral => "ip-literal",
+            NameSource::Proxy => "proxy",
         }
     }
 }
@@ -67,7 +67,7 @@ impl Source {
 #[derive(Debug, Clone)]
 pub struct Resolution {
     pub host: String,
-    pub source: Source,
+    pub source: NameSource,
     pub addresses: Vec<IpAddr>,
     pub cname_chain: Vec<String>,
     pub answered_by: Option<IpAddr>,
@@ -82,7 +82,7 @@ pub struct Resolution {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublicBehindPrivateLink {
     /// The privatelink name in the CNAME chain.
-    pub via: String,
+    pub privatelink_name: String,
     /// The public addresses it gave.
     pub public: Vec<IpAddr>,
     /// True when every address is public: the node is sent to the public endpoint only.
@@ -94,7 +94,7 @@ impl Resolution {
     pub fn by_proxy(host: &str) -> Resolution {
         Resolution {
             host: host.to_string(),
-            source: Source::Proxy,
+            source: NameSource::Proxy,
             addresses: vec![],
             cname_chain: vec![],
             answered_by: None,
@@ -105,7 +105,7 @@ impl Resolution {
 
     /// The privatelink rule, in one place.
     pub fn public_behind_private_link(&self) -> Option<PublicBehindPrivateLink> {
-        let via = self
+        let privatelink_name = self
             .cname_chain
             .iter()
             .find(|c| c.contains("privatelink"))?;
@@ -116,7 +116,7 @@ impl Resolution {
             .filter(|a| !is_private(*a))
             .collect();
         (!public.is_empty()).then(|| PublicBehindPrivateLink {
-            via: via.clone(),
+            privatelink_name: privatelink_name.clone(),
             only_public: public.len() == self.addresses.len(),
             public,
         })
@@ -157,7 +157,7 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return Resolution {
             host: host.into(),
-            source: Source::IpLiteral,
+            source: NameSource::IpLiteral,
             addresses: vec![ip],
             cname_chain: vec![],
             answered_by: None,
@@ -186,7 +186,7 @@ pub async fn resolve(host: &str, config: &ResolverConfig, timeout: Duration) -> 
     };
     Resolution {
         host: host.into(),
-        source: Source::HostsFile,
+        source: NameSource::HostsFile,
         addresses: from_hosts,
         cname_chain: vec![],
         answered_by: None,
@@ -222,14 +222,14 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
         let decided = answers.iter().map(|(o, _, a)| (o, a)).find(|(_, a)| {
             matches!(
                 a.outcome,
-                Outcome::Answer | Outcome::NxDomain | Outcome::NoData
+                ServerReply::Answer | ServerReply::NxDomain | ServerReply::NoData
             )
         });
         let winner = decided.map(|(o, _)| *o);
         let mut addresses = Vec::new();
         let mut chain = Vec::new();
         for (order, _, answer) in &answers {
-            if Some(*order) == winner && answer.outcome == Outcome::Answer {
+            if Some(*order) == winner && answer.outcome == ServerReply::Answer {
                 addresses.extend(answer.addresses.iter().copied());
                 if chain.is_empty() {
                     chain = answer.cname_chain.clone();
@@ -242,7 +242,7 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
             let duplicate = servers
                 .iter()
                 .any(|s: &ServerAnswer| s.server == answer.server && s.name == answer.name);
-            if !duplicate && (rtype == RecordType::A || answer.outcome == Outcome::Answer) {
+            if !duplicate && (rtype == RecordType::A || answer.outcome == ServerReply::Answer) {
                 servers.push(answer);
             }
         }
@@ -251,7 +251,7 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
             addresses.dedup();
             return Resolution {
                 host: host.into(),
-                source: Source::Dns,
+                source: NameSource::Dns,
                 addresses,
                 cname_chain: chain,
                 answered_by,
@@ -262,7 +262,7 @@ async fn resolve_dns(host: &str, config: &ResolverConfig, timeout: Duration) -> 
     }
     Resolution {
         host: host.into(),
-        source: Source::Dns,
+        source: NameSource::Dns,
         addresses: vec![],
         cname_chain: vec![],
         answered_by: None,
@@ -279,21 +279,21 @@ async fn query(name: &str, server: IpAddr, rtype: RecordType, timeout: Duration)
     let mut answer = ServerAnswer {
         server,
         name: name.to_string(),
-        outcome: Outcome::Error,
+        outcome: ServerReply::Error,
         addresses: vec![],
         cname_chain: vec![],
         elapsed_ms,
     };
     match result {
-        Err(_) => answer.outcome = Outcome::Timeout,
-        Ok(Err(_)) => answer.outcome = Outcome::Error,
+        Err(_) => answer.outcome = ServerReply::Timeout,
+        Ok(Err(_)) => answer.outcome = ServerReply::Error,
         Ok(Ok(message)) => {
             answer.outcome = match message.response_code() {
-                ResponseCode::NoError => Outcome::NoData,
-                ResponseCode::NXDomain => Outcome::NxDomain,
-                ResponseCode::ServFail => Outcome::ServFail,
-                ResponseCode::Refused => Outcome::Refused,
-                _ => Outcome::Error,
+                ResponseCode::NoError => ServerReply::NoData,
+                ResponseCode::NXDomain => ServerReply::NxDomain,
+                ResponseCode::ServFail => ServerReply::ServFail,
+                ResponseCode::Refused => ServerReply::Refused,
+                _ => ServerReply::Error,
             };
             for record in message.answers() {
                 match record.data() {
@@ -306,7 +306,7 @@ async fn query(name: &str, server: IpAddr, rtype: RecordType, timeout: Duration)
                 }
             }
             if !answer.addresses.is_empty() {
-                answer.outcome = Outcome::Answer;
+                answer.outcome = ServerReply::Answer;
             }
         }
     }

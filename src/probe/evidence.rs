@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use super::authority::Authority;
 use super::body::{BodyProblem, Trickle};
-use super::connect::{Attempt, ConnectOutcome};
-use super::dns::Outcome;
+use super::connect::{ConnectAttempt, ConnectOutcome};
+use super::dns::ServerReply;
 use super::host::Tunnel;
 use super::net::Transport;
 use super::oci::ManifestProblem;
@@ -28,13 +28,13 @@ pub enum Evidence {
     Dns {
         name: String,
         server: IpAddr,
-        outcome: Outcome,
+        outcome: ServerReply,
         elapsed_ms: u64,
     },
     /// No kernel route to any address the host resolved to, each lookup as made.
     NoRoute(Vec<RouteLookup>),
     /// Every connect attempt failed (refused, unreachable, timeout), each with its address.
-    Connect(Vec<Attempt>),
+    Connect(Vec<ConnectAttempt>),
     /// The runtime's proxy could not be dialled at its proven address.
     ProxyDial {
         address: SocketAddr,
@@ -194,16 +194,16 @@ impl fmt::Display for Evidence {
                 outcome,
                 elapsed_ms,
             } => match outcome {
-                Outcome::NxDomain => write!(f, "NXDOMAIN for {name} from {server}"),
-                Outcome::NoData => write!(f, "no address for {name} from {server}"),
-                Outcome::ServFail => write!(f, "SERVFAIL for {name} from {server}"),
-                Outcome::Refused => write!(f, "REFUSED for {name} from {server}"),
-                Outcome::Timeout => write!(
+                ServerReply::NxDomain => write!(f, "NXDOMAIN for {name} from {server}"),
+                ServerReply::NoData => write!(f, "no address for {name} from {server}"),
+                ServerReply::ServFail => write!(f, "SERVFAIL for {name} from {server}"),
+                ServerReply::Refused => write!(f, "REFUSED for {name} from {server}"),
+                ServerReply::Timeout => write!(
                     f,
                     "no answer for {name} from {server} within {elapsed_ms} ms"
                 ),
-                Outcome::Error => write!(f, "query for {name} to {server} failed"),
-                Outcome::Answer => write!(f, "{server} answered {name}"),
+                ServerReply::Error => write!(f, "query for {name} to {server} failed"),
+                ServerReply::Answer => write!(f, "{server} answered {name}"),
             },
             Evidence::NoRoute(routes) => {
                 let each: Vec<String> = routes.iter().map(RouteLookup::describe).collect();
@@ -274,7 +274,7 @@ impl fmt::Display for Evidence {
 }
 
 /// One connect attempt's outcome, as a person reads it.
-fn attempt_words(a: &Attempt) -> String {
+fn attempt_words(a: &ConnectAttempt) -> String {
     match a.outcome {
         ConnectOutcome::Timeout => format!(
             "timeout after {} ms (silently dropped, or replies cannot come back)",
@@ -296,8 +296,8 @@ mod tests {
     use super::*;
     use crate::probe::tls::TlsProblem;
 
-    fn attempt(outcome: ConnectOutcome, error: Option<&str>) -> Attempt {
-        Attempt {
+    fn attempt(outcome: ConnectOutcome, error: Option<&str>) -> ConnectAttempt {
+        ConnectAttempt {
             address: "10.0.0.5:443".parse().expect("address"),
             outcome,
             elapsed_ms: 3000,
@@ -426,15 +426,27 @@ mod tests {
             assert_eq!(evidence.to_string(), words, "{evidence:?}");
         }
         let answers = [
-            (Outcome::NxDomain, "NXDOMAIN for r.example from 10.0.0.10"),
-            (Outcome::NoData, "no address for r.example from 10.0.0.10"),
-            (Outcome::ServFail, "SERVFAIL for r.example from 10.0.0.10"),
-            (Outcome::Refused, "REFUSED for r.example from 10.0.0.10"),
             (
-                Outcome::Timeout,
+                ServerReply::NxDomain,
+                "NXDOMAIN for r.example from 10.0.0.10",
+            ),
+            (
+                ServerReply::NoData,
+                "no address for r.example from 10.0.0.10",
+            ),
+            (
+                ServerReply::ServFail,
+                "SERVFAIL for r.example from 10.0.0.10",
+            ),
+            (ServerReply::Refused, "REFUSED for r.example from 10.0.0.10"),
+            (
+                ServerReply::Timeout,
                 "no answer for r.example from 10.0.0.10 within 2000 ms",
             ),
-            (Outcome::Error, "query for r.example to 10.0.0.10 failed"),
+            (
+                ServerReply::Error,
+                "query for r.example to 10.0.0.10 failed",
+            ),
         ];
         for (outcome, words) in answers {
             assert_eq!(dns(outcome).to_string(), words, "{outcome:?}");

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::connect::{self, Attempt};
+use super::connect::{self, ConnectAttempt};
 use super::dns::{self, Resolution};
 use super::evidence::Evidence;
 use super::resolv::ResolverConfig;
@@ -38,7 +38,7 @@ pub struct HostCheck {
     pub hop: Hop,
     pub dns: Resolution,
     pub routes: Vec<RouteLookup>,
-    pub connect: Vec<Attempt>,
+    pub connect: Vec<ConnectAttempt>,
     pub tls: Option<TlsEvidence>,
     /// The address that worked: later HTTP requests go exactly there.
     pub address: Option<SocketAddr>,

@@ -60,10 +60,10 @@ impl LiveNetwork {
         if let Some((_, config)) = self.trusts.get(target.trust.0) {
             builder = builder.tls_backend_preconfigured((**config).clone());
         }
-        match (&target.via, target.proxy()) {
-            (Some(via), Some(proxy)) => {
+        match (&target.proxy_url, target.proxy()) {
+            (Some(proxy_url), Some(proxy)) => {
                 // Through the proxy the check went through, at the address it was proven at.
-                builder = builder.proxy(reqwest::Proxy::all(via.as_str())?);
+                builder = builder.proxy(reqwest::Proxy::all(proxy_url.as_str())?);
                 if let Some(address) = self.proven(&proxy.authority)
                     && proxy.authority.host.parse::<std::net::IpAddr>().is_err()
                 {
@@ -92,14 +92,14 @@ impl Network for LiveNetwork {
             Scheme::Https => self.trusts.get(target.trust.0).map(|(t, _)| t),
             Scheme::Http => None,
         };
-        let mut check = match (&target.via, target.proxy()) {
-            (Some(via), Some(proxy)) => match self.proven(&proxy.authority) {
+        let mut check = match (&target.proxy_url, target.proxy()) {
+            (Some(proxy_url), Some(proxy)) => match self.proven(&proxy.authority) {
                 Some(address) => {
                     host::check_through_proxy(
                         &target.authority.host,
                         target.authority.port,
                         hop,
-                        via,
+                        proxy_url,
                         address,
                         trust,
                         self.trusts.get(target.trust.0).map(|(t, _)| t),

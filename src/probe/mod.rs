@@ -178,9 +178,9 @@ pub struct ProbeContext {
 #[derive(Debug)]
 pub struct ProbeRun {
     pub context: ProbeContext,
-    pub outcome: walk::Outcome,
+    pub outcome: walk::WalkRecord,
     pub plan: Option<kubelet_creds::CredentialPlan>,
-    pub attempts: Vec<kubelet_creds::Attempt>,
+    pub attempts: Vec<kubelet_creds::CredentialAttempt>,
     pub runtime_pull: Option<runtime_pull::RuntimePull>,
 }
 
@@ -234,7 +234,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
         config.timeouts,
     ));
     let (first, rest) = credential_tries(config.credentials.as_ref(), plan.as_ref());
-    let walk_with = |candidate: &Option<kubelet_creds::Candidate>| {
+    let walk_with = |candidate: &Option<kubelet_creds::MatchedCredential>| {
         let settings = walk::Settings {
             image: config.image.clone(),
             platform: config.platform.clone(),
@@ -249,14 +249,17 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
         walk::Walk::new(settings, endpoints.clone(), network.clone()).run()
     };
     let mut outcome = walk_with(&first).await;
-    let mut attempts = vec![kubelet_creds::Attempt::of(first, &outcome)];
+    let mut attempts = vec![kubelet_creds::CredentialAttempt::of(first, &outcome)];
     // The kubelet's pull loop: the next credential only when this one was refused.
     for next in rest.into_iter().map(Some) {
-        if !attempts.last().is_some_and(kubelet_creds::Attempt::refused) {
+        if !attempts
+            .last()
+            .is_some_and(kubelet_creds::CredentialAttempt::refused)
+        {
             break;
         }
         outcome = walk_with(&next).await;
-        attempts.push(kubelet_creds::Attempt::of(next, &outcome));
+        attempts.push(kubelet_creds::CredentialAttempt::of(next, &outcome));
     }
     let context = ProbeContext {
         image: config.image.to_string(),
@@ -290,11 +293,16 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
 /// The credential the kubelet sends with its pull: the one its loop ended with (the verdict's),
 /// except containerd's own `registry.configs` auth, which the kubelet never sends — containerd
 /// uses it when the pull comes with none (k3s keeps registries.yaml's credentials there).
-fn kubelet_sends(attempts: &[kubelet_creds::Attempt]) -> Option<&creds::Credentials> {
+fn kubelet_sends(attempts: &[kubelet_creds::CredentialAttempt]) -> Option<&creds::Credentials> {
     attempts
         .last()
         .and_then(|a| a.candidate.as_ref())
-        .filter(|c| !matches!(c.source, kubelet_creds::Source::ContainerdConfig(_)))
+        .filter(|c| {
+            !matches!(
+                c.source,
+                kubelet_creds::CredentialSource::ContainerdConfig(_)
+            )
+        })
         .map(|c| &c.credentials)
 }
 
@@ -305,12 +313,12 @@ fn credential_tries(
     explicit: Option<&creds::Credentials>,
     plan: Option<&kubelet_creds::CredentialPlan>,
 ) -> (
-    Option<kubelet_creds::Candidate>,
-    Vec<kubelet_creds::Candidate>,
+    Option<kubelet_creds::MatchedCredential>,
+    Vec<kubelet_creds::MatchedCredential>,
 ) {
     if let Some(credentials) = explicit {
-        let flag = kubelet_creds::Candidate {
-            source: kubelet_creds::Source::Flag,
+        let flag = kubelet_creds::MatchedCredential {
+            source: kubelet_creds::CredentialSource::Flag,
             key: String::new(),
             credentials: credentials.clone(),
         };
@@ -362,12 +370,12 @@ fn trusts_for(
 
 #[cfg(test)]
 mod tests {
-    use super::kubelet_creds::{Attempt, Candidate, Source};
+    use super::kubelet_creds::{CredentialAttempt, CredentialSource, MatchedCredential};
     use super::*;
 
-    fn attempt(source: Source) -> Attempt {
-        Attempt {
-            candidate: Some(Candidate {
+    fn attempt(source: CredentialSource) -> CredentialAttempt {
+        CredentialAttempt {
+            candidate: Some(MatchedCredential {
                 source,
                 key: "registry.example.test".into(),
                 credentials: creds::Credentials {
@@ -381,11 +389,11 @@ mod tests {
 
     #[test]
     fn the_runtime_pull_carries_what_the_kubelet_sends_and_never_containerds_own_auth() {
-        let own = attempt(Source::ContainerdConfig(PathBuf::from(
+        let own = attempt(CredentialSource::ContainerdConfig(PathBuf::from(
             "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
         )));
         assert!(kubelet_sends(std::slice::from_ref(&own)).is_none());
-        let node = attempt(Source::NodeConfig(PathBuf::from(
+        let node = attempt(CredentialSource::NodeConfig(PathBuf::from(
             "/var/lib/kubelet/config.json",
         )));
         assert_eq!(

@@ -31,7 +31,7 @@ pub struct Target {
     pub trust: TrustId,
     /// The HTTP proxy requests to this host go through (the runtime's `HTTPS_PROXY` …), with
     /// any credentials it carries; `None` for a direct connection.
-    pub via: Option<Url>,
+    pub proxy_url: Option<Url>,
 }
 
 impl Target {
@@ -41,18 +41,18 @@ impl Target {
             authority: Authority::of(url)?,
             scheme: Scheme::of(url)?,
             trust,
-            via: None,
+            proxy_url: None,
         })
     }
 
     /// The proxy host itself, as a target to check from DNS up (TLS for an `https://` proxy).
     pub fn proxy(&self) -> Option<Target> {
-        let proxy = self.via.as_ref()?;
+        let proxy = self.proxy_url.as_ref()?;
         Some(Target {
             authority: Authority::of(proxy)?,
             scheme: Scheme::of(proxy)?,
             trust: self.trust,
-            via: None,
+            proxy_url: None,
         })
     }
 }
@@ -60,10 +60,10 @@ impl Target {
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The proxy URL may carry a password.
-        let via = self.via.as_ref().map(super::proxy::redact_proxy);
+        let proxy = self.proxy_url.as_ref().map(super::proxy::redact_proxy);
         write!(
             f,
-            "Target({}://{}, {:?}, via {via:?})",
+            "Target({}://{}, {:?}, proxy {proxy:?})",
             self.scheme.as_str(),
             self.authority,
             self.trust

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::authority::Authority;
-use super::dns::{Source, is_private};
+use super::dns::{NameSource, is_private};
 use super::host::HostCheck;
 use crate::vocab::Hop;
 
@@ -27,11 +27,11 @@ pub struct PathStep {
 
 /// The path being recorded.
 #[derive(Debug, Default)]
-pub struct Path {
+pub struct PullPath {
     pub hops: Vec<PathHop>,
 }
 
-impl Path {
+impl PullPath {
     /// Record a step under `hop`/`authority`, starting a new hop entry when the path moves on.
     pub fn record(
         &mut self,
@@ -78,7 +78,7 @@ impl Path {
             self.record_tls(authority, check);
             return;
         }
-        if check.dns.source == Source::Proxy {
+        if check.dns.source == NameSource::Proxy {
             if let Some(f) = &check.failure {
                 self.record(hop, authority, f.step, false, f.evidence.to_string(), None);
             }
@@ -152,7 +152,7 @@ fn dns_words(check: &HostCheck) -> String {
     if let Some(why) = dns.failure() {
         return why.to_string();
     }
-    if dns.source == Source::IpLiteral {
+    if dns.source == NameSource::IpLiteral {
         return "IP literal, no lookup".into();
     }
     let scope = |a: &std::net::IpAddr| if is_private(*a) { "private" } else { "public" };
@@ -166,7 +166,7 @@ fn dns_words(check: &HostCheck) -> String {
         s.push_str(&format!(" via CNAME {}", dns.cname_chain.join(" → ")));
     }
     match (dns.source, dns.answered_by) {
-        (Source::HostsFile, _) => s.push_str(" from /etc/hosts (hand fix)"),
+        (NameSource::HostsFile, _) => s.push_str(" from /etc/hosts (hand fix)"),
         (_, Some(server)) => s.push_str(&format!(" (answered by {server})")),
         _ => {}
     }
@@ -188,7 +188,7 @@ mod tests {
     fn steps_group_under_their_hop_and_host() {
         let registry = Authority::parse("r.example", 443).expect("a");
         let store = Authority::parse("store.example", 443).expect("a");
-        let mut path = Path::default();
+        let mut path = PullPath::default();
         path.record(Hop::Registry, &registry, "dns", true, "10.0.0.1", None);
         path.record(Hop::Registry, &registry, "tls", true, "ok", None);
         path.record(Hop::Blob, &store, "layer", false, "unreachable", None);

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::Style;
 use super::text::{explain, field, headline, list};
-use crate::scan_report::{FindingReport, FindingsReport, GroupReport};
+use crate::report::findings::{FindingReport, FindingsReport, GroupReport};
 
 pub fn findings(report: &FindingsReport, style: Style) -> String {
     let mut out = String::new();

@@ -1,4 +1,4 @@
-//! `pullpath probe --output json`: the wire types, built from the walk's [`Outcome`] and the
+//! `pullpath probe --output json`: the wire types, built from the walk's [`WalkRecord`] and the
 //! host checks with `From`. The engine's types do not serialize; renaming an engine field
 //! cannot change this format (docs/report-schema.md).
 
@@ -17,7 +17,7 @@ use crate::probe::path::PathHop;
 use crate::probe::resolv::ResolverConfig;
 use crate::probe::runtime_pull::{Answer, Cleanup, RuntimePull};
 use crate::probe::stop::Stop;
-use crate::probe::walk::{Blob, Fallback, FallbackTo, Outcome};
+use crate::probe::walk::{Blob, Fallback, FallbackTo, WalkRecord};
 use crate::probe::{ProbeContext, ProbeRun};
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
 use crate::verdict::{Failure, Fault, Seen, Verdict};
@@ -88,7 +88,7 @@ impl ProbeReport {
     }
 
     /// The report of a walk.
-    pub fn new(context: ProbeContext, outcome: &Outcome) -> ProbeReport {
+    pub fn new(context: ProbeContext, outcome: &WalkRecord) -> ProbeReport {
         let hosts: Vec<HostReport> = outcome.hosts.iter().map(HostReport::from).collect();
         let hand_fixes = outcome
             .hosts
@@ -309,9 +309,9 @@ fn advise_stop(stop: &Stop, hosts: &[HostCheck], image: &str) -> Advice {
                 format!(
                     "{} resolves through {} to public {}: the node's resolver is not linked to the private zone for {}, so the node is sent to the public endpoint",
                     h.host,
-                    public.via,
+                    public.privatelink_name,
                     list.join(", "),
-                    public.via
+                    public.privatelink_name
                 )
             })
         });
@@ -410,7 +410,7 @@ impl From<&Blob> for BlobReport {
             digest: b.digest.to_string(),
             size: b.size,
             host: b.served_by.to_string(),
-            via: b.via.iter().map(ToString::to_string).collect(),
+            via: b.redirects.iter().map(ToString::to_string).collect(),
             verified: b.verified,
             detail: b.detail.clone(),
             elapsed_ms: b.elapsed.as_millis() as u64,

@@ -17,7 +17,7 @@ use super::finding::{Finding, Step};
 use super::model::{Network, Pool, Subnet, Vnet};
 use super::rebuild;
 use super::registry::{self, Endpoint};
-use super::route::{Route, Source};
+use super::route::{Route, RouteOrigin};
 
 /// Where a pool's routes came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,7 +265,7 @@ fn with_route_table_ids(network: &Network, subnet: &Subnet, routes: &[Route]) ->
         .iter()
         .map(|r| {
             let mut r = r.clone();
-            if r.source == Source::User
+            if r.source == RouteOrigin::User
                 && r.resource.is_none()
                 && let Some(same) = table.and_then(|t| {
                     t.routes.iter().find(|u| {

@@ -11,7 +11,7 @@ use crate::azure::nsg::{self, Direction, Flow, Nsg, Peer};
 use crate::azure::peering;
 use crate::azure::rebuild;
 use crate::azure::registry::{self, Endpoint, Role};
-use crate::azure::route::{self, NextHop, Route, Source};
+use crate::azure::route::{self, NextHop, Route, RouteOrigin};
 use crate::azure::shape;
 use crate::vocab::{Layer, Owner};
 
@@ -118,7 +118,7 @@ impl PoolContext<'_> {
                     .as_ref()
                     .and_then(|c| c.outbound_type.as_deref())
                     .is_some_and(|t| shape::same(t, "userDefinedRouting"));
-                if udr_cluster && route.source == Source::Default {
+                if udr_cluster && route.source == RouteOrigin::Default {
                     return Err(Finding {
                         step: Step::Route,
                         layer: Layer::Route,

@@ -265,7 +265,7 @@ fn route_table(t: &Value) -> Option<RouteTable> {
             let route_name = name_of(r);
             Some(Route {
                 prefix: Prefix::parse(shape::text(r, "addressPrefix")?)?,
-                source: Source::User,
+                source: RouteOrigin::User,
                 next_hop: NextHop::parse(shape::text(r, "nextHopType")?),
                 next_hop_ip: shape::text(r, "nextHopIpAddress").and_then(|ip| ip.parse().ok()),
                 active: true,

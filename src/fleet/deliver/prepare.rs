@@ -11,7 +11,7 @@ use super::{
     Delivered, Payload, Undeliverable, binaries, common_sandbox_image, objects, pack, sandbox_image,
 };
 use crate::fleet::life::RunProblem;
-use crate::fleet::select::Candidate;
+use crate::fleet::select::NodeChoice;
 
 /// `--node-image` and `--probe-binary`, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub struct Prepared {
 }
 
 /// Prepare `chosen` nodes (their Node objects in `nodes`) for a run `run_id`.
-pub fn prepare(run_id: &str, chosen: &[&Candidate], nodes: &[Node], given: &Given) -> Prepared {
+pub fn prepare(run_id: &str, chosen: &[&NodeChoice], nodes: &[Node], given: &Given) -> Prepared {
     let mut packed: BTreeMap<String, Result<Payload, Undeliverable>> = BTreeMap::new();
     let mut starts = BTreeMap::new();
     for candidate in chosen {

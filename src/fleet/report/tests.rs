@@ -39,8 +39,8 @@ fn candidate(
     pool: &str,
     eligible: Option<Result<(), crate::fleet::eligibility::Ineligible>>,
     listed: bool,
-) -> Candidate {
-    Candidate {
+) -> NodeChoice {
+    NodeChoice {
         facts: NodeFacts::named(name),
         pool: pool.to_string(),
         ready: true,
@@ -124,7 +124,7 @@ fn a_refusal_at_auth_waits_for_the_workloads_pull_secrets() {
     assert_eq!(with_pull_secrets(dns.clone(), &secrets, None), dns);
 }
 
-fn build_of(candidates: &[Candidate], answers: Vec<(&str, Answer)>) -> FleetReport {
+fn build_of(candidates: &[NodeChoice], answers: Vec<(&str, Answer)>) -> FleetReport {
     let outcome = RunOutcome {
         runs: answers
             .into_iter()

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{
-    Candidate, Keyring, ProviderConfig, ResponseProblem, Source, SourceEvidence, SourceOutcome,
-    SourceProblem, Sources, in_node_root, parse_provider_response, provider_request,
+    CredentialSource, Keyring, MatchedCredential, ProviderConfig, ResponseProblem, SourceEvidence,
+    SourceOutcome, SourceProblem, Sources, in_node_root, parse_provider_response, provider_request,
     read_provider_config, redact_stderr,
 };
 use crate::keyring::{near_miss, urls_match};
@@ -179,11 +179,11 @@ fn humantime(d: Duration) -> String {
 pub(super) async fn run_providers(
     sources: &Sources,
     target: &str,
-) -> (Vec<Candidate>, Vec<SourceEvidence>) {
+) -> (Vec<MatchedCredential>, Vec<SourceEvidence>) {
     let mut evidence = Vec::new();
     let Some(config_path) = &sources.provider_config else {
         evidence.push(SourceEvidence {
-            source: Source::Provider("(none)".into()),
+            source: CredentialSource::Provider("(none)".into()),
             outcome: SourceOutcome::Absent(
                 "no --image-credential-provider-config: the kubelet runs no plugin".into(),
             ),
@@ -194,7 +194,7 @@ pub(super) async fn run_providers(
         Ok(p) => p,
         Err(e) => {
             evidence.push(SourceEvidence {
-                source: Source::Provider(config_path.display().to_string()),
+                source: CredentialSource::Provider(config_path.display().to_string()),
                 outcome: SourceOutcome::Failed(SourceProblem::ProviderConfig(e)),
             });
             return (Vec::new(), evidence);
@@ -202,14 +202,14 @@ pub(super) async fn run_providers(
     };
     let Some(bin_dir) = &sources.provider_bin_dir else {
         evidence.push(SourceEvidence {
-            source: Source::Provider(config_path.display().to_string()),
+            source: CredentialSource::Provider(config_path.display().to_string()),
             outcome: SourceOutcome::Failed(SourceProblem::NoProviderBinDir),
         });
         return (Vec::new(), evidence);
     };
     let mut keyring = Keyring::default();
     for provider in &providers {
-        let source = Source::Provider(provider.name.clone());
+        let source = CredentialSource::Provider(provider.name.clone());
         if !provider.match_images.iter().any(|m| urls_match(m, target)) {
             let near = provider
                 .match_images

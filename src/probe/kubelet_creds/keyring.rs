@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Candidate, Source, SourceOutcome};
+use super::{CredentialSource, MatchedCredential, SourceOutcome};
 use crate::keyring::{is_default_registry, near_miss, normalize_key, urls_match};
 use crate::probe::creds::Credentials;
 
@@ -11,16 +11,16 @@ use crate::probe::creds::Credentials;
 /// reverse-sorted, so `quay.io/team` comes before `quay.io`.
 #[derive(Debug, Default, Clone)]
 pub struct Keyring {
-    pub(super) entries: BTreeMap<String, Vec<Candidate>>,
+    pub(super) entries: BTreeMap<String, Vec<MatchedCredential>>,
 }
 
 impl Keyring {
-    pub fn add(&mut self, location: &str, source: Source, credentials: Credentials) {
+    pub fn add(&mut self, location: &str, source: CredentialSource, credentials: Credentials) {
         let key = normalize_key(location);
         self.entries
             .entry(key.clone())
             .or_default()
-            .push(Candidate {
+            .push(MatchedCredential {
                 source,
                 key,
                 credentials,
@@ -33,8 +33,8 @@ impl Keyring {
 
     /// Every matching entry, most specific key first; Docker Hub images fall back to the
     /// `index.docker.io` entry.
-    pub fn lookup(&self, image: &str) -> Vec<Candidate> {
-        let found: Vec<Candidate> = self
+    pub fn lookup(&self, image: &str) -> Vec<MatchedCredential> {
+        let found: Vec<MatchedCredential> = self
             .entries
             .iter()
             .rev()
@@ -51,7 +51,7 @@ impl Keyring {
     }
 
     /// The evidence of a lookup in this keyring.
-    pub(super) fn outcome(&self, image: &str, found: &[Candidate]) -> SourceOutcome {
+    pub(super) fn outcome(&self, image: &str, found: &[MatchedCredential]) -> SourceOutcome {
         if found.is_empty() {
             let keys = self.keys();
             let near = keys.iter().filter_map(|k| near_miss(k, image)).collect();
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn lookup_returns_every_match_most_specific_first() {
         let mut keyring = Keyring::default();
-        let s = Source::PullSecret("a.json".into());
+        let s = CredentialSource::PullSecret("a.json".into());
         keyring.add("quay.io", s.clone(), cred("host"));
         keyring.add("https://quay.io/team", s.clone(), cred("team"));
         keyring.add("*.quay.io", s.clone(), cred("glob"));
@@ -98,7 +98,7 @@ mod tests {
         let mut keyring = Keyring::default();
         keyring.add(
             "https://index.docker.io/v1/",
-            Source::NodeConfig("config.json".into()),
+            CredentialSource::NodeConfig("config.json".into()),
             cred("hub"),
         );
         assert_eq!(keyring.lookup("docker.io/library/nginx").len(), 1);

@@ -84,7 +84,7 @@ pub struct Sources {
 
 /// Which source a credential, or a piece of evidence, came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum CredentialSource {
     PullSecret(PathBuf),
     NodeConfig(PathBuf),
     Provider(String),
@@ -94,34 +94,34 @@ pub enum Source {
     Flag,
 }
 
-impl Source {
+impl CredentialSource {
     /// `pull-secret`, `node-config`, `provider`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Source::PullSecret(_) => "pull-secret",
-            Source::NodeConfig(_) => "node-config",
-            Source::Provider(_) => "provider",
-            Source::ContainerdConfig(_) => "containerd-config",
-            Source::Flag => "flag",
+            CredentialSource::PullSecret(_) => "pull-secret",
+            CredentialSource::NodeConfig(_) => "node-config",
+            CredentialSource::Provider(_) => "provider",
+            CredentialSource::ContainerdConfig(_) => "containerd-config",
+            CredentialSource::Flag => "flag",
         }
     }
 
     /// The file, or the provider's name.
     pub fn name(&self) -> String {
         match self {
-            Source::PullSecret(p) | Source::NodeConfig(p) | Source::ContainerdConfig(p) => {
-                p.display().to_string()
-            }
-            Source::Provider(name) => name.clone(),
-            Source::Flag => "--username".into(),
+            CredentialSource::PullSecret(p)
+            | CredentialSource::NodeConfig(p)
+            | CredentialSource::ContainerdConfig(p) => p.display().to_string(),
+            CredentialSource::Provider(name) => name.clone(),
+            CredentialSource::Flag => "--username".into(),
         }
     }
 }
 
 /// One credential the kubelet would send, in the order it would send them.
 #[derive(Debug, Clone)]
-pub struct Candidate {
-    pub source: Source,
+pub struct MatchedCredential {
+    pub source: CredentialSource,
     /// The keyring key (or plugin `auth` key) that matched.
     pub key: String,
     pub credentials: Credentials,
@@ -149,7 +149,7 @@ pub enum SourceOutcome {
 
 #[derive(Debug, Clone)]
 pub struct SourceEvidence {
-    pub source: Source,
+    pub source: CredentialSource,
     pub outcome: SourceOutcome,
 }
 
@@ -158,7 +158,7 @@ pub struct SourceEvidence {
 pub struct CredentialPlan {
     /// What the kubelet looks up and sends to plugins: the repository, no tag or digest.
     pub image: String,
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<MatchedCredential>,
     pub sources: Vec<SourceEvidence>,
     /// Where the kubelet's settings were taken from.
     pub origins: Vec<String>,
@@ -166,14 +166,17 @@ pub struct CredentialPlan {
 
 /// One walk of the pull loop: with which credential (none: anonymous) and where it stopped.
 #[derive(Debug, Clone)]
-pub struct Attempt {
-    pub candidate: Option<Candidate>,
+pub struct CredentialAttempt {
+    pub candidate: Option<MatchedCredential>,
     pub stop: Option<Stop>,
 }
 
-impl Attempt {
-    pub fn of(candidate: Option<Candidate>, outcome: &super::walk::Outcome) -> Attempt {
-        Attempt {
+impl CredentialAttempt {
+    pub fn of(
+        candidate: Option<MatchedCredential>,
+        outcome: &super::walk::WalkRecord,
+    ) -> CredentialAttempt {
+        CredentialAttempt {
             candidate,
             stop: outcome.result.as_ref().err().cloned(),
         }
@@ -203,7 +206,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
     if !sources.pull_secrets.is_empty() {
         let mut keyring = Keyring::default();
         for path in &sources.pull_secrets {
-            let source = Source::PullSecret(path.clone());
+            let source = CredentialSource::PullSecret(path.clone());
             match read_auths(path) {
                 Ok(auths) => {
                     for (key, c) in auths {
@@ -219,11 +222,11 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
         }
         let found = keyring.lookup(&target);
         for path in &sources.pull_secrets {
-            let source = Source::PullSecret(path.clone());
+            let source = CredentialSource::PullSecret(path.clone());
             if evidence.iter().any(|e| e.source == source) {
                 continue;
             }
-            let mine: Vec<Candidate> = found
+            let mine: Vec<MatchedCredential> = found
                 .iter()
                 .filter(|c| c.source == source)
                 .cloned()
@@ -248,7 +251,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
     // 2. The node's docker config: the first valid file of the search.
     match read_node_config(&sources.node, &sources.node_config) {
         Ok(Some((path, auths))) => {
-            let source = Source::NodeConfig(path);
+            let source = CredentialSource::NodeConfig(path);
             let mut keyring = Keyring::default();
             for (key, c) in auths {
                 keyring.add(&key, source.clone(), c);
@@ -261,7 +264,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
             candidates.extend(found);
         }
         Ok(None) => evidence.push(SourceEvidence {
-            source: Source::NodeConfig(
+            source: CredentialSource::NodeConfig(
                 sources
                     .node_config
                     .config_json_dirs
@@ -276,7 +279,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
             )),
         }),
         Err(problem) => evidence.push(SourceEvidence {
-            source: Source::NodeConfig(problem.path().to_path_buf()),
+            source: CredentialSource::NodeConfig(problem.path().to_path_buf()),
             outcome: SourceOutcome::Failed(SourceProblem::NodeConfig(problem.into())),
         }),
     }
@@ -288,7 +291,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
 
     // containerd's CRI falls back to its own config only when the kubelet sent no credential.
     if let Some(path) = &sources.containerd_config {
-        let source = Source::ContainerdConfig(path.clone());
+        let source = CredentialSource::ContainerdConfig(path.clone());
         let outcome = match sources.node.read_to_string(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 SourceOutcome::Absent(format!("no {}", path.display()))
@@ -311,7 +314,7 @@ pub async fn resolve(sources: &Sources, image: &ImageRef) -> CredentialPlan {
                     image.registry
                 )),
                 Ok(Some(credentials)) => {
-                    candidates.push(Candidate {
+                    candidates.push(MatchedCredential {
                         source: source.clone(),
                         key: image.registry.clone(),
                         credentials,

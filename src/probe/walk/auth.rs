@@ -23,7 +23,7 @@ impl<N: Network> Walk<N> {
             authority: endpoint.config.authority.clone(),
             scheme: endpoint.config.scheme,
             trust: endpoint.trust,
-            via: None,
+            proxy_url: None,
         };
         let key = (target, endpoint.config.path.clone());
         if let Some(done) = self.authorized.get(&key) {

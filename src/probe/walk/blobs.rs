@@ -19,7 +19,7 @@ struct Fetched {
     desc: Descriptor,
     served_by: Authority,
     /// The hosts its request crossed.
-    via: Vec<Authority>,
+    redirects: Vec<Authority>,
     /// Whether every byte was read (so `Ok` means verified).
     verified: bool,
     result: Result<String, BodyProblem>,
@@ -38,7 +38,7 @@ impl<N: Network> Walk<N> {
         let (_, response, at) = self
             .open_anywhere(Fetch::Blob { desc, range: !full })
             .await?;
-        let via = self.chain.clone();
+        let redirects = self.chain.clone();
         let idle = self.settings.timeouts.http;
         let result = if full {
             let meter = self.meter(Hop::Blob, &at, Some(desc.size));
@@ -54,7 +54,7 @@ impl<N: Network> Walk<N> {
             kind,
             desc: desc.clone(),
             served_by: at,
-            via,
+            redirects,
             verified: full,
             result,
             elapsed: started.elapsed(),
@@ -66,7 +66,7 @@ impl<N: Network> Walk<N> {
             kind,
             desc,
             served_by,
-            via: chain,
+            redirects: chain,
             verified,
             result,
             elapsed,
@@ -77,7 +77,7 @@ impl<N: Network> Walk<N> {
             Err(problem) => problem.to_string(),
         };
         let step = format!("{} {}", kind.as_str(), short(&desc.digest));
-        let shown = format!("{detail}{}", via(&chain));
+        let shown = format!("{detail}{}", crossed(&chain));
         self.path
             .record(Hop::Blob, &served_by, &step, ok, shown, Some(elapsed));
         self.blobs.push(Blob {
@@ -85,7 +85,7 @@ impl<N: Network> Walk<N> {
             digest: desc.digest.clone(),
             size: desc.size,
             served_by: served_by.clone(),
-            via: if chain.len() > 1 { chain } else { vec![] },
+            redirects: if chain.len() > 1 { chain } else { vec![] },
             verified: ok && verified,
             detail: detail.clone(),
             elapsed,
@@ -119,7 +119,7 @@ impl<N: Network> Walk<N> {
                         break;
                     }
                 };
-            let via = self.chain.clone();
+            let redirects = self.chain.clone();
             let bar = progress.bar(desc);
             let meter = self.meter(Hop::Blob, &served_by, Some(desc.size));
             let desc = desc.clone();
@@ -132,7 +132,7 @@ impl<N: Network> Walk<N> {
                     kind: BlobKind::Layer,
                     desc,
                     served_by,
-                    via,
+                    redirects,
                     verified: true,
                     result,
                     elapsed,
@@ -208,7 +208,7 @@ async fn verify<B: Body>(
 }
 
 /// ` (via a → b → c)` for a request that crossed more than one host.
-fn via(chain: &[Authority]) -> String {
+fn crossed(chain: &[Authority]) -> String {
     if chain.len() < 2 {
         return String::new();
     }

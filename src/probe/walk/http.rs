@@ -75,7 +75,7 @@ impl<N: Network> Walk<N> {
                 return Err(Stop::new(hop, &at, Layer::Other, step, problem));
             };
             // Every request URL is asked whether it goes through the runtime's proxy.
-            target.via = self.settings.proxy.proxy_for(&url).cloned();
+            target.proxy_url = self.settings.proxy.proxy_for(&url).cloned();
             at = target.authority.clone();
             if self.chain.last() != Some(&at) {
                 self.chain.push(at.clone());

@@ -31,7 +31,7 @@ impl<N: Network> Walk<N> {
         if target.authority != https {
             return Ok(());
         }
-        target.via = self.settings.proxy.proxy_for(url).cloned();
+        target.proxy_url = self.settings.proxy.proxy_for(url).cloned();
         if let Some(proxy) = target.proxy() {
             self.check_host(&proxy, Hop::Proxy).await?;
         }

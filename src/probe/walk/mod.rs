@@ -43,7 +43,7 @@ use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
 use super::net::{Network, Target, TrustId};
 use super::oci::{self, Manifest, Platform};
-use super::path::{Path, PathHop};
+use super::path::{PathHop, PullPath};
 use super::proxy::ProxyConfig;
 use super::stop::Stop;
 use crate::image_ref::{Digest, ImageRef};
@@ -111,7 +111,7 @@ pub struct Blob {
     /// The host that served it, after redirects.
     pub served_by: Authority,
     /// Every host the request crossed to get there, when it was redirected.
-    pub via: Vec<Authority>,
+    pub redirects: Vec<Authority>,
     /// Every byte read and its size and digest matched.
     pub verified: bool,
     pub detail: String,
@@ -142,7 +142,7 @@ pub enum FallbackTo {
 
 /// Everything a walk observed.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct WalkRecord {
     /// `Err`: where and why the pull stops (the runtime's verdict).
     pub result: Result<(), Stop>,
     pub path: Vec<PathHop>,
@@ -166,7 +166,7 @@ pub struct Walk<N: Network> {
     authorized: HashMap<(Target, String), Result<(), Stop>>,
     /// Authorization values, each for the one host it was obtained for.
     authorizations: HashMap<Authority, String>,
-    path: Path,
+    path: PullPath,
     /// The hosts the last request crossed (more than one when it was redirected).
     chain: Vec<Authority>,
     blobs: Vec<Blob>,
@@ -188,7 +188,7 @@ impl<N: Network> Walk<N> {
             hosts: Vec::new(),
             authorized: HashMap::new(),
             authorizations: HashMap::new(),
-            path: Path::default(),
+            path: PullPath::default(),
             chain: Vec::new(),
             blobs: Vec::new(),
             fallbacks: Vec::new(),
@@ -197,13 +197,13 @@ impl<N: Network> Walk<N> {
         }
     }
 
-    pub async fn run(mut self) -> Outcome {
+    pub async fn run(mut self) -> WalkRecord {
         let deadline = self.settings.deadline;
         let result = match tokio::time::timeout(deadline, self.pull()).await {
             Ok(result) => result,
             Err(_) => Err(self.deadline_passed(deadline)),
         };
-        Outcome {
+        WalkRecord {
             result,
             path: self.path.hops,
             hosts: self.hosts,

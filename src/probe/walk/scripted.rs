@@ -106,7 +106,7 @@ fn broken_evidence(layer: Layer, name: &str) -> crate::probe::evidence::Evidence
         Layer::Dns => Evidence::Dns {
             name: name.to_string(),
             server: std::net::Ipv4Addr::new(10, 0, 0, 10).into(),
-            outcome: crate::probe::dns::Outcome::NxDomain,
+            outcome: crate::probe::dns::ServerReply::NxDomain,
             elapsed_ms: 1,
         },
         Layer::Tls => Evidence::Tls {
@@ -192,8 +192,8 @@ impl Network for Scripted {
 
     async fn check_host(&self, target: &Target, hop: Hop) -> HostCheck {
         let name = target.authority.to_string();
-        if let Some(via) = &target.via {
-            let proxy = Authority::of(via).expect("proxy").to_string();
+        if let Some(proxy_url) = &target.proxy_url {
+            let proxy = Authority::of(proxy_url).expect("proxy").to_string();
             self.tunneled
                 .lock()
                 .expect("lock")
@@ -252,7 +252,7 @@ impl Network for Scripted {
             hop,
             dns: Resolution {
                 host: target.authority.host.clone(),
-                source: crate::probe::dns::Source::Dns,
+                source: crate::probe::dns::NameSource::Dns,
                 addresses: vec!["10.9.9.9".parse().expect("ip")],
                 cname_chain: vec![],
                 answered_by: None,
@@ -461,7 +461,7 @@ pub(super) async fn walk(
     net: Scripted,
     endpoints: Vec<WalkEndpoint>,
     full: bool,
-) -> (Outcome, Arc<Scripted>) {
+) -> (WalkRecord, Arc<Scripted>) {
     let net = Arc::new(net);
     let outcome = Walk::new(settings(full), endpoints, net.clone())
         .run()
@@ -470,7 +470,7 @@ pub(super) async fn walk(
 }
 
 /// A walk of the registry `r.test` alone with these settings.
-pub(super) async fn walk_with(settings: Settings, net: Scripted) -> (Outcome, Arc<Scripted>) {
+pub(super) async fn walk_with(settings: Settings, net: Scripted) -> (WalkRecord, Arc<Scripted>) {
     let net = Arc::new(net);
     let outcome = Walk::new(settings, vec![endpoint("r.test", true)], net.clone())
         .run()
@@ -478,7 +478,7 @@ pub(super) async fn walk_with(settings: Settings, net: Scripted) -> (Outcome, Ar
     (outcome, net)
 }
 
-pub(super) fn stop(outcome: &Outcome) -> &Stop {
+pub(super) fn stop(outcome: &WalkRecord) -> &Stop {
     outcome.result.as_ref().expect_err("the pull fails")
 }
 

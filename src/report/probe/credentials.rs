@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::probe::kubelet_creds::{Attempt, CredentialPlan, SourceOutcome};
+use crate::probe::kubelet_creds::{CredentialAttempt, CredentialPlan, SourceOutcome};
 use crate::vocab::Layer;
 
 /// The credentials section: what the kubelet's sources gave and what each try got. Usernames,
@@ -72,7 +72,7 @@ fn no_key_covers(image: &str, keys: &[String]) -> String {
 }
 
 impl CredentialsReport {
-    pub fn new(plan: &CredentialPlan, attempts: &[Attempt]) -> CredentialsReport {
+    pub fn new(plan: &CredentialPlan, attempts: &[CredentialAttempt]) -> CredentialsReport {
         let sources = plan
             .sources
             .iter()
@@ -123,7 +123,7 @@ impl CredentialsReport {
                     .map(|s| format!("{}: {}", s.step, s.evidence)),
             })
             .collect();
-        let refused = attempts.last().is_some_and(Attempt::refused);
+        let refused = attempts.last().is_some_and(CredentialAttempt::refused);
         CredentialsReport {
             image: plan.image.clone(),
             decides: if refused {
@@ -141,7 +141,7 @@ impl CredentialsReport {
 
 /// For a refused pull: why no source matched (the near misses), which sources failed, or that
 /// every matching credential was refused.
-fn credential_decides(plan: &CredentialPlan, attempts: &[Attempt]) -> Vec<String> {
+fn credential_decides(plan: &CredentialPlan, attempts: &[CredentialAttempt]) -> Vec<String> {
     let mut decides = Vec::new();
     if plan.candidates.is_empty() {
         let near: Vec<String> = plan

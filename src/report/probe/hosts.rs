@@ -165,13 +165,13 @@ impl From<&dns::Resolution> for DnsReport {
                     server: a.server,
                     name: a.name.clone(),
                     outcome: match a.outcome {
-                        dns::Outcome::Answer => "answer",
-                        dns::Outcome::NoData => "nodata",
-                        dns::Outcome::NxDomain => "nxdomain",
-                        dns::Outcome::ServFail => "servfail",
-                        dns::Outcome::Refused => "refused",
-                        dns::Outcome::Timeout => "timeout",
-                        dns::Outcome::Error => "error",
+                        dns::ServerReply::Answer => "answer",
+                        dns::ServerReply::NoData => "nodata",
+                        dns::ServerReply::NxDomain => "nxdomain",
+                        dns::ServerReply::ServFail => "servfail",
+                        dns::ServerReply::Refused => "refused",
+                        dns::ServerReply::Timeout => "timeout",
+                        dns::ServerReply::Error => "error",
                     },
                     addresses: a.addresses.clone(),
                     cname_chain: a.cname_chain.clone(),
@@ -195,8 +195,8 @@ impl From<&route::RouteLookup> for RouteReport {
     }
 }
 
-impl From<&connect::Attempt> for ConnectReport {
-    fn from(a: &connect::Attempt) -> ConnectReport {
+impl From<&connect::ConnectAttempt> for ConnectReport {
+    fn from(a: &connect::ConnectAttempt) -> ConnectReport {
         ConnectReport {
             address: a.address,
             outcome: match a.outcome {
