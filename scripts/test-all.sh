@@ -15,6 +15,14 @@ python3 lab/lab.py down >/dev/null
 trap 'python3 lab/lab.py down >/dev/null' EXIT
 python3 lab/lab.py up
 
+# Every fuzz target runs briefly at the end (issue 30). Built now, in the background and niced,
+# while the lab tests mostly wait on their namespaces: stable, no sanitizer, unoptimised.
+export FUZZ_NIGHTLY=0 FUZZ_PROFILE=dev FUZZ_TIMEOUT=30
+mkdir -p target
+FUZZ_INSTALL=1 nice -n 19 bash scripts/fuzz.sh --build >target/fuzz-build.log 2>&1 &
+fuzz_build=$!
+trap 'kill $fuzz_build 2>/dev/null; python3 lab/lab.py down >/dev/null' EXIT
+
 # The benchmarks in their short mode: they must work; their speed is not judged here.
 bash bench/pull.sh --quick
 PULLPATH_BENCH_QUICK=1 cargo bench --profile dev --quiet --bench explain
@@ -37,6 +45,14 @@ for version in 1.7 2.1; do
   PULLPATH_LAB_CONTAINERD=$version cargo nextest run --no-fail-fast --test lab_cri_kubelet \
     -E 'test(/^(image_nodes_al2023_and_k3s_get_the_verdict_of_their_own_containerd|with_no_registry_the_probe_starts_from_the_pause_image_and_gives_the_runtimes_verdict)$/)' || status=$?
 done
+
+# Every parser of outside input, a few seconds each from its seeds: a crash fails the run.
+if wait $fuzz_build; then
+  bash scripts/fuzz.sh 5 || status=$?
+else
+  cat target/fuzz-build.log >&2
+  status=1
+fi
 
 # Teardown must leave nothing behind.
 trap - EXIT
