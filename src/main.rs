@@ -196,7 +196,7 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
         }
         return Ok(exit::for_verdict(&report.verdict));
     }
-    let explanation = failure_text::explain_messages(messages);
+    let explanation = failure_text::explain_messages(messages, input.unlisted);
     let Some(report) = report::explain_report(&explanation) else {
         bail!(
             "no failure text given: pass an event message, `kubectl describe pod` output or a runtime log (argument, -f FILE, or stdin)"

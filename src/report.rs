@@ -110,6 +110,10 @@ pub struct ExplainReport {
     /// What in that message decided the hop (`the request's /blobs/ path`).
     pub hop_by: &'static str,
     pub messages: Vec<MessageReport>,
+    /// Messages of a long input left out of `messages` (none of them decides): a log or an
+    /// event list lists its first MiB of messages.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub messages_unlisted: u64,
     /// Set when the input does not look like an image pull failure at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -188,10 +192,15 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
                 cause: d.cause.clone(),
             })
             .collect(),
+        messages_unlisted: explanation.unlisted,
         note: (!looks_like_pull).then(|| {
             "this text names no image pull step; paste the pod's `Failed to pull image` event or the runtime's log".to_string()
         }),
     })
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The next check as commands to run.

@@ -104,3 +104,69 @@ fn json_cut_short_is_a_clear_error() {
     assert!(stderr.contains("truncated input"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// A containerd journal line of a pull in back-off: failure words, no cause.
+fn back_off_line(n: usize) -> String {
+    format!(
+        "Dec 05 10:{:02}:{:02} node containerd[812]: level=info msg=\"Back-off pulling image \\\"registry.example.test/team/app:v{n}\\\"\"\n",
+        n / 60 % 60,
+        n % 60
+    )
+}
+
+#[test]
+fn a_log_past_the_listing_budget_keeps_the_deciding_line_and_counts_the_rest() {
+    // 2 MiB of back-off lines, then one NXDOMAIN among the last of them: the listing (1 MiB of
+    // messages) is spent long before it, and it still decides.
+    let mut log = String::new();
+    let mut lines = 0;
+    while log.len() < 2 << 20 {
+        log.push_str(&back_off_line(lines));
+        lines += 1;
+    }
+    log.push_str("Dec 05 11:00:00 node containerd[812]: level=error msg=\"PullImage \\\"registry.example.test/team/app:v1\\\" failed\" error=\"failed to resolve reference \\\"registry.example.test/team/app:v1\\\": failed to do request: Head \\\"https://registry.example.test/v2/team/app/manifests/v1\\\": dial tcp: lookup registry.example.test on 10.0.0.10:53: no such host\"\n");
+    for n in 0..100 {
+        log.push_str(&back_off_line(n));
+    }
+    let total = lines + 1 + 100;
+    let out = explain(&["-o", "json"], log.into_bytes());
+    let report = report(&out);
+    assert_eq!(report["verdict"]["layer"], "dns", "{}", report["verdict"]);
+    let listed = report["messages"].as_array().expect("messages").len();
+    let unlisted = report["messages_unlisted"].as_u64().expect("a count");
+    assert_eq!(listed as u64 + unlisted, total as u64);
+    assert!(unlisted > 0, "{listed} of {total} listed");
+    let decided_by = report["decided_by"].as_str().expect("decided_by");
+    assert_eq!(decided_by, format!("line {}", lines + 1));
+
+    let text = explain(&[], back_off_line(0).repeat(12_000).into_bytes());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("more messages not listed"), "{text}");
+}
+
+#[test]
+fn a_long_event_list_with_no_failing_pod_lists_its_first_messages_and_counts_the_rest() {
+    // Events of healthy pods (`Pulled`, `Started`): one verdict over all of them, as before,
+    // but only the first 1 MiB of their messages listed.
+    let mut list = String::from("{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+    let mut events = 0;
+    let padding = "x".repeat(400);
+    while list.len() < 2 << 20 {
+        if events > 0 {
+            list.push(',');
+        }
+        list.push_str(&format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{{\"name\":\"e{events}\",\"namespace\":\"shop\"}},\"involvedObject\":{{\"kind\":\"Pod\",\"name\":\"web-{events}\",\"namespace\":\"shop\"}},\"reason\":\"Started\",\"message\":\"Started container app {padding}\",\"type\":\"Normal\",\"firstTimestamp\":\"2026-12-05T10:00:00Z\",\"lastTimestamp\":\"2026-12-05T10:00:00Z\",\"count\":1}}"
+        ));
+        events += 1;
+    }
+    list.push_str("]}");
+    let out = explain(&["-o", "json"], list.into_bytes());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&stdout).expect("a JSON report");
+    let listed = report["messages"].as_array().expect("messages").len();
+    let unlisted = report["messages_unlisted"].as_u64().expect("a count");
+    assert_eq!(listed as u64 + unlisted, events as u64);
+    assert!(listed * 420 <= 1 << 20, "{listed} listed");
+    assert!(unlisted > 0);
+}

@@ -10,11 +10,13 @@
 //! Read as streams, never whole: JSON item by item (`json_items`, `objects`), text line by line
 //! (`lines`), so a cluster's events (a million, 500 MB) are read in bounded memory. What is
 //! held: one item (at most [`LIMITS`]`.item`) or one line (at most [`LIMITS`]`.line`), the
-//! messages of failing pods, and per distinct event time a counter. YAML alone is read whole, up
-//! to [`MAX_YAML`].
+//! messages of failing pods, per distinct event time a counter, and for one verdict over a whole
+//! log (or over events with no failing pod) its first MiB of messages and the one that decides
+//! (`listing`). YAML alone is read whole, up to [`MAX_YAML`].
 
 mod json_items;
 mod lines;
+mod listing;
 mod objects;
 pub mod spool;
 
@@ -62,6 +64,8 @@ pub struct Input {
     pub messages: Vec<Message>,
     /// The Nodes in the input (`kubectl get pod,events,nodes -o json`), for their pools.
     pub nodes: Vec<NodeFacts>,
+    /// Messages left out of `messages` past [`listing::MAX_LISTED`]; none would decide.
+    pub unlisted: u64,
 }
 
 /// How much of the input is held at once.
@@ -142,6 +146,7 @@ pub fn read<R: Read + Seek>(mut input: R, limits: &Limits) -> Result<Input, Read
             return Ok(Input {
                 messages: found.messages,
                 nodes: found.nodes,
+                unlisted: found.unlisted,
             });
         }
         input.seek(SeekFrom::Start(0)).map_err(ReadError::Io)?;
@@ -162,9 +167,11 @@ pub fn read<R: Read + Seek>(mut input: R, limits: &Limits) -> Result<Input, Read
             return Ok(found);
         }
     }
+    let (messages, unlisted) = text.messages();
     Ok(Input {
-        messages: text.messages(),
+        messages,
         nodes: Vec::new(),
+        unlisted,
     })
 }
 
@@ -178,7 +185,7 @@ pub fn messages(input: &str) -> Vec<Message> {
     match read(Cursor::new(input.as_bytes()), &unlimited) {
         Ok(found) => found.messages,
         Err(_) => lines::read(input.as_bytes(), usize::MAX)
-            .map(lines::Text::messages)
+            .map(|text| text.messages().0)
             .unwrap_or_default(),
     }
 }
@@ -230,7 +237,11 @@ fn yaml_objects(text: &str) -> Option<Input> {
         .filter_map(|i| serde_json::from_value(i.clone()).ok())
         .map(|n| nodes::facts(&n))
         .collect();
-    (!messages.is_empty()).then_some(Input { messages, nodes })
+    (!messages.is_empty()).then_some(Input {
+        messages,
+        nodes,
+        unlisted: 0,
+    })
 }
 
 fn items(value: &Value) -> Vec<&Value> {

@@ -18,6 +18,8 @@ pub struct Explanation {
     pub messages: Vec<(Message, Diagnosis)>,
     /// Index into `messages` of the one that decides the verdict.
     pub primary: Option<usize>,
+    /// Messages the input held beyond those listed (`input::listing`): none decides.
+    pub unlisted: u64,
 }
 
 impl Explanation {
@@ -28,11 +30,12 @@ impl Explanation {
 
 /// Explain pasted failure text.
 pub fn explain(input: &str) -> Explanation {
-    explain_messages(input::messages(input))
+    explain_messages(input::messages(input), 0)
 }
 
-/// The messages of one subject → one verdict.
-pub fn explain_messages(messages: Vec<Message>) -> Explanation {
+/// The messages of one subject → one verdict; `unlisted` more the input held, none deciding
+/// (`input::listing`).
+pub fn explain_messages(messages: Vec<Message>, unlisted: u64) -> Explanation {
     let messages: Vec<(Message, Diagnosis)> = messages
         .into_iter()
         .map(|m| {
@@ -44,10 +47,20 @@ pub fn explain_messages(messages: Vec<Message>) -> Explanation {
     // `other` such as a 5xx); failing that, the first message at all.
     let primary = messages
         .iter()
-        .position(|(_, d)| d.causal && d.layer != Layer::Other)
+        .position(|(_, d)| decides(d))
         .or_else(|| messages.iter().position(|(_, d)| d.causal))
         .or(if messages.is_empty() { None } else { Some(0) });
-    Explanation { messages, primary }
+    Explanation {
+        messages,
+        primary,
+        unlisted,
+    }
+}
+
+/// Whether a message with this diagnosis decides the verdict over the ones after it: it has a
+/// real cause (not `other`). The earliest such message is the verdict's.
+pub fn decides(d: &Diagnosis) -> bool {
+    d.causal && d.layer != Layer::Other
 }
 
 /// One message may hold several attempts; the first with a real cause decides (a blob
@@ -146,7 +159,7 @@ pub fn explain_each(messages: Vec<Message>) -> Vec<Explained> {
         })
         .map(|(_, subject, messages)| Explained {
             subject,
-            explanation: explain_messages(messages),
+            explanation: explain_messages(messages, 0),
         })
         .collect()
 }

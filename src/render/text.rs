@@ -97,6 +97,13 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
             .collect();
         list(&mut out, "messages", &items);
     }
+    if report.messages_unlisted > 0 {
+        let more = format!(
+            "{} more messages not listed (none decides)",
+            report.messages_unlisted
+        );
+        field(&mut out, "and", &more);
+    }
     crate::render::terminal::finish(&out)
 }
 

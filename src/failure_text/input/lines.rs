@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 
+use super::listing::Listing;
 use super::{
     MAX_MESSAGE, Message, ReadError, Subject, cap, image_named, is_failure_line, strip_aggregation,
 };
@@ -15,8 +16,8 @@ use crate::pod::{self, ContainerKind};
 pub struct Text {
     /// As `kubectl describe` output, when the text is that.
     pub describe: Option<Vec<Message>>,
-    /// As messages or a log.
-    pub plain: Vec<Message>,
+    /// As messages or a log, and how many it left out (`listing`).
+    pub plain: (Vec<Message>, u64),
     /// Whether the text looks like `kubectl get … -o yaml` (a line starts with `apiVersion:`,
     /// `kind:` or `items:`), and whether its first line does.
     pub yaml_like: bool,
@@ -24,9 +25,13 @@ pub struct Text {
 }
 
 impl Text {
-    /// Describe output's messages when it is that, else the plain reading's.
-    pub fn messages(self) -> Vec<Message> {
-        self.describe.unwrap_or(self.plain)
+    /// Describe output's messages when it is that, else the plain reading's; with how many
+    /// messages were left out.
+    pub fn messages(self) -> (Vec<Message>, u64) {
+        match self.describe {
+            Some(messages) => (messages, 0),
+            None => self.plain,
+        }
     }
 }
 
@@ -271,7 +276,7 @@ fn split_field_path(message: &str) -> (Option<(ContainerKind, String)>, &str) {
 /// table speaks about pulls: what comes before the first line starting `Events:` is dropped.
 #[derive(Default)]
 struct Plain {
-    out: Vec<Message>,
+    out: Listing,
     /// The first line of the body (after `Events:`), so lines number from it.
     body_start: usize,
     cut: bool,
@@ -341,19 +346,20 @@ impl Plain {
         }
     }
 
-    fn finish(self) -> Vec<Message> {
+    fn finish(self) -> (Vec<Message>, u64) {
         if self.any_failure {
-            return self.out;
+            return self.out.finish();
         }
         if self.joined.is_empty() {
-            return Vec::new();
+            return (Vec::new(), 0);
         }
-        vec![Message {
+        let whole = Message {
             text: cap(self.joined),
             origin: "input".into(),
             subject: Subject::default(),
             seen: None,
-        }]
+        };
+        (vec![whole], 0)
     }
 }
 

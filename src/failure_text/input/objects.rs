@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::json_items::{self, Frame, FrameError};
+use super::listing::{MAX_LISTED, text_decides};
 use super::{Message, ReadError, cap, is_failure_line, strip_aggregation};
 use crate::cluster::nodes::{self, NodeFacts};
 use crate::pod::{self, Item, ItemKind, PodEvent};
@@ -28,6 +29,8 @@ use crate::pod::{self, Item, ItemKind, PodEvent};
 pub struct Objects {
     pub messages: Vec<Message>,
     pub nodes: Vec<NodeFacts>,
+    /// Events of a list with no failing pod left out past [`MAX_LISTED`] bytes of messages.
+    pub unlisted: u64,
 }
 
 /// A pod as events and Pods name it: (namespace, name).
@@ -72,6 +75,9 @@ pub(super) fn read_counting<R: Read + Seek>(
         events: 0,
         pods: Vec::new(),
         kept: Vec::new(),
+        kept_bytes: 0,
+        decided: None,
+        unlisted: 0,
         places: Vec::new(),
     };
     each_item(input, limit, |frame| collect.item(frame))?;
@@ -108,6 +114,7 @@ pub(super) fn read_counting<R: Read + Seek>(
                 .collect(),
         ),
         nodes: survey.nodes,
+        unlisted: collect.unlisted,
     }))
 }
 
@@ -279,6 +286,12 @@ struct Collect {
     pods: Vec<Pod>,
     /// The events kept, with their numbers in input order.
     kept: Vec<(usize, PodEvent)>,
+    /// With every event kept (no failing pod): the bytes of their messages; past
+    /// [`MAX_LISTED`] of them an event is kept only when it is the first to decide the verdict
+    /// (as `listing` keeps a log's lines), else counted.
+    kept_bytes: usize,
+    decided: Option<bool>,
+    unlisted: u64,
     /// With the times counted: the place in time order of the next event of each time, and
     /// each kept event's place.
     ranks: Option<BTreeMap<String, usize>>,
@@ -315,11 +328,34 @@ impl Collect {
                 *rank - 1
             });
         let key = (event.pod.namespace.clone(), event.pod.name.clone());
+        if self.keep_all && !self.within_listing(&event) {
+            self.unlisted += 1;
+            return Ok(());
+        }
         if self.keep_all || self.flagged.contains(&key) {
             self.kept.push((number, event));
             self.places.push(place.unwrap_or(number));
         }
         Ok(())
+    }
+}
+
+impl Collect {
+    /// Whether an event of a list whose every event is kept fits the listing.
+    fn within_listing(&mut self, event: &PodEvent) -> bool {
+        if self.kept_bytes + event.message.len() <= MAX_LISTED {
+            self.kept_bytes += event.message.len();
+            return true;
+        }
+        let kept = &self.kept;
+        let decided = *self
+            .decided
+            .get_or_insert_with(|| kept.iter().any(|(_, e)| text_decides(&e.message)));
+        let first = !decided && text_decides(&event.message);
+        if first {
+            self.decided = Some(true);
+        }
+        first
     }
 }
 
