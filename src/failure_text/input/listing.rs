@@ -17,17 +17,48 @@ pub fn text_decides(text: &str) -> bool {
     decides(&diagnose_message(text))
 }
 
+/// The rule alone, for a reader that holds its messages in another shape (events).
+#[derive(Debug)]
+pub struct Budget {
+    limit: usize,
+    /// Bytes of the messages admitted.
+    bytes: usize,
+    /// Whether an admitted message decides the verdict; asked once the budget is spent.
+    decided: Option<bool>,
+}
+
+impl Budget {
+    pub fn with_limit(limit: usize) -> Budget {
+        Budget {
+            limit,
+            bytes: 0,
+            decided: None,
+        }
+    }
+
+    /// Whether a message of `text` is kept; `kept_decides` says whether one already kept
+    /// decides (asked at most once).
+    pub fn admits(&mut self, text: &str, kept_decides: impl FnOnce() -> bool) -> bool {
+        if self.bytes + text.len() <= self.limit {
+            self.bytes += text.len();
+            return true;
+        }
+        let decided = *self.decided.get_or_insert_with(kept_decides);
+        let first = !decided && text_decides(text);
+        if first {
+            self.decided = Some(true);
+        }
+        first
+    }
+}
+
 #[derive(Debug)]
 pub struct Listing {
     messages: Vec<Message>,
-    limit: usize,
-    /// Bytes of the settled messages kept.
-    bytes: usize,
+    budget: Budget,
     /// How many messages are settled: every one but the last, which may still grow (the rest
     /// of a wrapped line).
     settled: usize,
-    /// Whether a kept message decides the verdict; asked once the budget is spent.
-    decided: Option<bool>,
     unlisted: u64,
 }
 
@@ -41,10 +72,8 @@ impl Listing {
     pub fn with_limit(limit: usize) -> Listing {
         Listing {
             messages: Vec::new(),
-            limit,
-            bytes: 0,
+            budget: Budget::with_limit(limit),
             settled: 0,
-            decided: None,
             unlisted: 0,
         }
     }
@@ -72,18 +101,9 @@ impl Listing {
         if self.settled == self.messages.len() {
             return;
         }
-        let last = &self.messages[self.messages.len() - 1];
-        if self.bytes + last.text.len() <= self.limit {
-            self.bytes += last.text.len();
-            self.settled += 1;
-            return;
-        }
-        let kept = &self.messages[..self.settled];
-        let decided = *self
-            .decided
-            .get_or_insert_with(|| kept.iter().any(|m| text_decides(&m.text)));
-        if !decided && text_decides(&last.text) {
-            self.decided = Some(true);
+        let (kept, last) = self.messages.split_at(self.settled);
+        let kept_decides = || kept.iter().any(|m| text_decides(&m.text));
+        if self.budget.admits(&last[0].text, kept_decides) {
             self.settled += 1;
         } else {
             self.messages.pop();

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::json_items::{self, Frame, FrameError};
-use super::listing::{MAX_LISTED, text_decides};
+use super::listing::{Budget, MAX_LISTED, text_decides};
 use super::{Message, ReadError, cap, is_failure_line, strip_aggregation};
 use crate::cluster::nodes::{self, NodeFacts};
 use crate::pod::{self, Item, ItemKind, PodEvent};
@@ -75,8 +75,7 @@ pub(super) fn read_counting<R: Read + Seek>(
         events: 0,
         pods: Vec::new(),
         kept: Vec::new(),
-        kept_bytes: 0,
-        decided: None,
+        budget: Budget::with_limit(MAX_LISTED),
         unlisted: 0,
         places: Vec::new(),
     };
@@ -286,11 +285,10 @@ struct Collect {
     pods: Vec<Pod>,
     /// The events kept, with their numbers in input order.
     kept: Vec<(usize, PodEvent)>,
-    /// With every event kept (no failing pod): the bytes of their messages; past
-    /// [`MAX_LISTED`] of them an event is kept only when it is the first to decide the verdict
-    /// (as `listing` keeps a log's lines), else counted.
-    kept_bytes: usize,
-    decided: Option<bool>,
+    /// With every event kept (no failing pod): past [`MAX_LISTED`] bytes of messages an event
+    /// is kept only when it is the first to decide the verdict (as `listing` keeps a log's
+    /// lines), else counted.
+    budget: Budget,
     unlisted: u64,
     /// With the times counted: the place in time order of the next event of each time, and
     /// each kept event's place.
@@ -328,7 +326,9 @@ impl Collect {
                 *rank - 1
             });
         let key = (event.pod.namespace.clone(), event.pod.name.clone());
-        if self.keep_all && !self.within_listing(&event) {
+        let kept = &self.kept;
+        let kept_decides = || kept.iter().any(|(_, e)| text_decides(&e.message));
+        if self.keep_all && !self.budget.admits(&event.message, kept_decides) {
             self.unlisted += 1;
             return Ok(());
         }
@@ -337,25 +337,6 @@ impl Collect {
             self.places.push(place.unwrap_or(number));
         }
         Ok(())
-    }
-}
-
-impl Collect {
-    /// Whether an event of a list whose every event is kept fits the listing.
-    fn within_listing(&mut self, event: &PodEvent) -> bool {
-        if self.kept_bytes + event.message.len() <= MAX_LISTED {
-            self.kept_bytes += event.message.len();
-            return true;
-        }
-        let kept = &self.kept;
-        let decided = *self
-            .decided
-            .get_or_insert_with(|| kept.iter().any(|(_, e)| text_decides(&e.message)));
-        let first = !decided && text_decides(&event.message);
-        if first {
-            self.decided = Some(true);
-        }
-        first
     }
 }
 
