@@ -18,6 +18,28 @@ fn main() {
         .unwrap_or_else(|| "unknown, not built from a git checkout".to_string());
     println!("cargo:rustc-env=PULLPATH_GIT_COMMIT={}", commit.trim());
     stage();
+    probe_code_order();
+}
+
+/// Hands the linker `link/probe-code.ld`, which places the functions a probe runs in one output
+/// section (`.text.probe`) ahead of `.text`, so `probe --full` maps about 4 MiB of code instead
+/// of most of 16 (the kernel maps code in 64 KiB windows around each fault: docs/benchmarks.md,
+/// issue 26). Only the `pullpath` binary, only on Linux (ELF: GNU ld and lld both read the
+/// script's `INSERT`); `PULLPATH_NO_CODE_ORDER=1` links without it (a linker that reads no
+/// scripts, such as mold). The script only moves sections: a pattern that matches nothing
+/// changes nothing.
+fn probe_code_order() {
+    println!("cargo:rerun-if-env-changed=PULLPATH_NO_CODE_ORDER");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/probe-code.ld");
+    println!("cargo:rerun-if-changed={}", script.display());
+    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    let opted_out = std::env::var_os("PULLPATH_NO_CODE_ORDER").is_some_and(|v| v != "0");
+    if linux && !opted_out && script.exists() {
+        println!(
+            "cargo:rustc-link-arg-bin=pullpath=-Wl,-T,{}",
+            script.display()
+        );
+    }
 }
 
 /// `stage/pullpath-stage.rs` built for the target with rustc alone: no std, `panic=abort` (which
