@@ -40,6 +40,16 @@ fn probe_code_order() {
             script.display()
         );
     }
+    // A static binary (the release archives', scripts/release.sh) relocates itself at start,
+    // and every relocation of its 40,000 in `.rela.dyn` is read then: packed (DT_RELR, which
+    // the static C library it is linked with applies since glibc 2.36), they are a few KiB
+    // instead of 420. A dynamic binary is left alone: an older glibc than the one linked
+    // against would ignore them.
+    let static_c = std::env::var("CARGO_CFG_TARGET_FEATURE")
+        .is_ok_and(|features| features.split(',').any(|f| f == "crt-static"));
+    if linux && static_c && !opted_out {
+        println!("cargo:rustc-link-arg-bin=pullpath=-Wl,-z,pack-relative-relocs");
+    }
 }
 
 /// `stage/pullpath-stage.rs` built for the target with rustc alone: no std, `panic=abort` (which

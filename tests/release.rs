@@ -57,6 +57,23 @@ fn assert_static_and_stripped(binary: &Path) {
     );
 }
 
+/// The layout build.rs asks of the linker: the probe's code in `.text.probe`
+/// (`link/probe-code.ld`) and, the binary being static, its relocations packed (`.relr.dyn`):
+/// both are part of what a probe maps (docs/benchmarks.md).
+fn assert_laid_out_for_the_probe(binary: &Path) {
+    if option_env!("PULLPATH_NO_CODE_ORDER").is_some_and(|v| v != "0") {
+        return;
+    }
+    let elf = readelf(binary);
+    for section in [".text.probe", ".relr.dyn"] {
+        assert!(
+            elf.contains(section),
+            "{} has no {section} section",
+            binary.display()
+        );
+    }
+}
+
 /// `pullpath --version` of `binary`: the version and the commit of this checkout.
 fn assert_runs(binary: &Path) {
     let version = succeeded(
@@ -112,6 +129,7 @@ fn release_archive_holds_a_static_stripped_binary_completions_and_man_pages() {
     let root = unpacked.join(&release.name);
     let binary = root.join("pullpath");
     assert_static_and_stripped(&binary);
+    assert_laid_out_for_the_probe(&binary);
     assert_runs(&binary);
     for file in [
         "LICENSE",

@@ -35,7 +35,7 @@ mod refused;
 mod watch;
 
 use kubelet::kubelet_pull_on;
-pub use refused::Refused;
+pub use refused::RunObjectsRefused;
 use watch::{finished, watch_pods};
 
 /// A pod log beyond this is not a probe report (the report is a few KiB).
@@ -124,7 +124,7 @@ pub struct RunOutcome {
     pub runs: Vec<NodeRun>,
     pub ending: Ending,
     /// Probe pods deleted by the final cleanup, or why it failed.
-    pub cleanup: Result<Cleanup, Refused>,
+    pub cleanup: Result<Cleanup, RunObjectsRefused>,
     /// Why the probe pods' events could not be read, when they could not.
     pub events_unread: Option<String>,
 }
@@ -143,9 +143,9 @@ impl Cleanup {
     /// Two deletes of one run (pods in two namespaces, pods and ConfigMaps) as one; the first
     /// failure when either failed.
     pub fn both(
-        a: Result<Cleanup, Refused>,
-        b: Result<Cleanup, Refused>,
-    ) -> Result<Cleanup, Refused> {
+        a: Result<Cleanup, RunObjectsRefused>,
+        b: Result<Cleanup, RunObjectsRefused>,
+    ) -> Result<Cleanup, RunObjectsRefused> {
         let (a, b) = (a?, b?);
         Ok(Cleanup {
             deleted: a.deleted + b.deleted,
@@ -543,7 +543,7 @@ fn now() -> DeleteParams {
 
 /// Delete every object (pods, the delivered ConfigMaps) matching `selector` in the probe
 /// namespace, then count what is left.
-pub async fn delete_run<K>(api: &Api<K>, selector: &str) -> Result<Cleanup, Refused>
+pub async fn delete_run<K>(api: &Api<K>, selector: &str) -> Result<Cleanup, RunObjectsRefused>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     K::DynamicType: Default,
@@ -552,7 +552,7 @@ where
     let deleted = match api.delete_collection(&now(), &params).await {
         Ok(either) => either.left().map_or(0, |list| list.items.len()),
         Err(e) => {
-            return Err(Refused::Delete {
+            return Err(RunObjectsRefused::Delete {
                 plural: K::plural(&Default::default()).into_owned(),
                 selector: selector.to_string(),
                 error: Arc::new(e),

@@ -62,19 +62,19 @@ pub struct RegistrySection {
 
 /// Why config.toml could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub enum ContainerdConfigError {
     #[error("{path} is not TOML containerd can load ({reason})")]
     NotToml { path: String, reason: String },
 }
 
 /// The registry section of a config.toml's text.
-pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, ConfigError> {
-    let config: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ConfigError::NotToml {
-            path: path.display().to_string(),
-            reason: e.message().to_string(),
-        })?;
+pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, ContainerdConfigError> {
+    let config: toml::Table =
+        text.parse()
+            .map_err(|e: toml::de::Error| ContainerdConfigError::NotToml {
+                path: path.display().to_string(),
+                reason: e.message().to_string(),
+            })?;
     let plugins = config.get("plugins").and_then(toml::Value::as_table);
     let registry = [
         "io.containerd.cri.v1.images",
@@ -196,7 +196,7 @@ pub fn split_config_path(value: &str) -> Vec<PathBuf> {
 /// Which hosts directories the node's containerd reads: `config_path` from `config.toml` (read
 /// at `config_file`, a node path), else the default of the runtime's version.
 pub fn hosts_dirs(
-    section: &Result<Option<RegistrySection>, ConfigError>,
+    section: &Result<Option<RegistrySection>, ContainerdConfigError>,
     config_file: &Path,
     runtime: &RuntimeIdentity,
 ) -> HostsDirs {
@@ -406,7 +406,7 @@ mod tests {
             None
         );
         let broken = registry_section("version = [", Path::new(CONFIG));
-        assert!(matches!(broken, Err(ConfigError::NotToml { .. })));
+        assert!(matches!(broken, Err(ContainerdConfigError::NotToml { .. })));
         let dirs = hosts_dirs(&broken.map(Some), Path::new(CONFIG), &runtime("1.7.1"));
         assert!(dirs.roots.is_empty() && dirs.origin.contains("not TOML"));
     }

@@ -23,7 +23,7 @@ pub struct Timeouts {
 
 /// The first step of a hop that failed.
 #[derive(Debug, Clone)]
-pub struct Failure {
+pub struct StepFailure {
     pub layer: Layer,
     pub step: &'static str,
     /// What was observed.
@@ -44,7 +44,7 @@ pub struct HostCheck {
     pub address: Option<SocketAddr>,
     /// For a host reached through the runtime's proxy: the proxy's answer to `CONNECT`.
     pub tunnel: Option<Tunnel>,
-    pub failure: Option<Failure>,
+    pub failure: Option<StepFailure>,
 }
 
 /// What the proxy said to `CONNECT host:port`.
@@ -80,7 +80,7 @@ pub async fn check(
         ..unchecked(host, port, hop)
     };
     if let Some(why) = check.dns.failure() {
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer: Layer::Dns,
             step: "dns",
             evidence: why,
@@ -99,7 +99,7 @@ pub async fn check(
         .map(|r| r.destination)
         .collect();
     if routable.is_empty() {
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer: Layer::Route,
             step: "route",
             evidence: Evidence::NoRoute(check.routes.clone()),
@@ -111,7 +111,7 @@ pub async fn check(
     let Some((address, stream)) = winner else {
         let worst = connect::worst(&check.connect);
         let layer = worst.map_or(Layer::Route, |a| a.outcome.layer());
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer,
             step: "connect",
             evidence: Evidence::Connect(check.connect.clone()),
@@ -126,7 +126,7 @@ pub async fn check(
     };
     let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer: Layer::Tls,
             step: "tls",
             evidence: Evidence::from(problem.clone()),
@@ -170,7 +170,7 @@ pub async fn check_through_proxy(
     let shown = super::proxy::redact_proxy(proxy);
     let mut check = unchecked(host, port, hop);
     let fail = |check: &mut HostCheck, layer: Layer, step: &'static str, evidence: Evidence| {
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer,
             step,
             evidence,
@@ -259,7 +259,7 @@ where
     };
     let Some(stream) = stream else {
         check.tunnel = Some(tunnel.clone());
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer: Layer::Proxy,
             step: "CONNECT",
             evidence: Evidence::Tunnel {
@@ -275,7 +275,7 @@ where
     };
     let (evidence, _) = tls::handshake_over(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
-        check.failure = Some(Failure {
+        check.failure = Some(StepFailure {
             layer: Layer::Tls,
             step: "tls",
             evidence: Evidence::Tls {

@@ -110,7 +110,7 @@ impl Network for LiveNetwork {
                 None => {
                     // Never dialled: the proxy's own check must come first.
                     return HostCheck {
-                        failure: Some(host::Failure {
+                        failure: Some(host::StepFailure {
                             layer: crate::vocab::Layer::Other,
                             step: "CONNECT",
                             evidence: crate::probe::evidence::Evidence::ProxyUnchecked {
@@ -145,7 +145,7 @@ impl Network for LiveNetwork {
                     }
                 }
                 Err(e) => {
-                    check.failure = Some(host::Failure {
+                    check.failure = Some(host::StepFailure {
                         layer: crate::vocab::Layer::Other,
                         step: "http",
                         evidence: Evidence::HttpClient {

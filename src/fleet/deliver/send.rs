@@ -6,7 +6,7 @@ use kube::api::{Api, PostParams};
 
 use super::{Payload, config_map, objects};
 use crate::fleet::pod_spec::RUN_LABEL;
-use crate::fleet::run::{self, Cleanup, Refused};
+use crate::fleet::run::{self, Cleanup, RunObjectsRefused};
 
 /// What a run sent to the API to deliver its binaries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub async fn create(
     namespace: &str,
     run_id: &str,
     payloads: &[Payload],
-) -> Result<Sent, Refused> {
+) -> Result<Sent, RunObjectsRefused> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut sent = Sent::default();
     for payload in payloads {
@@ -32,7 +32,7 @@ pub async fn create(
             let body = serde_json::to_vec(&object).map_or(0, |b| b.len() as u64);
             api.create(&PostParams::default(), &object)
                 .await
-                .map_err(|e| Refused::Create {
+                .map_err(|e| RunObjectsRefused::Create {
                     name: name.clone(),
                     namespace: namespace.to_string(),
                     error: e.into(),
@@ -49,7 +49,7 @@ pub async fn delete(
     client: &kube::Client,
     namespace: &str,
     run_id: &str,
-) -> Result<Cleanup, Refused> {
+) -> Result<Cleanup, RunObjectsRefused> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     run::delete_run(&api, &format!("{RUN_LABEL}={run_id}")).await
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 /// The error is shared so that a run's outcome stays `Clone`.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum Refused {
+pub enum RunObjectsRefused {
     #[error(
         "cannot delete the run's {plural} ({selector}): {}",
         super::api_error(error)

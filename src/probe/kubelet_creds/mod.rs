@@ -53,7 +53,7 @@ pub use exec_protocol::{
 };
 pub use keyring::Keyring;
 pub use provider_config::{
-    ConfigError, EnvVar, ProviderConfig, parse_provider_config, read_provider_config,
+    EnvVar, ProviderConfig, ProviderConfigError, parse_provider_config, read_provider_config,
 };
 pub use redact::redact_stderr;
 pub use root_exec::{ROOT_EXEC, exec_in_root, in_node_root};

@@ -59,7 +59,7 @@ struct ConfigFile {
 
 /// A `CredentialProviderConfig` the kubelet would refuse (it would not start).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub enum ProviderConfigError {
     #[error("cannot read {path}: {reason}")]
     Unreadable { path: String, reason: String },
     #[error("{path} is not a CredentialProviderConfig: {reason}")]
@@ -69,8 +69,11 @@ pub enum ConfigError {
 }
 
 /// Parse one config file's text (YAML or JSON), validated as the kubelet validates it.
-pub fn parse_provider_config(text: &str, path: &str) -> Result<Vec<ProviderConfig>, ConfigError> {
-    let invalid = |reason: String| ConfigError::Invalid {
+pub fn parse_provider_config(
+    text: &str,
+    path: &str,
+) -> Result<Vec<ProviderConfig>, ProviderConfigError> {
+    let invalid = |reason: String| ProviderConfigError::Invalid {
         path: path.to_string(),
         reason,
     };
@@ -132,9 +135,9 @@ fn unquoted(text: &str) -> String {
 pub fn read_provider_config(
     node: &NodeRoot,
     path: &Path,
-) -> Result<Vec<ProviderConfig>, ConfigError> {
+) -> Result<Vec<ProviderConfig>, ProviderConfigError> {
     let shown = path.display().to_string();
-    let unreadable = |e: std::io::Error| ConfigError::Unreadable {
+    let unreadable = |e: std::io::Error| ProviderConfigError::Unreadable {
         path: shown.clone(),
         reason: e.to_string(),
     };
@@ -158,13 +161,13 @@ pub fn read_provider_config(
         let file_shown = file.display().to_string();
         let text = node
             .read_to_string(&file)
-            .map_err(|e| ConfigError::Unreadable {
+            .map_err(|e| ProviderConfigError::Unreadable {
                 path: file_shown.clone(),
                 reason: e.to_string(),
             })?;
         for provider in parse_provider_config(&text, &file_shown)? {
             if providers.iter().any(|p| p.name == provider.name) {
-                return Err(ConfigError::Duplicate {
+                return Err(ProviderConfigError::Duplicate {
                     path: file_shown,
                     name: provider.name,
                 });
@@ -210,7 +213,10 @@ providers:
         ];
         for text in invalid {
             let result = parse_provider_config(&text, "c.yaml");
-            assert!(matches!(result, Err(ConfigError::Invalid { .. })), "{text}");
+            assert!(
+                matches!(result, Err(ProviderConfigError::Invalid { .. })),
+                "{text}"
+            );
             assert!(!format!("{result:?}").contains("hunter2"), "{result:?}");
         }
     }
@@ -235,7 +241,7 @@ providers:
         std::fs::write(dir.join("c.yml"), CONFIG).expect("c");
         assert!(matches!(
             read_provider_config(&crate::node_root::NodeRoot::host(), &dir),
-            Err(ConfigError::Duplicate { .. })
+            Err(ProviderConfigError::Duplicate { .. })
         ));
         let _ = std::fs::remove_dir_all(&dir);
     }

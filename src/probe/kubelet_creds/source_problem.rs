@@ -6,7 +6,7 @@ use std::mem::discriminant;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{ConfigError, ContainerdAuthProblem, DockerConfigProblem, PluginProblem};
+use super::{ContainerdAuthProblem, DockerConfigProblem, PluginProblem, ProviderConfigError};
 
 /// The underlying errors are shared (`Arc`) so that a plan's evidence stays `Clone`, as the
 /// report copies it.
@@ -18,7 +18,7 @@ pub enum SourceProblem {
     #[error("{0}")]
     NodeConfig(Arc<DockerConfigProblem>),
     #[error("{0} (the kubelet would not start)")]
-    ProviderConfig(ConfigError),
+    ProviderConfig(ProviderConfigError),
     #[error(
         "no --image-credential-provider-bin-dir: the kubelet refuses a provider config without one"
     )]

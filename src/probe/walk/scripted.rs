@@ -17,7 +17,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use super::*;
 use crate::probe::authority::Scheme;
 use crate::probe::dns::Resolution;
-use crate::probe::host::Failure;
+use crate::probe::host::StepFailure;
 use crate::probe::hosts_toml::Capabilities;
 use crate::probe::net::{Body, Request, Response, Transport};
 use crate::probe::oci::sha256_digest;
@@ -207,7 +207,7 @@ impl Network for Scripted {
                 detail: format!("{status}"),
             });
             if status != 200 {
-                check.failure = Some(Failure {
+                check.failure = Some(StepFailure {
                     layer: Layer::Proxy,
                     step: "CONNECT",
                     evidence: crate::probe::evidence::Evidence::Tunnel {
@@ -222,14 +222,17 @@ impl Network for Scripted {
             .lock()
             .expect("lock")
             .push(format!("{}://{name}", target.scheme.as_str()));
-        let mut failure = self.broken_hosts.get(&name).map(|(layer, step)| Failure {
-            layer: *layer,
-            step,
-            evidence: broken_evidence(*layer, &target.authority.host),
-        });
+        let mut failure = self
+            .broken_hosts
+            .get(&name)
+            .map(|(layer, step)| StepFailure {
+                layer: *layer,
+                step,
+                evidence: broken_evidence(*layer, &target.authority.host),
+            });
         let mut tls = None;
         if self.plain_http.contains(&name) && target.scheme == Scheme::Https {
-            failure = Some(Failure {
+            failure = Some(StepFailure {
                 layer: Layer::Tls,
                 step: "tls",
                 evidence: crate::probe::tls::TlsProblem::PlainHttp.into(),
