@@ -97,6 +97,10 @@ def script(patterns):
     ]
     for p in patterns:
         lines.append(f"    *(.text.{p} .text.unlikely.{p})")
+    # ring's assembly (AES-GCM, SHA-2, bignum) has one `.text` per object, not a section per
+    # function: every probe runs it (TLS, digests), so all of it; its objects come bundled in
+    # ring's rlib (or, linked otherwise, in its own static library).
+    lines.append("    *libring-*.rlib:*(.text) *libring_core_*.a:*(.text)")
     lines += ["  }", "} INSERT BEFORE .text;", ""]
     return "\n".join(lines)
 
