@@ -57,21 +57,57 @@ fn assert_static_and_stripped(binary: &Path) {
     );
 }
 
-/// The layout build.rs asks of the linker: the probe's code in `.text.probe`
-/// (`link/probe-code.ld`) and, the binary being static, its relocations packed (`.relr.dyn`):
-/// both are part of what a probe maps (docs/benchmarks.md).
-fn assert_laid_out_for_the_probe(binary: &Path) {
+/// The layout build.rs asks of the linker for a static binary: the probe's code in
+/// `.text.probe` (`link/probe-code.ld`) and its relocations packed (`.relr.dyn`), both part of
+/// what a probe maps (docs/benchmarks.md). `stripped` is the archive's binary; `built` the same
+/// before `strip`, whose symbols say where the probe's functions and fleet's went: the probe's
+/// sequencer and pull walk (run by every probe) inside `.text.probe`, fleet's own functions (a
+/// probe never runs them) outside it.
+fn assert_laid_out_for_the_probe(stripped: &Path, built: &Path) {
+    use object::{Object, ObjectSection, ObjectSymbol};
     if option_env!("PULLPATH_NO_CODE_ORDER").is_some_and(|v| v != "0") {
         return;
     }
-    let elf = readelf(binary);
+    let elf = readelf(stripped);
     for section in [".text.probe", ".relr.dyn"] {
         assert!(
             elf.contains(section),
             "{} has no {section} section",
-            binary.display()
+            stripped.display()
         );
     }
+
+    let bytes = std::fs::read(built).expect("read the built binary");
+    let file = object::File::parse(&*bytes).expect("the built binary is ELF");
+    let section = file.section_by_name(".text.probe").expect(".text.probe");
+    let probe_section = section.address()..section.address() + section.size();
+    let placed = |prefix: &str| -> (usize, usize) {
+        let addresses: Vec<u64> = file
+            .symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Text)
+            .filter(|s| s.name().is_ok_and(|n| n.starts_with(prefix)))
+            .map(|s| s.address())
+            .collect();
+        let inside = addresses
+            .iter()
+            .filter(|a| probe_section.contains(a))
+            .count();
+        (inside, addresses.len())
+    };
+    for probe_code in ["_ZN8pullpath5probe3run", "_ZN8pullpath5probe4walk"] {
+        let (inside, all) = placed(probe_code);
+        assert!(all > 0, "no symbol {probe_code}… in {}", built.display());
+        assert!(
+            inside > 0,
+            "none of the {all} {probe_code}… functions is in .text.probe"
+        );
+    }
+    let (inside, all) = placed("_ZN8pullpath5fleet");
+    assert!(all > 0, "no fleet function in {}", built.display());
+    assert_eq!(
+        inside, 0,
+        "{inside} of {all} fleet functions were placed with the probe's"
+    );
 }
 
 /// `pullpath --version` of `binary`: the version and the commit of this checkout.
@@ -129,7 +165,9 @@ fn release_archive_holds_a_static_stripped_binary_completions_and_man_pages() {
     let root = unpacked.join(&release.name);
     let binary = root.join("pullpath");
     assert_static_and_stripped(&binary);
-    assert_laid_out_for_the_probe(&binary);
+    // release.sh's build before it strips it (the dev profile: target/TARGET/debug).
+    let built = repo().join("target").join(TARGET).join("debug/pullpath");
+    assert_laid_out_for_the_probe(&binary, &built);
     assert_runs(&binary);
     for file in [
         "LICENSE",
