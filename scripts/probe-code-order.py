@@ -7,13 +7,14 @@ Runs `pullpath probe IMAGE --full FLAGS` under valgrind's callgrind (apt-get ins
 takes every function of pullpath's binary that ran, and writes one input-section pattern per
 function into link/probe-code.ld, which build.rs hands to the linker. `--add` keeps the patterns
 already there and appends the new ones: run it once per kind of pull worth covering, the most
-common first and without `--add` (plain HTTP, then TLS with a token, a mirror, a proxy).
+common first and without `--add` (TLS with a token, then plain HTTP, a mirror, a proxy).
 
 Why: the kernel maps an executable's code in 64 KiB windows around each page fault
-(fault-around), and without an order the 1,400 functions a probe runs lie in nearly every
+(fault-around), and without an order the 1,850 functions a probe runs lie in nearly every
 window of the 16 MiB `.text` next to the cluster commands' code: `probe --full` peaked at
 18 MiB, 12 of them the binary's own pages (docs/benchmarks.md, issue 26). Grouped, they fill
-about 4 MiB.
+3.3 MiB of a release archive's binary (5.6 of a release build, whose codegen units each keep
+their own copy of a generic function).
 
 The names are written without what changes from build to build, so the script outlives a
 compiler or dependency update: a legacy-mangled name loses its hash (`17h<16 hex>E`, and the
