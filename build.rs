@@ -27,9 +27,8 @@ fn main() {
 /// 64 KiB windows around each fault: docs/benchmarks.md, issue 26). Only the `pullpath`
 /// binary, only on Linux (ELF: GNU ld and lld both read the script's `INSERT`), only where it is
 /// worth its cost: optimised builds and static ones (the release archives', whatever their
-/// profile). Matching its 3,000 patterns against every
-/// section of an unoptimised build costs the linker about 45 s a link, for a memory figure no
-/// node sees. `PULLPATH_NO_CODE_ORDER=1` links without it (a linker that reads no scripts, such
+/// profile). Matching its 3,000 patterns against every section of an unoptimised build costs
+/// the linker about 45 s a link, for a memory figure no node sees. `PULLPATH_NO_CODE_ORDER=1` links without it (a linker that reads no scripts, such
 /// as mold). The script only moves sections: a pattern that matches nothing changes nothing.
 fn probe_code_order() {
     println!("cargo:rerun-if-env-changed=PULLPATH_NO_CODE_ORDER");
