@@ -26,6 +26,15 @@ again; rerun this script after large changes to the probe.
 
 Only loopback is dialled if IMAGE names a registry on loopback: give it one (the harness in
 docs/benchmarks.md: a Distribution registry on 127.0.0.1 and the node flags of tests/support).
+
+The committed script came from four runs, in this order: the lab up, scenario `healthy`,
+`echo alice-secret | ip netns exec pp-node python3 scripts/probe-code-order.py -- \
+registry.example.test/team-a/small:v1 --full --username alice --password-stdin \
+--containerd-certs /var/lib/pullpath-lab/containerd/node/certs.d -o json` with a release build;
+then `--add` with the loopback harness's plain-HTTP pull of a 4 x 64 MiB image; then both again
+with `--add --binary` a release archive's build kept unstripped (`CARGO_PROFILE_DIST_STRIP=none
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile dist --target
+x86_64-unknown-linux-gnu`), whose size-optimised inlining leaves other functions standing.
 """
 
 import argparse
