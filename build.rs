@@ -28,18 +28,22 @@ fn main() {
 /// binary, only on Linux (ELF: GNU ld and lld both read the script's `INSERT`), only where it is
 /// worth its cost: optimised builds and static ones (the release archives', whatever their
 /// profile). Matching its 3,000 patterns against every section of an unoptimised build costs
-/// the linker about 45 s a link, for a memory figure no node sees. `PULLPATH_NO_CODE_ORDER=1` links without it (a linker that reads no scripts, such
-/// as mold). The script only moves sections: a pattern that matches nothing changes nothing.
+/// the linker about 45 s a link, for a memory figure no node sees. `PULLPATH_NO_CODE_ORDER=1`
+/// links without it (a linker that reads no scripts, such as mold). The script only moves
+/// sections: a pattern that matches nothing changes nothing.
 fn probe_code_order() {
     println!("cargo:rerun-if-env-changed=PULLPATH_NO_CODE_ORDER");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/probe-code.ld");
     println!("cargo:rerun-if-changed={}", script.display());
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
     let opted_out = std::env::var_os("PULLPATH_NO_CODE_ORDER").is_some_and(|v| v != "0");
+    if !linux || opted_out {
+        return;
+    }
     let optimised = std::env::var("OPT_LEVEL").is_ok_and(|level| level != "0");
     let static_c = std::env::var("CARGO_CFG_TARGET_FEATURE")
         .is_ok_and(|features| features.split(',').any(|f| f == "crt-static"));
-    if linux && !opted_out && (optimised || static_c) && script.exists() {
+    if (optimised || static_c) && script.exists() {
         println!(
             "cargo:rustc-link-arg-bin=pullpath=-Wl,-T,{}",
             script.display()
@@ -50,7 +54,7 @@ fn probe_code_order() {
     // the static C library it is linked with applies since glibc 2.36), they are a few KiB
     // instead of 420. A dynamic binary is left alone: an older glibc than the one linked
     // against would ignore them.
-    if linux && static_c && !opted_out {
+    if static_c {
         println!("cargo:rustc-link-arg-bin=pullpath=-Wl,-z,pack-relative-relocs");
     }
 }

@@ -47,8 +47,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "link", "probe-code.ld")
 
-# callgrind_annotate's function lines: "  1,234 (0.01%)  ???:SYMBOL [OBJECT]"
-FUNCTION_LINE = re.compile(r"\s*[\d,]+ \([^)]*\)\s+\S*:(\S+) \[(.*)\]$")
+# callgrind_annotate's function lines: "  1,234 (0.01%)  ???:SYMBOL [OBJECT]" (the object is
+# not trusted: see `ran`).
+FUNCTION_LINE = re.compile(r"\s*[\d,]+ \([^)]*\)\s+\S*:(\S+) \[.*\]$")
 LEGACY_HASH = re.compile(r"17h[0-9a-f]{16}E.*$")
 V0_CRATE = re.compile(r"Cs[0-9A-Za-z]+_")
 V0_BACKREF = re.compile(r"B[0-9A-Za-z]*_")
