@@ -22,15 +22,17 @@ fn main() {
 }
 
 /// Hands the linker `link/probe-code.ld`, which places the functions a probe runs in one output
-/// section (`.text.probe`) ahead of `.text`: `probe --full` maps 4.5 MiB of the release
-/// archive's code, where a release build mapped 9.1 of its 16 before (the kernel maps code in
-/// 64 KiB windows around each fault: docs/benchmarks.md, issue 26). Only the `pullpath`
-/// binary, only on Linux (ELF: GNU ld and lld both read the script's `INSERT`), only where it is
-/// worth its cost: optimised builds and static ones (the release archives', whatever their
-/// profile). Matching its 3,000 patterns against every section of an unoptimised build costs
-/// the linker about 45 s a link, for a memory figure no node sees. `PULLPATH_NO_CODE_ORDER=1`
-/// links without it (a linker that reads no scripts, such as mold). The script only moves
-/// sections: a pattern that matches nothing changes nothing.
+/// section (`.text.probe`) ahead of `.text`: `probe --full` maps 3.0 MiB of a release build's
+/// code, where it mapped 9.1 of its 16 before (the kernel maps code in 64 KiB windows around
+/// each fault: docs/benchmarks.md, issue 26). The script names functions by their v0 symbol
+/// names (`.cargo/config.toml`); a build whose RUSTFLAGS replace that links as correctly, only
+/// less ordered. Only the `pullpath` binary, only on Linux (ELF: GNU ld and lld both read the
+/// script's `INSERT`), only where it is worth its cost: optimised builds and static ones (the
+/// release archives', whatever their profile). Matching its thousands of patterns against
+/// every section of an unoptimised build costs the linker about 45 s a link, for a memory
+/// figure no node sees. `PULLPATH_NO_CODE_ORDER=1` links without it (a linker that reads no
+/// scripts, such as mold). The script only moves sections: a pattern that matches nothing
+/// changes nothing.
 fn probe_code_order() {
     println!("cargo:rerun-if-env-changed=PULLPATH_NO_CODE_ORDER");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/probe-code.ld");
@@ -49,14 +51,47 @@ fn probe_code_order() {
             script.display()
         );
     }
-    // A static binary (the release archives', scripts/release.sh) relocates itself at start,
-    // and every relocation of its 40,000 in `.rela.dyn` is read then: packed (DT_RELR, which
-    // the static C library it is linked with applies since glibc 2.36), they are a few KiB
-    // instead of 420. A dynamic binary is left alone: an older glibc than the one linked
-    // against would ignore them.
-    if static_c {
+    // Every start applies the binary's relative relocations, reading all of them: 40,000 in
+    // `.rela.dyn`, 420 KiB. Packed (DT_RELR) they are a few KiB. A static binary (the release
+    // archives', scripts/release.sh) applies them itself with the C library it is linked with
+    // (glibc 2.36+). A dynamic one leaves them to the system's loader: packed only when the C
+    // library it links against can apply them, which is the one `cargo install` runs it with.
+    // The linker then records the need (`GLIBC_ABI_DT_RELR`), so a copy moved to an older
+    // glibc refuses to start with that name rather than run unrelocated.
+    if static_c || links_glibc_with_dt_relr() {
         println!("cargo:rustc-link-arg-bin=pullpath=-Wl,-z,pack-relative-relocs");
     }
+}
+
+/// Whether the target's shared C library is a glibc that applies packed relocations: it
+/// defines the version `GLIBC_ABI_DT_RELR` (glibc 2.36: commit 57292f57, "Add GLIBC_ABI_DT_RELR
+/// for DT_RELR support"; lld and GNU ld then record the need). Asked of the compiler
+/// driver the link runs through (`RUSTC_LINKER`, else `cc`), so a cross build asks its own
+/// sysroot. Anything unclear (no driver, no such file, not glibc) answers no: unpacked is
+/// always correct.
+fn links_glibc_with_dt_relr() -> bool {
+    let glibc = std::env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|env| env == "gnu");
+    if !glibc {
+        return false;
+    }
+    let driver = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".to_string());
+    let Ok(out) = Command::new(driver)
+        .arg("-print-file-name=libc.so.6")
+        .output()
+    else {
+        return false;
+    };
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The driver echoes the bare name when it finds no such file.
+    if !out.status.success() || !Path::new(&path).is_absolute() {
+        return false;
+    }
+    println!("cargo:rerun-if-changed={path}");
+    std::fs::read(&path).is_ok_and(|library| {
+        library
+            .windows(b"GLIBC_ABI_DT_RELR".len())
+            .any(|w| w == b"GLIBC_ABI_DT_RELR")
+    })
 }
 
 /// `stage/pullpath-stage.rs` built for the target with rustc alone: no std, `panic=abort` (which

@@ -12,17 +12,17 @@ common first and without `--add` (TLS with a token, then plain HTTP, a mirror, a
 Why: the kernel maps an executable's code in 64 KiB windows around each page fault
 (fault-around), and without an order the 1,850 functions a probe runs lie in nearly every
 window of the 16 MiB `.text` next to the cluster commands' code: `probe --full` peaked at
-18 MiB, 12 of them the binary's own pages (docs/benchmarks.md, issue 26). Grouped, they fill
-3.3 MiB of a release archive's binary (5.6 of a release build, whose codegen units each keep
-their own copy of a generic function).
+18 MiB, 12 of them the binary's own pages (docs/benchmarks.md, issue 26).
 
 The names are written without what changes from build to build, so the script outlives a
-compiler or dependency update: a legacy-mangled name loses its hash (`17h<16 hex>E`, and the
-`.llvm.N` suffix LTO adds), which makes the pattern match every instance of a generic function
-(more than ran, never less); a v0-mangled name (the standard library's) loses its crate
-disambiguators and back-references. A function renamed since is matched by nothing and stays in
-`.text`: the binary grows no larger and links as before, only that function's window is mapped
-again; rerun this script after large changes to the probe.
+compiler or dependency update. pullpath builds with v0 symbol names (.cargo/config.toml), which
+spell a generic function's parameters and the crate that instantiated it: a name loses its
+crates' disambiguators and back-references (and the `.llvm.N` suffix LTO adds) and still means
+one function. A legacy name (a build whose RUSTFLAGS replace the config's) loses its hash
+(`17h<16 hex>E`), which makes its pattern match every instance of a generic function: more than
+ran, never less (`<&T as Debug>::fmt` has 1,700). A function renamed since is matched by nothing
+and stays in `.text`: the binary links as before, only that function's window is mapped again;
+rerun this script after large changes to the probe.
 
 Only loopback is dialled if IMAGE names a registry on loopback: give it one (the harness in
 docs/benchmarks.md: a Distribution registry on 127.0.0.1 and the node flags of tests/support).
@@ -33,8 +33,9 @@ registry.example.test/team-a/small:v1 --full --username alice --password-stdin \
 --containerd-certs /var/lib/pullpath-lab/containerd/node/certs.d -o json` with a release build;
 then `--add` with the loopback harness's plain-HTTP pull of a 4 x 64 MiB image; then both again
 with `--add --binary` a release archive's build kept unstripped (`CARGO_PROFILE_DIST_STRIP=none
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile dist --target
-x86_64-unknown-linux-gnu`), whose size-optimised inlining leaves other functions standing.
+RUSTFLAGS="-C target-feature=+crt-static -C symbol-mangling-version=v0" cargo build --profile
+dist --target x86_64-unknown-linux-gnu`), whose size-optimised inlining leaves other functions
+standing.
 """
 
 import argparse
@@ -70,14 +71,36 @@ def pattern(symbol):
     return symbol
 
 
+def built_elsewhere(pattern):
+    """The same generic instance as the other build profile names it. A v0 name ends with the
+    crate that instantiated it when that is not the crate defining it: an optimised build
+    instantiates the library's async bodies in the binary's crate (`…Cs*_8pullpath`), an
+    unoptimised one shares the library's own (`-Z share-generics`), named by a back-reference
+    (`…B*_`). Both are written, so the order holds in either build; the other's instance
+    rarely exists too."""
+    own = "Cs*_8pullpath"
+    if pattern.startswith("_R") and pattern.endswith(own):
+        return pattern[: -len(own)] + "B*_"
+    return None
+
+
 def ran(binary, callgrind_out):
-    """The functions of `binary` that callgrind saw run. Known by the binary's symbol table, not
-    by the object callgrind names: valgrind takes an object's code to be its `.text`, and puts
-    the functions of a `.text.probe` this script made before under `???`."""
+    """The functions of `binary` that callgrind saw run, each with every other name at its
+    address. Known by the binary's symbol table, not by the object callgrind names: valgrind
+    takes an object's code to be its `.text`, and puts the functions of a `.text.probe` this
+    script made before under `???`. The other names matter because LLVM merges identical
+    functions into one, whose section bears one name and whose aliases the others: callgrind
+    may report any of them."""
     symbols = subprocess.run(
         ["nm", "--defined-only", binary], capture_output=True, text=True, check=True,
     ).stdout
-    defined = {line.split(" ", 2)[2] for line in symbols.splitlines() if line.count(" ") >= 2}
+    names_at = {}
+    address_of = {}
+    for line in symbols.splitlines():
+        fields = line.split(" ", 2)
+        if len(fields) == 3:
+            names_at.setdefault(fields[0], []).append(fields[2])
+            address_of[fields[2]] = fields[0]
     annotated = subprocess.run(
         ["callgrind_annotate", "--threshold=100", "--inclusive=no", callgrind_out],
         capture_output=True, text=True, check=True,
@@ -86,8 +109,8 @@ def ran(binary, callgrind_out):
         found = FUNCTION_LINE.match(line)
         if found:
             name = RECURSION.sub("", found[1])
-            if name in defined:
-                yield name
+            if name in address_of:
+                yield from names_at[address_of[name]]
 
 
 def written():
@@ -134,6 +157,7 @@ def main():
             sys.exit(f"probe-code-order: the probe exited {run.returncode}; a passing --full "
                      "probe runs the code worth grouping")
         found = {p for p in map(pattern, ran(args.binary, out)) if PLAIN.match(p)}
+        found |= {twin for twin in map(built_elsewhere, found) if twin}
     if not found:
         sys.exit("probe-code-order: no function of the binary ran (stripped binary?)")
     kept = written() if args.add else []

@@ -49,7 +49,9 @@ declare -A krew_arch=([x86_64-unknown-linux-gnu]=amd64 [aarch64-unknown-linux-gn
 platforms=""
 for target in "${targets[@]}"; do
   # RUSTFLAGS with an explicit --target apply to the target only (build scripts stay dynamic).
-  RUSTFLAGS="-C target-feature=+crt-static" \
+  # They replace .cargo/config.toml's flags, so its v0 names (which link/probe-code.ld's
+  # patterns spell) are asked for again.
+  RUSTFLAGS="-C target-feature=+crt-static -C symbol-mangling-version=v0" \
     cargo build --locked --quiet --profile "$profile" --target "$target" --bin pullpath
   built=target/$target/$profile_dir/pullpath
   if readelf -lW "$built" | grep -q 'Requesting program interpreter'; then

@@ -82,11 +82,11 @@ fn assert_laid_out_for_the_probe(stripped: &Path, built: &Path) {
     let file = object::File::parse(&*bytes).expect("the built binary is ELF");
     let section = file.section_by_name(".text.probe").expect(".text.probe");
     let probe_section = section.address()..section.address() + section.size();
-    let placed = |prefix: &str| -> (usize, usize) {
+    let placed = |path: &str| -> (usize, usize) {
         let addresses: Vec<u64> = file
             .symbols()
             .filter(|s| s.kind() == object::SymbolKind::Text)
-            .filter(|s| s.name().is_ok_and(|n| n.starts_with(prefix)))
+            .filter(|s| s.name().is_ok_and(|n| defined_under(n, path)))
             .map(|s| s.address())
             .collect();
         let inside = addresses
@@ -95,7 +95,7 @@ fn assert_laid_out_for_the_probe(stripped: &Path, built: &Path) {
             .count();
         (inside, addresses.len())
     };
-    for probe_code in ["_ZN8pullpath5probe3run", "_ZN8pullpath5probe4walk"] {
+    for probe_code in ["8pullpath5probe3run", "8pullpath5probe4walk"] {
         let (inside, all) = placed(probe_code);
         assert!(all > 0, "no symbol {probe_code}… in {}", built.display());
         assert!(
@@ -103,12 +103,52 @@ fn assert_laid_out_for_the_probe(stripped: &Path, built: &Path) {
             "none of the {all} {probe_code}… functions is in .text.probe"
         );
     }
-    let (inside, all) = placed("_ZN8pullpath5fleet");
+    let (inside, all) = placed("8pullpath5fleet");
     assert!(all > 0, "no fleet function in {}", built.display());
     assert_eq!(
         inside, 0,
         "{inside} of {all} fleet functions were placed with the probe's"
     );
+}
+
+/// Whether the function a symbol names is defined under `path` (its segments as the mangling
+/// spells them, `8pullpath5fleet`), in the function's own path, not in its generic parameters:
+/// a legacy name (`_ZN`) starts with the path; a v0 name (.cargo/config.toml) reaches its
+/// first crate root after the tags of nesting (`N` and a namespace), generic arguments (`I`)
+/// and impls (`M`, `X`, `Y`, each with an optional `s…_` disambiguator), and the root's
+/// disambiguator (`Cs…_`) is followed by the path. So `tokio::…::block_on<probe::run::{closure}>`
+/// is tokio's, not the probe's.
+fn defined_under(name: &str, path: &str) -> bool {
+    if let Some(legacy) = name.strip_prefix("_ZN") {
+        return legacy.starts_with(path);
+    }
+    let Some(mut rest) = name.strip_prefix("_R") else {
+        return false;
+    };
+    loop {
+        let mut chars = rest.chars();
+        match chars.next() {
+            Some('N') => {
+                chars.next();
+                rest = chars.as_str();
+            }
+            Some('I') => rest = chars.as_str(),
+            Some('M' | 'X' | 'Y') => {
+                rest = chars.as_str();
+                if let Some(disambiguated) = rest.strip_prefix('s') {
+                    rest = disambiguated.split_once('_').map_or("", |(_, after)| after);
+                }
+            }
+            Some('C') => {
+                rest = chars.as_str();
+                if let Some(disambiguated) = rest.strip_prefix('s') {
+                    rest = disambiguated.split_once('_').map_or("", |(_, after)| after);
+                }
+                return rest.starts_with(path);
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// `pullpath --version` of `binary`: the version and the commit of this checkout.
@@ -357,4 +397,65 @@ fn image_refuses_a_dynamically_linked_binary() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("dynamically linked"));
     assert!(!scratch.path().join("image").exists());
+}
+
+/// build.rs packs a dynamic binary's relocations (DT_RELR) when the C library it links against
+/// applies them, which glibc says by defining `GLIBC_ABI_DT_RELR` (2.36+), and the link then
+/// records that need, so an older loader refuses the binary by that name instead of running it
+/// unrelocated. Checked on the test suite's own `pullpath`, which every other test runs.
+#[test]
+fn a_dynamic_binary_packs_its_relocations_where_its_c_library_applies_them() {
+    if std::env::var_os("PULLPATH_NO_CODE_ORDER").is_some_and(|v| v != "0") {
+        return;
+    }
+    let libc = succeeded(
+        "cc -print-file-name",
+        run("cc", &["-print-file-name=libc.so.6"], &repo()),
+    );
+    let marker = b"GLIBC_ABI_DT_RELR";
+    let applies = std::fs::read(libc.trim())
+        .is_ok_and(|library| library.windows(marker.len()).any(|w| w == marker));
+
+    let binary = env!("CARGO_BIN_EXE_pullpath");
+    let elf = succeeded("readelf", run("readelf", &["-SVW", binary], &repo()));
+    assert_eq!(
+        elf.contains(".relr.dyn"),
+        applies,
+        "{binary}: packed relocations present should be {applies} ({})",
+        libc.trim()
+    );
+    assert_eq!(
+        elf.contains("Name: GLIBC_ABI_DT_RELR"),
+        applies,
+        "{binary}: the recorded need for GLIBC_ABI_DT_RELR should be {applies}"
+    );
+}
+
+/// The names the layout check reads, as rustc 1.95 spells them in a release build and a test
+/// build of pullpath.
+#[test]
+fn defined_under_reads_the_functions_own_path_not_its_parameters() {
+    let probe_run = "8pullpath5probe3run";
+    for own in [
+        "_ZN8pullpath5probe3run28_$u7b$$u7b$closure$u7d$$u7d$17h0123456789abcdefE",
+        "_RNvNtCsgDNiASH24TO_8pullpath5probe3run",
+        "_RNCNvNtCsgDNiASH24TO_8pullpath5probe3run0B5_",
+        "_RNCNvNtCscjAWnvntunV_8pullpath5probe3run0Csh8Ptven3w2s_8pullpath",
+    ] {
+        assert!(defined_under(own, probe_run), "{own}");
+    }
+    assert!(defined_under(
+        "_RNvMs0_NtNtCscjAWnvntunV_8pullpath5probe4walkINtB5_4WalkNtNtB9_4http11LiveNetworkE4pull",
+        "8pullpath5probe4walk"
+    ));
+    for other in [
+        // tokio's block_on, instantiated for the probe's future
+        "_RINvMNtNtCslJocj4vuEkW_5tokio7runtime7runtimeNtB3_7Runtime8block_onNCNvNtCsgDNiASH24TO_8pullpath5probe3run0ECsh8Ptven3w2s_8pullpath",
+        "_RNCINvMs2_NtNtCslJocj4vuEkW_5tokio7runtime4parkNtB8_16CachedParkThread8block_onINtNtCsgEmfK2I1SDS_4core3pin3PinINtNtCslNYArtu3iFV_5alloc5boxed3BoxNCNvNtCsgDNiASH24TO_8pullpath5probe3run0EEE0Csh8Ptven3w2s_8pullpath",
+        "_RNvNtCsgDNiASH24TO_8pullpath5probe7runtime",
+        "_ZN4core3ptr13drop_in_place17h0123456789abcdefE",
+        "ring_core_0_17_14__x25519_sc_reduce",
+    ] {
+        assert!(!defined_under(other, probe_run), "{other}");
+    }
 }
