@@ -69,7 +69,13 @@ fn static_probe_binary(dir: &Path) -> PathBuf {
     succeeded(
         "cargo build (static)",
         build
-            .env("RUSTFLAGS", "-C target-feature=+crt-static")
+            // scripts/release.sh's flags exactly: RUSTFLAGS replace .cargo/config.toml's (so
+            // its v0 names are asked for again), and the same flags share one build cache
+            // with tests/release.rs's build instead of rebuilding every crate in turn.
+            .env(
+                "RUSTFLAGS",
+                "-C target-feature=+crt-static -C symbol-mangling-version=v0",
+            )
             .current_dir(repo())
             .output()
             .expect("cargo runs"),
