@@ -133,21 +133,18 @@ fn defined_under(name: &str, path: &str) -> bool {
                 rest = chars.as_str();
             }
             Some('I') => rest = chars.as_str(),
-            Some('M' | 'X' | 'Y') => {
-                rest = chars.as_str();
-                if let Some(disambiguated) = rest.strip_prefix('s') {
-                    rest = disambiguated.split_once('_').map_or("", |(_, after)| after);
-                }
-            }
-            Some('C') => {
-                rest = chars.as_str();
-                if let Some(disambiguated) = rest.strip_prefix('s') {
-                    rest = disambiguated.split_once('_').map_or("", |(_, after)| after);
-                }
-                return rest.starts_with(path);
-            }
+            Some('M' | 'X' | 'Y') => rest = past_disambiguator(chars.as_str()),
+            Some('C') => return past_disambiguator(chars.as_str()).starts_with(path),
             _ => return false,
         }
+    }
+}
+
+/// What follows a v0 disambiguator (`s<base62>_`), if `rest` starts with one.
+fn past_disambiguator(rest: &str) -> &str {
+    match rest.strip_prefix('s') {
+        Some(disambiguated) => disambiguated.split_once('_').map_or("", |(_, after)| after),
+        None => rest,
     }
 }
 
