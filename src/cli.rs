@@ -261,10 +261,10 @@ pub struct ProbeArgs {
     /// The whole probe's deadline.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     pub deadline: Duration,
-    /// Layers downloaded at once with --full (containerd's CRI downloads 3 at once unless its
-    /// `max_concurrent_downloads` says otherwise).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub parallel: u16,
+    /// Layers downloaded at once with --full [default: as many as the node's containerd does:
+    /// its config.toml's `max_concurrent_downloads`, 3 unless set].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: Option<u16>,
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
 }

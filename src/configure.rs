@@ -99,7 +99,7 @@ pub fn probe(
         },
         deadline: args.deadline,
         full: args.full,
-        parallel: usize::from(args.parallel),
+        parallel: args.parallel.map(usize::from),
         progress,
         node,
         etc: args.etc.clone(),

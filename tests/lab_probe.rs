@@ -24,6 +24,9 @@ fn probe(lab: &LabGuard, ns: &str, image: &str, identity: &str, extra: &[&str]) 
     ])
     .arg("--containerd-certs")
     .arg(&certs)
+    // Its config.toml, not this machine's: how many layers it downloads at once.
+    .arg("--containerd-config")
+    .arg(lab.status.state.join("containerd/node/config.toml"))
     // The node's runtime is this containerd (the lab runs two): its environment is the proxy's
     // source, its drop-ins are in the lab's systemd directory.
     .arg("--runtime-pid")
@@ -495,6 +498,15 @@ fn probe_healthy_full_verifies_every_digest_and_keeps_credentials_home() {
         let blobs = report["blobs"].as_array().expect("blobs");
         assert_eq!(blobs.len(), 4, "config and three layers: {report:#}");
         assert!(blobs.iter().all(|b| b["verified"] == true), "{report:#}");
+        // The lab's containerd sets no max_concurrent_downloads: its default of 3, as it pulls.
+        assert_eq!(report["downloads"]["at_once"], 3, "{report:#}");
+        assert!(
+            report["downloads"]["origin"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("containerd's default")
+                    && o.contains("containerd/node/config.toml")),
+            "{report:#}"
+        );
         assert!(
             blobs
                 .iter()

@@ -1,5 +1,5 @@
 //! containerd's `config.toml`, as far as the pull depends on it: which directories it reads
-//! registry hosts (`hosts.toml`) from.
+//! registry hosts (`hosts.toml`) from, and how many layers it downloads at once.
 //!
 //! Read from containerd's source: the CRI plugin's `Registry.ConfigPath` (`config_path`) is a
 //! `:`-separated list (`filepath.SplitList`), each root tried in order for `host_port_`, `host`,
@@ -48,9 +48,9 @@ pub fn config_flag(args: &[String]) -> Option<PathBuf> {
 /// The default `config_path` of containerd 2.2 and later on Linux.
 pub const DEFAULT_CONFIG_PATH_2_2: &str = "/etc/containerd/certs.d:/etc/docker/certs.d";
 
-/// The registry table of config.toml.
+/// What of config.toml a pull depends on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RegistrySection {
+pub struct PullSettings {
     /// `config_path`, as written (empty counts as unset, as containerd treats it).
     pub config_path: Option<String>,
     /// Whether the deprecated `mirrors` table is set (it stops 2.2's default).
@@ -58,6 +58,11 @@ pub struct RegistrySection {
     /// The first setting that makes containerd 2.1 and later pull by itself rather than
     /// through its transfer service (which takes `config_path` as one directory); `None`: none.
     pub local_pull: Option<String>,
+    /// The CRI plugin's `max_concurrent_downloads` and the table it is written in.
+    pub cri_downloads: Option<(i64, String)>,
+    /// The transfer service's `max_concurrent_downloads`
+    /// (`plugins."io.containerd.transfer.v1.local"`), which 2.1 and later pull through.
+    pub transfer_downloads: Option<i64>,
 }
 
 /// Why config.toml could not be used.
@@ -68,7 +73,7 @@ pub enum ContainerdConfigError {
 }
 
 /// The registry section of a config.toml's text.
-pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, ContainerdConfigError> {
+pub fn pull_settings(text: &str, path: &Path) -> Result<PullSettings, ContainerdConfigError> {
     let config: toml::Table =
         text.parse()
             .map_err(|e: toml::de::Error| ContainerdConfigError::NotToml {
@@ -84,14 +89,32 @@ pub fn registry_section(text: &str, path: &Path) -> Result<RegistrySection, Cont
     .iter()
     .find_map(|plugin| plugins?.get(*plugin)?.get("registry")?.as_table());
     let local_pull = local_pull_setting(plugins);
+    let cri_downloads = [
+        "io.containerd.cri.v1.images",
+        "io.containerd.grpc.v1.cri",
+        "cri",
+    ]
+    .iter()
+    .find_map(|plugin| {
+        let value = plugins?.get(*plugin)?.get("max_concurrent_downloads")?;
+        Some((value.as_integer()?, format!("plugins.\"{plugin}\"")))
+    });
+    let transfer_downloads = plugins
+        .and_then(|p| p.get("io.containerd.transfer.v1.local"))
+        .and_then(|t| t.get("max_concurrent_downloads"))
+        .and_then(toml::Value::as_integer);
     let Some(registry) = registry else {
-        return Ok(RegistrySection {
+        return Ok(PullSettings {
             local_pull,
-            ..RegistrySection::default()
+            cri_downloads,
+            transfer_downloads,
+            ..PullSettings::default()
         });
     };
-    Ok(RegistrySection {
+    Ok(PullSettings {
         local_pull,
+        cri_downloads,
+        transfer_downloads,
         config_path: registry
             .get("config_path")
             .and_then(toml::Value::as_str)
@@ -153,7 +176,7 @@ fn local_pull_setting(plugins: Option<&toml::Table>) -> Option<String> {
 /// containerd 2.1 and later pull through the transfer service; and how, for the report.
 fn config_path_roots(
     value: &str,
-    section: &RegistrySection,
+    section: &PullSettings,
     runtime: &RuntimeIdentity,
 ) -> (Vec<PathBuf>, String) {
     let transfer = version_at_least(runtime, (2, 1)) == Some(true);
@@ -196,14 +219,14 @@ pub fn split_config_path(value: &str) -> Vec<PathBuf> {
 /// Which hosts directories the node's containerd reads: `config_path` from `config.toml` (read
 /// at `config_file`, a node path), else the default of the runtime's version.
 pub fn hosts_dirs(
-    section: &Result<Option<RegistrySection>, ContainerdConfigError>,
+    section: &Result<Option<PullSettings>, ContainerdConfigError>,
     config_file: &Path,
     runtime: &RuntimeIdentity,
 ) -> HostsDirs {
     let shown = config_file.display();
     let section = match section {
         Ok(Some(section)) => section.clone(),
-        Ok(None) => RegistrySection::default(),
+        Ok(None) => PullSettings::default(),
         Err(e) => {
             return HostsDirs {
                 roots: Vec::new(),
@@ -254,6 +277,64 @@ pub fn hosts_dirs(
     }
 }
 
+/// How many layers one pull downloads at once, and which setting decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadLimit {
+    /// `None`: every layer at once (a value of 0 or less makes containerd create no limiter).
+    pub at_once: Option<usize>,
+    /// Where the number came from, for the report.
+    pub origin: String,
+}
+
+/// containerd's `max_concurrent_downloads` when no file sets it, in the CRI plugin and the
+/// transfer service alike (`config_unix.go`, `plugins/transfer/plugin.go`).
+pub const DEFAULT_DOWNLOADS: i64 = 3;
+
+/// How many layers the node's containerd downloads at once for one pull: the CRI plugin's
+/// `max_concurrent_downloads` (`WithMaxConcurrentDownloads` in its own pull), except where 2.1
+/// and later pull through the transfer service, whose own setting applies; any CRI value but
+/// 3 is one of the settings that make containerd pull by itself.
+pub fn download_limit(
+    settings: &Result<Option<PullSettings>, ContainerdConfigError>,
+    config_file: &Path,
+    runtime: &RuntimeIdentity,
+) -> DownloadLimit {
+    let shown = config_file.display();
+    let limit = |value: i64| usize::try_from(value).ok().filter(|n| *n > 0);
+    let settings = match settings {
+        Ok(Some(settings)) => settings,
+        Ok(None) => &PullSettings::default(),
+        Err(e) => {
+            return DownloadLimit {
+                at_once: limit(DEFAULT_DOWNLOADS),
+                origin: format!("containerd's default: {e}"),
+            };
+        }
+    };
+    let transfer = settings.local_pull.is_none() && version_at_least(runtime, (2, 1)) == Some(true);
+    match (
+        transfer,
+        settings.transfer_downloads,
+        &settings.cri_downloads,
+    ) {
+        (true, Some(value), _) => DownloadLimit {
+            at_once: limit(value),
+            origin: format!(
+                "max_concurrent_downloads = {value} in plugins.\"io.containerd.transfer.v1.local\" of {shown}: containerd {} pulls through its transfer service",
+                runtime.version.as_deref().unwrap_or("2.1+")
+            ),
+        },
+        (_, _, Some((value, table))) => DownloadLimit {
+            at_once: limit(*value),
+            origin: format!("max_concurrent_downloads = {value} in {table} of {shown}"),
+        },
+        _ => DownloadLimit {
+            at_once: limit(DEFAULT_DOWNLOADS),
+            origin: format!("containerd's default: no max_concurrent_downloads in {shown}"),
+        },
+    }
+}
+
 /// Whether this containerd is `at_least` that (major, minor): 2.2 defaults `config_path`, 2.1
 /// pulls through the transfer service; `None` when the version is not known, and so neither is
 /// the answer.
@@ -273,8 +354,8 @@ fn version_at_least(runtime: &RuntimeIdentity, at_least: (u32, u32)) -> Option<b
 mod tests {
     use super::*;
 
-    fn section(text: &str) -> RegistrySection {
-        registry_section(text, Path::new("/etc/containerd/config.toml")).expect("TOML")
+    fn section(text: &str) -> PullSettings {
+        pull_settings(text, Path::new("/etc/containerd/config.toml")).expect("TOML")
     }
 
     fn runtime(version: &str) -> RuntimeIdentity {
@@ -315,7 +396,7 @@ mod tests {
                 "version = 3\n[plugins.\"io.containerd.cri.v1.images\"]\n{extra}\n[plugins.\"io.containerd.cri.v1.images\".registry]\nconfig_path = \"{list}\"\n"
             ))
         };
-        let dirs = |s: RegistrySection, version: &str| {
+        let dirs = |s: PullSettings, version: &str| {
             hosts_dirs(&Ok(Some(s)), Path::new(CONFIG), &runtime(version))
         };
         // The lab's containerd 2.1.9 pulled past a hosts.toml in the second root.
@@ -405,10 +486,58 @@ mod tests {
             section("[plugins.cri.registry]\nconfig_path = \"\"\n").config_path,
             None
         );
-        let broken = registry_section("version = [", Path::new(CONFIG));
+        let broken = pull_settings("version = [", Path::new(CONFIG));
         assert!(matches!(broken, Err(ContainerdConfigError::NotToml { .. })));
         let dirs = hosts_dirs(&broken.map(Some), Path::new(CONFIG), &runtime("1.7.1"));
         assert!(dirs.roots.is_empty() && dirs.origin.contains("not TOML"));
+    }
+
+    #[test]
+    fn layers_at_once_follow_the_setting_the_runtime_s_pull_reads() {
+        let limit = |text: &str, version: &str| {
+            download_limit(
+                &pull_settings(text, Path::new(CONFIG)).map(Some),
+                Path::new(CONFIG),
+                &runtime(version),
+            )
+        };
+        let transfer =
+            "[plugins.\"io.containerd.transfer.v1.local\"]\nmax_concurrent_downloads = 8\n";
+        // Nothing set: 3, containerd's default in both of its pull paths.
+        let default = limit("version = 3\n", "2.1.9");
+        assert_eq!(default.at_once, Some(3));
+        assert!(default.origin.starts_with("containerd's default"));
+        // 1.7's CRI table (version 2 file), 2.x's images table; 0 or less: no limit.
+        let v2 =
+            "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\nmax_concurrent_downloads = 5\n";
+        assert_eq!(limit(v2, "1.7.27").at_once, Some(5));
+        let v3 = |n: i64| {
+            format!(
+                "version = 3\n[plugins.\"io.containerd.cri.v1.images\"]\nmax_concurrent_downloads = {n}\n{transfer}"
+            )
+        };
+        assert_eq!(limit(&v3(0), "2.0.4").at_once, None);
+        // 2.1 and later: a CRI value other than 3 makes containerd pull by itself, with it...
+        let own = limit(&v3(6), "2.1.9");
+        assert_eq!(own.at_once, Some(6));
+        assert!(
+            own.origin.contains("io.containerd.cri.v1.images"),
+            "{}",
+            own.origin
+        );
+        // ...else the transfer service pulls, with its own setting; 2.0 has no such path.
+        let through = limit(&v3(3), "2.1.9");
+        assert_eq!(through.at_once, Some(8));
+        assert!(
+            through.origin.contains("transfer service"),
+            "{}",
+            through.origin
+        );
+        assert_eq!(limit(&v3(3), "2.0.4").at_once, Some(3));
+        // A file containerd cannot load: its default, and why.
+        let broken = limit("version = [", "2.1.9");
+        assert_eq!(broken.at_once, Some(3));
+        assert!(broken.origin.contains("not TOML"), "{}", broken.origin);
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub struct ProbeConfig {
     pub timeouts: Timeouts,
     pub deadline: Duration,
     pub full: bool,
-    pub parallel: usize,
+    /// `--parallel`: layers downloaded at once, instead of what the node's containerd does.
+    pub parallel: Option<usize>,
     pub progress: bool,
     /// The node's filesystem: every node path below is read inside it.
     pub node: NodeRoot,
@@ -169,6 +170,8 @@ pub struct ProbeContext {
     pub version_dependent_hosts: bool,
     /// Whether every layer was downloaded and verified (`--full`).
     pub full: bool,
+    /// How many layers were downloaded at once, and why that many.
+    pub downloads: containerd_config::DownloadLimit,
     pub elapsed_ms: u64,
 }
 
@@ -189,19 +192,24 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
     let node = &config.node;
     let resolver = resolv::ResolverConfig::read(node, &config.etc);
     let runtime = config.runtime.identify().await;
+    let file = &config.containerd_config;
+    let settings = match node.read_to_string(file) {
+        Ok(text) => containerd_config::pull_settings(&text, file).map(Some),
+        Err(_) => Ok(None),
+    };
     let hosts_dirs = match &config.containerd_certs {
         Some(roots) => containerd_config::HostsDirs {
             roots: roots.clone(),
             origin: "--containerd-certs".into(),
         },
-        None => {
-            let file = &config.containerd_config;
-            let section = match node.read_to_string(file) {
-                Ok(text) => containerd_config::registry_section(&text, file).map(Some),
-                Err(_) => Ok(None),
-            };
-            containerd_config::hosts_dirs(&section, file, &runtime)
-        }
+        None => containerd_config::hosts_dirs(&settings, file, &runtime),
+    };
+    let downloads = match config.parallel {
+        Some(layers) => containerd_config::DownloadLimit {
+            at_once: Some(layers),
+            origin: "--parallel".into(),
+        },
+        None => containerd_config::download_limit(&settings, file, &runtime),
     };
     let hosts = hosts_toml::HostsConfig::read(
         node,
@@ -242,7 +250,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
             timeouts: config.timeouts,
             deadline: config.deadline,
             full: config.full,
-            parallel: config.parallel,
+            parallel: downloads.at_once,
             progress: config.progress,
             proxy: environment.config(),
         };
@@ -272,6 +280,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
         runtime,
         version_dependent_hosts: hosts.version_dependent,
         full: config.full,
+        downloads,
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
     let runtime_pull = match &config.runtime_pull {

@@ -199,6 +199,13 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         false => report.hosts_dirs.roots.join(":"),
     };
     let _ = writeln!(out, "hosts     {hosts_dirs} ({})", report.hosts_dirs.origin);
+    if let Some(downloads) = &report.downloads {
+        let at_once = match downloads.at_once {
+            Some(layers) => format!("{layers} layers at once"),
+            None => "every layer at once".to_string(),
+        };
+        let _ = writeln!(out, "download  {at_once} ({})", downloads.origin);
+    }
     if let Some(trust) = &report.system_trust {
         let dirs: Vec<&str> = trust.dirs.iter().map(|d| d.path.as_str()).collect();
         let _ = writeln!(

@@ -43,6 +43,9 @@ pub struct ProbeReport {
     pub resolver: ResolverReport,
     /// containerd's registry hosts directories (`config_path`) and how they were decided.
     pub hosts_dirs: HostsDirsReport,
+    /// With `--full`: how many layers were downloaded at once, and why that many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub downloads: Option<DownloadsReport>,
     /// The system trust store as the runtime (a Go program) loads it; absent off Linux.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_trust: Option<SystemTrustReport>,
@@ -140,6 +143,10 @@ impl ProbeReport {
                     .collect(),
                 origin: context.hosts_dirs.origin.clone(),
             },
+            downloads: context.full.then(|| DownloadsReport {
+                at_once: context.downloads.at_once,
+                origin: context.downloads.origin.clone(),
+            }),
             system_trust: context.system_trust.as_ref().map(SystemTrustReport::from),
             path: outcome.path.iter().map(HopReport::from).collect(),
             hosts,
@@ -483,6 +490,16 @@ pub struct HostsDirsReport {
     pub roots: Vec<String>,
     /// `config_path in /etc/containerd/config.toml`, `--containerd-certs`, or the default that
     /// applied and why.
+    pub origin: String,
+}
+
+/// Layers downloaded at once with `--full`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DownloadsReport {
+    /// `null`: every layer at once (the node's containerd sets no limit).
+    pub at_once: Option<usize>,
+    /// `--parallel`, the `max_concurrent_downloads` setting that applied, or containerd's
+    /// default.
     pub origin: String,
 }
 

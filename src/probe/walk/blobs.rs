@@ -102,7 +102,11 @@ impl<N: Network> Walk<N> {
     pub(super) async fn download_layers(&mut self, layers: &[Descriptor]) -> Result<(), Stop> {
         let progress = crate::probe::progress::Bars::new(self.settings.progress);
         let mut set = tokio::task::JoinSet::new();
-        let semaphore = Arc::new(tokio::sync::Semaphore::new(self.settings.parallel.max(1)));
+        // No more permits than layers: a node's limit may be any number.
+        let at_once = (self.settings.parallel)
+            .map_or(layers.len(), |n| n.min(layers.len()))
+            .max(1);
+        let semaphore = Arc::new(tokio::sync::Semaphore::new(at_once));
         let idle = self.settings.timeouts.http;
         let mut opened = Ok(());
         for (index, desc) in layers.iter().enumerate() {
@@ -246,6 +250,41 @@ mod tests {
             "{:?}",
             s.evidence
         );
+    }
+
+    /// Two layers whose bodies go silent: one at a time, the second waits out the first's
+    /// silence (two http timeouts in all); two at once, or no limit, both wait together.
+    #[tokio::test(start_paused = true)]
+    async fn no_more_layers_download_at_once_than_the_limit() {
+        let image = Image::new();
+        for (parallel, timeouts) in [(Some(1), 2), (Some(2), 1), (None, 1)] {
+            let mut net = registry(Scripted::default(), "r.test", "store.test", &image);
+            for layer in &image.layers {
+                net = net.reply(
+                    &format!("store.test/r.test/{}", sha256_digest(layer)),
+                    Reply::StalledBody {
+                        status: 200,
+                        first: vec![1],
+                    },
+                );
+            }
+            let mut settings = settings(true);
+            settings.parallel = parallel;
+            let idle = settings.timeouts.http;
+            let started = tokio::time::Instant::now();
+            let (outcome, net) = walk_with(settings, net).await;
+            assert_eq!(stop(&outcome).hop, Hop::Blob, "{parallel:?}");
+            assert_eq!(
+                net.requests_to("store.test/").len(),
+                3,
+                "the config and both layers were asked for"
+            );
+            let waited = started.elapsed();
+            assert!(
+                waited >= idle * timeouts && waited < idle * (timeouts + 1),
+                "{parallel:?}: {waited:?}"
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]

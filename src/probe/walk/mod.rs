@@ -63,7 +63,8 @@ pub struct Settings {
     pub timeouts: Timeouts,
     pub deadline: Duration,
     pub full: bool,
-    pub parallel: usize,
+    /// Layers downloaded at once with `full`; `None`: every layer at once.
+    pub parallel: Option<usize>,
     pub progress: bool,
     /// The runtime's proxy settings, decided per request URL as Go decides them.
     pub proxy: ProxyConfig,

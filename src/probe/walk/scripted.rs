@@ -454,7 +454,7 @@ pub(super) fn settings(full: bool) -> Settings {
         },
         deadline: Duration::from_secs(60),
         full,
-        parallel: 2,
+        parallel: Some(2),
         progress: false,
         proxy: ProxyConfig::default(),
     }
