@@ -33,9 +33,8 @@ registry.example.test/team-a/small:v1 --full --username alice --password-stdin \
 --containerd-certs /var/lib/pullpath-lab/containerd/node/certs.d -o json` with a release build;
 then `--add` with the loopback harness's plain-HTTP pull of a 4 x 64 MiB image; then both again
 with `--add --binary` a release archive's build kept unstripped (`CARGO_PROFILE_DIST_STRIP=none
-RUSTFLAGS="-C target-feature=+crt-static -C symbol-mangling-version=v0" cargo build --profile
-dist --target x86_64-unknown-linux-gnu`), whose size-optimised inlining leaves other functions
-standing.
+cargo build --config .cargo/static.toml --profile dist --target x86_64-unknown-linux-gnu`), whose
+size-optimised inlining leaves other functions standing.
 """
 
 import argparse

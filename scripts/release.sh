@@ -48,11 +48,10 @@ rm -rf "$out" && mkdir -p "$out"
 declare -A krew_arch=([x86_64-unknown-linux-gnu]=amd64 [aarch64-unknown-linux-gnu]=arm64)
 platforms=""
 for target in "${targets[@]}"; do
-  # RUSTFLAGS with an explicit --target apply to the target only (build scripts stay dynamic).
-  # They replace .cargo/config.toml's flags, so its v0 names (which link/probe-code.ld's
-  # patterns spell) are asked for again.
-  RUSTFLAGS="-C target-feature=+crt-static -C symbol-mangling-version=v0" \
-    cargo build --locked --quiet --profile "$profile" --target "$target" --bin pullpath
+  # Static, with the flags of .cargo/static.toml (which says why a file); RUSTFLAGS from the
+  # environment would replace them.
+  env -u RUSTFLAGS -u CARGO_ENCODED_RUSTFLAGS cargo build --locked --quiet \
+    --config .cargo/static.toml --profile "$profile" --target "$target" --bin pullpath
   built=target/$target/$profile_dir/pullpath
   if readelf -lW "$built" | grep -q 'Requesting program interpreter'; then
     echo "release: $built is dynamically linked; crt-static did not apply" >&2

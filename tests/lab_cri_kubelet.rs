@@ -59,6 +59,10 @@ fn static_probe_binary(dir: &Path) -> PathBuf {
         "build",
         "--locked",
         "--quiet",
+        // scripts/release.sh's static flags, from the one file both read: the same flags share
+        // tests/release.rs's build instead of rebuilding every crate in turn.
+        "--config",
+        ".cargo/static.toml",
         "--target",
         target,
         "--bin",
@@ -69,13 +73,8 @@ fn static_probe_binary(dir: &Path) -> PathBuf {
     succeeded(
         "cargo build (static)",
         build
-            // scripts/release.sh's flags exactly: RUSTFLAGS replace .cargo/config.toml's (so
-            // its v0 names are asked for again), and the same flags share one build cache
-            // with tests/release.rs's build instead of rebuilding every crate in turn.
-            .env(
-                "RUSTFLAGS",
-                "-C target-feature=+crt-static -C symbol-mangling-version=v0",
-            )
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .current_dir(repo())
             .output()
             .expect("cargo runs"),
