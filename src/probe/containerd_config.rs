@@ -72,7 +72,7 @@ pub enum ContainerdConfigError {
     NotToml { path: String, reason: String },
 }
 
-/// The registry section of a config.toml's text.
+/// What a pull depends on in a config.toml's text.
 pub fn pull_settings(text: &str, path: &Path) -> Result<PullSettings, ContainerdConfigError> {
     let config: toml::Table =
         text.parse()
@@ -303,7 +303,12 @@ pub fn download_limit(
     let limit = |value: i64| usize::try_from(value).ok().filter(|n| *n > 0);
     let settings = match settings {
         Ok(Some(settings)) => settings,
-        Ok(None) => &PullSettings::default(),
+        Ok(None) => {
+            return DownloadLimit {
+                at_once: limit(DEFAULT_DOWNLOADS),
+                origin: format!("containerd's default: no {shown} was read"),
+            };
+        }
         Err(e) => {
             return DownloadLimit {
                 at_once: limit(DEFAULT_DOWNLOADS),
@@ -538,6 +543,14 @@ mod tests {
         let broken = limit("version = [", "2.1.9");
         assert_eq!(broken.at_once, Some(3));
         assert!(broken.origin.contains("not TOML"), "{}", broken.origin);
+        // No file at all: its default, and that none was read.
+        let none = download_limit(&Ok(None), Path::new(CONFIG), &runtime("1.7.27"));
+        assert_eq!(none.at_once, Some(3));
+        assert!(
+            none.origin.contains("no /etc/containerd/config.toml"),
+            "{}",
+            none.origin
+        );
     }
 
     #[test]
