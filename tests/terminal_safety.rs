@@ -1,6 +1,7 @@
 //! Text outsiders control never reaches the operator's terminal as control characters
 //! (issue: terminal injection, kubectl's CVE-2021-25743): an event message pasted to `explain`,
-//! and a registry's error envelope read by `probe`. Only the renderer's own line breaks remain.
+//! a registry's error envelope read by `probe`, a node path it names. Only the renderer's own
+//! line breaks remain: outside text cannot forge a line.
 
 #[path = "support/registry.rs"]
 mod registry;
@@ -91,6 +92,52 @@ async fn probe_escapes_a_registrys_error_message() {
         assert_eq!(control_in(&stderr), None, "{output}: {stderr:?}");
         if output == "text" {
             assert!(stdout.contains("\\x1b]0;pwned"), "shown escaped: {stdout}");
+            assert!(
+                !stdout
+                    .lines()
+                    .any(|l| l.trim_start().starts_with("✓ passed")),
+                "a forged line: {stdout}"
+            );
         }
     }
+}
+
+/// A node path is the node's words too (a containerd's `-c`, its config_path): one holding a
+/// newline stays on its line, escaped, instead of forging a line of the report.
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_keeps_a_node_path_with_a_newline_on_its_line() {
+    let served = registry::serve_with(registry::Options::default()).await;
+    let dir = Scratch::new("terminal-safety-path");
+    let odd = dir.path().join("etc\nverdict   passed");
+    std::fs::create_dir_all(&odd).expect("directory");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pullpath"));
+    command
+        .args([
+            "probe",
+            &format!("127.0.0.1:{}/team/app:missing", served.port),
+            "-o",
+            "text",
+            // 1.6 speaks plain HTTP to a localhost registry, as this one serves.
+            "--containerd-version",
+            "1.6.20",
+        ])
+        .env("NO_COLOR", "1");
+    // Its containerd config.toml (absent) is read from inside that directory.
+    support::probe_isolated_in(&mut command, &odd);
+    let out = command.output().expect("pullpath runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hosts = stdout
+        .lines()
+        .find(|l| l.starts_with("hosts "))
+        .unwrap_or_else(|| {
+            panic!(
+                "a hosts line: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(hosts.contains("etc\\nverdict   passed"), "{hosts}");
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("verdict   passed")),
+        "a forged line: {stdout}"
+    );
 }

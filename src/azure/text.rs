@@ -4,12 +4,14 @@
 use std::fmt::Write;
 
 use crate::render::Style;
+use crate::render::terminal::inline;
 use crate::verdict::{Fault, Verdict};
 
 use super::wire::AzureReport;
 
+/// One labelled line; the value comes from the exports (outside text), kept to this line.
 fn line(out: &mut String, indent: usize, name: &str, value: &str) {
-    let _ = writeln!(out, "{:indent$}{name:<12}{value}", "");
+    let _ = writeln!(out, "{:indent$}{name:<12}{}", "", inline(value));
 }
 
 fn lines(out: &mut String, indent: usize, name: &str, items: &[String]) {
@@ -30,11 +32,11 @@ pub fn render(report: &AzureReport, style: Style) -> String {
     let _ = writeln!(
         out,
         "pullpath azure analyse  (cluster {}, registry {})",
-        report.cluster.as_deref().unwrap_or("?"),
-        report.registry.as_deref().unwrap_or("?")
+        inline(report.cluster.as_deref().unwrap_or("?")),
+        inline(report.registry.as_deref().unwrap_or("?"))
     );
     for note in &report.unconcluded {
-        let _ = writeln!(out, "{} {note}", style.paint("1;33", "!"));
+        let _ = writeln!(out, "{} {}", style.paint("1;33", "!"), inline(note));
     }
     for pool in &report.pools {
         let _ = writeln!(out);
@@ -45,13 +47,16 @@ pub fn render(report: &AzureReport, style: Style) -> String {
         };
         let _ = writeln!(
             out,
-            "pool {}  (VNet {}, subnet {}; {routes})",
-            style.paint("1", &pool.pool),
-            pool.vnet.as_deref().unwrap_or("?"),
-            pool.subnet
-                .as_deref()
-                .and_then(|s| s.rsplit('/').next())
-                .unwrap_or("?")
+            "pool {}  ({})",
+            style.paint("1", &inline(&pool.pool)),
+            inline(&format!(
+                "VNet {}, subnet {}; {routes}",
+                pool.vnet.as_deref().unwrap_or("?"),
+                pool.subnet
+                    .as_deref()
+                    .and_then(|s| s.rsplit('/').next())
+                    .unwrap_or("?")
+            ))
         );
         for e in &pool.endpoints {
             let v = &e.verdict;
@@ -70,8 +75,9 @@ pub fn render(report: &AzureReport, style: Style) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {mark} {:<44} {what}",
-                format!("{} [{}]", e.host, e.role)
+                "  {mark} {:<44} {}",
+                inline(&format!("{} [{}]", e.host, e.role)),
+                inline(&what)
             );
             if v.is_passed() {
                 continue;
@@ -148,7 +154,7 @@ pub fn render(report: &AzureReport, style: Style) -> String {
                 let _ = writeln!(
                     out,
                     "{}",
-                    style.paint("1;33", &format!("? undecided: {cause}"))
+                    style.paint("1;33", &inline(&format!("? undecided: {cause}")))
                 );
                 return out;
             }

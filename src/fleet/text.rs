@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::report::{FleetReport, NodeRow, verdict_words};
 use crate::render::Style;
+use crate::render::terminal::inline;
 
 /// `50m`, `3h`, `12d`.
 fn age(seconds: Option<i64>) -> String {
@@ -150,9 +151,11 @@ pub fn render(report: &FleetReport, style: Style) -> String {
             "no-answer" | "undecided" => "33",
             _ => "31",
         };
-        let _ = writeln!(out, "{}", style.paint(code, &line));
+        // Every line below holds outside text (a probe pod's answer, the API's words): each is
+        // kept to its line.
+        let _ = writeln!(out, "{}", style.paint(code, &inline(&line)));
         if let Some(why) = &r.not_eligible_because {
-            let _ = writeln!(out, "{:wp$}  {:wn$}  not eligible: {why}", "", "");
+            let _ = writeln!(out, "{:wp$}  {:wn$}  not eligible: {}", "", "", inline(why));
         }
         if let Some(fresh) = &r.fresh_node {
             let came = format!(
@@ -164,10 +167,10 @@ pub fn render(report: &FleetReport, style: Style) -> String {
                     .map(|s| format!("; last scheduling event: {s}"))
                     .unwrap_or_default()
             );
-            let _ = writeln!(out, "{:wp$}  {:wn$}  {came}", "", "");
+            let _ = writeln!(out, "{:wp$}  {:wn$}  {}", "", "", inline(&came));
             if let Some(difference) = &fresh.difference {
                 let line = format!("{:wp$}  {:wn$}  ! {difference}", "", "");
-                let _ = writeln!(out, "{}", style.paint("1;33", &line));
+                let _ = writeln!(out, "{}", style.paint("1;33", &inline(&line)));
             }
         }
     }
@@ -180,7 +183,8 @@ pub fn render(report: &FleetReport, style: Style) -> String {
                 .as_deref()
                 .map(|e| format!(" [{e}]"))
                 .unwrap_or_default();
-            let _ = writeln!(out, "  {} ({}): {}{evidence}", s.node, s.pool, s.why);
+            let line = format!("{} ({}): {}{evidence}", s.node, s.pool, s.why);
+            let _ = writeln!(out, "  {}", inline(&line));
         }
     }
     if !report.problems.is_empty() {
@@ -196,12 +200,12 @@ pub fn render(report: &FleetReport, style: Style) -> String {
                 _ => String::new(),
             };
             let line = format!("  {whose}{} — {}", p.kind, p.message);
-            let _ = writeln!(out, "{}", style.paint("33", &line));
+            let _ = writeln!(out, "{}", style.paint("33", &inline(&line)));
         }
     }
     if let Some(fresh) = report.nodes.iter().find_map(|r| r.fresh_node.as_ref()) {
         let _ = writeln!(out);
-        let _ = writeln!(out, "fresh nodes: {}", fresh.note);
+        let _ = writeln!(out, "fresh nodes: {}", inline(fresh.note));
     }
     let _ = writeln!(out);
     let c = &report.cleanup;
@@ -211,17 +215,17 @@ pub fn render(report: &FleetReport, style: Style) -> String {
             "{}",
             style.paint(
                 "1;31",
-                &format!(
+                &inline(&format!(
                     "probe pods NOT cleaned up: {e}; run `pullpath fleet --cleanup -n {}`",
                     report.probe_namespace
-                )
+                ))
             )
         ),
         None if c.unverified.is_some() => writeln!(
             out,
             "probe pods: deleted by run label in {}, but whether any is left is unknown ({}); `pullpath fleet --cleanup` removes leftovers",
             report.probe_namespace,
-            c.unverified.as_deref().unwrap_or_default()
+            inline(c.unverified.as_deref().unwrap_or_default())
         ),
         None if c.remaining > 0 => writeln!(
             out,

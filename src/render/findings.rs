@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::Style;
+use super::terminal::inline;
 use super::text::{explain, field, headline, list};
 use crate::report::findings::{FindingReport, FindingsReport, GroupReport};
 
@@ -40,8 +41,8 @@ pub fn findings(report: &FindingsReport, style: Style) -> String {
             out,
             "{} could not read {}: {}",
             style.paint("1;33", "!"),
-            unread.what,
-            unread.reason
+            inline(&unread.what),
+            inline(&unread.reason)
         );
     }
     for finding in &report.findings {
@@ -65,7 +66,7 @@ fn group_line(out: &mut String, g: &GroupReport, style: Style) {
     let _ = writeln!(
         out,
         "  {}  {} on {} node{}{}",
-        style.paint("1;31", &line),
+        style.paint("1;31", &inline(&line)),
         plural(g.count, "pull"),
         g.nodes.len(),
         if g.nodes.len() == 1 { "" } else { "s" },
@@ -74,7 +75,7 @@ fn group_line(out: &mut String, g: &GroupReport, style: Style) {
             .map(|s| format!(" · first seen {s}"))
             .unwrap_or_default()
     );
-    let _ = writeln!(out, "      {}", g.pods.join(", "));
+    let _ = writeln!(out, "      {}", inline(&g.pods.join(", ")));
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -103,7 +104,8 @@ fn finding_block(out: &mut String, f: &FindingReport, style: Style) {
     if let Some(w) = &f.pod.workload {
         let _ = write!(title, " · {w}");
     }
-    let _ = writeln!(out, "{}", style.paint("1", &title));
+    // Names and reasons from the API: outside text, kept to this line.
+    let _ = writeln!(out, "{}", style.paint("1", &inline(&title)));
     out.push_str(&explain(&f.report, style));
     if let Some(w) = &f.location {
         let n = &w.node;

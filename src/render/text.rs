@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::Style;
+use super::terminal::inline;
 use crate::report::ExplainReport;
 use crate::verdict::{Fault, Verdict};
 
@@ -17,7 +18,7 @@ pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
         let _ = write!(line, " · hop {hop}");
     }
     if let Some(host) = &seen.host {
-        let _ = write!(line, " · {}", super::terminal::inline(host));
+        let _ = write!(line, " · {}", inline(host));
     }
     if !verdict.is_decided() {
         line.push_str(" · undecided");
@@ -27,7 +28,7 @@ pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
 
 /// One labelled line; the value is outside text, made safe for one line.
 pub(super) fn field(out: &mut String, name: &str, value: &str) {
-    let _ = writeln!(out, "  {name:<12}{}", super::terminal::inline(value));
+    let _ = writeln!(out, "  {name:<12}{}", inline(value));
 }
 
 /// The owner, then what else the evidence may mean and what decides.
@@ -110,7 +111,7 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
 /// The path drawn hop by hop, then the verdict with its owner and advice.
 /// The kubelet's credential sources and the pull loop's tries (usernames and keys only).
 fn probe_credentials(out: &mut String, credentials: &crate::report::CredentialsReport) {
-    let _ = writeln!(out, "\ncredentials for {}", credentials.image);
+    let _ = writeln!(out, "\ncredentials for {}", inline(&credentials.image));
     for source in &credentials.sources {
         let keys = if source.keys.is_empty() {
             String::new()
@@ -124,8 +125,11 @@ fn probe_credentials(out: &mut String, credentials: &crate::report::CredentialsR
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "    {:<11} {} {}{keys}{detail}",
-            source.kind, source.name, source.outcome
+            "    {:<11} {} {}{}",
+            source.kind,
+            inline(&source.name),
+            source.outcome,
+            inline(&format!("{keys}{detail}"))
         );
     }
     for (i, attempt) in credentials.attempts.iter().enumerate() {
@@ -149,7 +153,7 @@ fn probe_credentials(out: &mut String, credentials: &crate::report::CredentialsR
             "    try {} {} ({}): {result}{used}",
             i + 1,
             attempt.source,
-            who
+            inline(&who)
         );
     }
     list(out, "credentials", &credentials.decides);
@@ -160,7 +164,9 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     let _ = writeln!(
         out,
         "pullpath probe {}  ({}, {} view)",
-        report.image, report.platform, report.view
+        inline(&report.image),
+        report.platform,
+        report.view
     );
     let servers: Vec<String> = report
         .resolver
@@ -179,7 +185,7 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         if report.resolver.search.is_empty() {
             "-".to_string()
         } else {
-            report.resolver.search.join(" ")
+            inline(&report.resolver.search.join(" "))
         },
         report.resolver.ndots
     );
@@ -198,13 +204,20 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         true => "none".to_string(),
         false => report.hosts_dirs.roots.join(":"),
     };
-    let _ = writeln!(out, "hosts     {hosts_dirs} ({})", report.hosts_dirs.origin);
+    // Both name node paths (a containerd's `-c`, a config_path): one line each, whatever they hold.
+    let _ = writeln!(
+        out,
+        "hosts     {} ({})",
+        inline(&hosts_dirs),
+        inline(&report.hosts_dirs.origin)
+    );
     if let Some(downloads) = &report.downloads {
         let at_once = match downloads.at_once {
             Some(layers) => format!("{layers} layers at once"),
             None => "every layer at once".to_string(),
         };
-        let _ = writeln!(out, "download  {at_once} ({})", downloads.origin);
+        let origin = inline(&downloads.origin);
+        let _ = writeln!(out, "download  {at_once} ({origin})");
     }
     if let Some(trust) = &report.system_trust {
         let dirs: Vec<&str> = trust.dirs.iter().map(|d| d.path.as_str()).collect();
@@ -212,11 +225,11 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
             out,
             "trust     {} certificates from {}{} (as Go loads them)",
             trust.certificates,
-            trust.bundle.as_deref().unwrap_or("no bundle file"),
+            inline(trust.bundle.as_deref().unwrap_or("no bundle file")),
             if dirs.is_empty() {
                 String::new()
             } else {
-                format!(" + {}", dirs.join(", "))
+                inline(&format!(" + {}", dirs.join(", ")))
             }
         );
     }
@@ -224,11 +237,13 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         let _ = writeln!(
             out,
             "proxy     {}={} (from {})",
-            var.name, var.value, var.source
+            inline(&var.name),
+            inline(&var.value),
+            inline(&var.source)
         );
     }
     for warning in &report.warnings {
-        let _ = writeln!(out, "{} {warning}", style.paint("1;33", "!"));
+        let _ = writeln!(out, "{} {}", style.paint("1;33", "!"), inline(warning));
     }
     let _ = writeln!(out);
     for hop in &report.path {
@@ -238,7 +253,7 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         } else {
             style.paint("1;31", "✗")
         };
-        let _ = writeln!(out, "{mark} {:<9}{}", hop.hop.as_str(), hop.host);
+        let _ = writeln!(out, "{mark} {:<9}{}", hop.hop.as_str(), inline(&hop.host));
         for step in &hop.steps {
             let mark = if step.ok {
                 style.paint("32", "✓")
@@ -249,11 +264,21 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
                 .elapsed_ms
                 .map(|ms| format!("  ({ms} ms)"))
                 .unwrap_or_default();
-            let _ = writeln!(out, "    {mark} {:<22} {}{timing}", step.step, step.detail);
+            let _ = writeln!(
+                out,
+                "    {mark} {:<22} {}{timing}",
+                inline(&step.step),
+                inline(&step.detail)
+            );
         }
     }
     for fix in &report.hand_fixes {
-        let _ = writeln!(out, "{} hand fix: {fix}", style.paint("1;33", "!"));
+        let _ = writeln!(
+            out,
+            "{} hand fix: {}",
+            style.paint("1;33", "!"),
+            inline(fix)
+        );
     }
     if let Some(credentials) = &report.credentials {
         probe_credentials(&mut out, credentials);
@@ -278,7 +303,8 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
         let _ = writeln!(
             out,
             "
-{mark} runtime's own pull (CRI PullImage): {what}{after}"
+{mark} runtime's own pull (CRI PullImage): {}",
+            inline(&format!("{what}{after}"))
         );
     }
     let _ = writeln!(out);
