@@ -15,6 +15,12 @@ use support::scratch::Scratch;
 /// Set a terminal's title, clear it, clear it again with a one-character C1 CSI, forge a line.
 const HOSTILE: &str = "\x1b]0;pwned\x07\x1b[2J\u{9b}2J\r\n✓ passed\x08\x7f";
 
+/// Whether a line of `text` (its indent aside) starts with `forged`: outside text printed as a
+/// line of its own.
+fn forges_a_line(text: &str, forged: &str) -> bool {
+    text.lines().any(|l| l.trim_start().starts_with(forged))
+}
+
 /// The first control character of `text` other than a line break, if any.
 fn control_in(text: &str) -> Option<char> {
     text.chars().find(|c| c.is_control() && *c != '\n')
@@ -48,9 +54,7 @@ fn explain_escapes_an_event_message() {
     assert_eq!(control_in(&stdout), None, "{stdout:?}");
     assert_eq!(control_in(&stderr), None, "{stderr:?}");
     assert!(
-        !stdout
-            .lines()
-            .any(|l| l.trim_start().starts_with("✓ passed")),
+        !forges_a_line(&stdout, "✓ passed"),
         "a forged line: {stdout}"
     );
 }
@@ -93,9 +97,7 @@ async fn probe_escapes_a_registrys_error_message() {
         if output == "text" {
             assert!(stdout.contains("\\x1b]0;pwned"), "shown escaped: {stdout}");
             assert!(
-                !stdout
-                    .lines()
-                    .any(|l| l.trim_start().starts_with("✓ passed")),
+                !forges_a_line(&stdout, "✓ passed"),
                 "a forged line: {stdout}"
             );
         }
@@ -137,7 +139,7 @@ async fn probe_keeps_a_node_path_with_a_newline_on_its_line() {
         });
     assert!(hosts.contains("etc\\nverdict   passed"), "{hosts}");
     assert!(
-        !stdout.lines().any(|l| l.starts_with("verdict   passed")),
+        !forges_a_line(&stdout, "verdict   passed"),
         "a forged line: {stdout}"
     );
 }

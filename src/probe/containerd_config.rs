@@ -72,6 +72,14 @@ pub enum ContainerdConfigError {
     NotToml { path: String, reason: String },
 }
 
+/// The CRI plugin's image settings table in each schema, the first found read: version 3
+/// (2.x), version 2 (1.x), version 1.
+const CRI_IMAGE_PLUGINS: [&str; 3] = [
+    "io.containerd.cri.v1.images",
+    "io.containerd.grpc.v1.cri",
+    "cri",
+];
+
 /// What a pull depends on in a config.toml's text.
 pub fn pull_settings(text: &str, path: &Path) -> Result<PullSettings, ContainerdConfigError> {
     let config: toml::Table =
@@ -81,21 +89,11 @@ pub fn pull_settings(text: &str, path: &Path) -> Result<PullSettings, Containerd
                 reason: e.message().to_string(),
             })?;
     let plugins = config.get("plugins").and_then(toml::Value::as_table);
-    let registry = [
-        "io.containerd.cri.v1.images",
-        "io.containerd.grpc.v1.cri",
-        "cri",
-    ]
-    .iter()
-    .find_map(|plugin| plugins?.get(*plugin)?.get("registry")?.as_table());
+    let registry = CRI_IMAGE_PLUGINS
+        .iter()
+        .find_map(|plugin| plugins?.get(*plugin)?.get("registry")?.as_table());
     let local_pull = local_pull_setting(plugins);
-    let cri_downloads = [
-        "io.containerd.cri.v1.images",
-        "io.containerd.grpc.v1.cri",
-        "cri",
-    ]
-    .iter()
-    .find_map(|plugin| {
+    let cri_downloads = CRI_IMAGE_PLUGINS.iter().find_map(|plugin| {
         let value = plugins?.get(*plugin)?.get("max_concurrent_downloads")?;
         Some((value.as_integer()?, format!("plugins.\"{plugin}\"")))
     });
