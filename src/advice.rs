@@ -9,8 +9,70 @@ use crate::vocab::{Hop, Layer, Owner};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Advice {
     pub owner: Owner,
-    pub where_to_look: Vec<String>,
+    pub where_to_look: Vec<Look>,
     pub will_not_help: Vec<String>,
+}
+
+impl Advice {
+    /// The places to look, in words, in order: what reports carry.
+    pub fn where_to_look_words(&self) -> Vec<String> {
+        self.where_to_look.iter().map(Look::to_string).collect()
+    }
+}
+
+/// One place to look. The places code adjusts (replaces, drops, puts first) are variants of
+/// their own, so advice is changed by what a place is, never by searching its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Look {
+    /// A place from the layer's table, in its words.
+    Table(String),
+    /// The certificate `host` presents to the node, fetched directly from the node.
+    CertificateFromNode { host: String },
+    /// The certificate the node gets for `host` through its proxy at `proxy` (`host:port`).
+    CertificateThroughProxy { proxy: String, host: String },
+    /// `pullpath azure`: the exports name the missing route, flag, link or rule for `registry`.
+    AzureExports { registry: String },
+    /// Something observed about this failure, in words (the credential presented, DNS sending
+    /// the node to a public address through a privatelink name): the first thing to check.
+    Observed(String),
+    /// The image names a registry with no repository, so Docker Hub was asked for `name`.
+    RegistryWithoutRepository { name: String },
+}
+
+impl std::fmt::Display for Look {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Look::Table(words) | Look::Observed(words) => f.write_str(words),
+            Look::CertificateFromNode { host } => write!(
+                f,
+                "the certificate {host} presents: `openssl s_client -connect {host}:443 -servername {host}` from the node"
+            ),
+            Look::CertificateThroughProxy { proxy, host } => write!(
+                f,
+                "the certificate the node gets through its proxy: `openssl s_client -proxy {proxy} -connect {host}:443 -servername {host}`; an issuer of the proxy's own CA means the proxy inspects TLS: exempt the registry's hosts from inspection, or add the proxy's CA to the runtime's trust"
+            ),
+            Look::AzureExports { registry } => write!(
+                f,
+                "next: `pullpath azure commands --cluster CLUSTER -g RG --registry {registry}`, run the printed read-only `az` commands, then `pullpath azure analyse DIR`: which route, peering flag, DNS link or rule is missing, for every node pool"
+            ),
+            Look::RegistryWithoutRepository { name } => write!(
+                f,
+                "the image name `{name}` is a registry with no repository: a name without `/` is read as Docker Hub's `docker.io/library/{name}`, so the pull asked Docker Hub; write `{name}/REPOSITORY:TAG`"
+            ),
+        }
+    }
+}
+
+impl From<String> for Look {
+    fn from(words: String) -> Self {
+        Look::Table(words)
+    }
+}
+
+impl From<&str> for Look {
+    fn from(words: &str) -> Self {
+        Look::Table(words.to_string())
+    }
 }
 
 const NODE_NOT_POD: &str = "a VPN sidecar, pod DNS settings or a test from inside a pod: the node pulls through its own network and resolver before any container of the pod exists";
@@ -42,7 +104,9 @@ pub fn advise_observed(
 ) -> Advice {
     let mut advice = advise(layer, mechanism, hop, host);
     if let Some(credential) = &observed.credential {
-        advice.where_to_look.insert(0, credential.clone());
+        advice
+            .where_to_look
+            .insert(0, Look::Observed(credential.clone()));
     }
     if let Some(proxy) = &observed.through_proxy
         && mechanism.unwrap_or(layer) == Layer::Tls
@@ -55,10 +119,13 @@ pub fn advise_observed(
             .unwrap_or_else(|| proxy.clone());
         advice
             .where_to_look
-            .retain(|w| !w.contains("openssl s_client"));
+            .retain(|w| !matches!(w, Look::CertificateFromNode { .. }));
         advice.where_to_look.insert(
             0,
-            format!("the certificate the node gets through its proxy: `openssl s_client -proxy {authority} -connect {host}:443 -servername {host}`; an issuer of the proxy's own CA means the proxy inspects TLS: exempt the registry's hosts from inspection, or add the proxy's CA to the runtime's trust"),
+            Look::CertificateThroughProxy {
+                proxy: authority,
+                host: host.to_string(),
+            },
         );
     }
     if let Some(zone) = &observed.public_behind_private_link
@@ -68,15 +135,14 @@ pub fn advise_observed(
         )
     {
         advice.owner = Owner::DnsTeam;
-        advice.where_to_look.insert(0, zone.clone());
+        advice.where_to_look.insert(0, Look::Observed(zone.clone()));
     }
     if let Some(name) = &observed.registry_as_repository {
         // Whatever failed on the way to Docker Hub, the fix is the name in the pod spec.
         advice.owner = Owner::ApplicationTeam;
-        advice.where_to_look.insert(
-            0,
-            format!("the image name `{name}` is a registry with no repository: a name without `/` is read as Docker Hub's `docker.io/library/{name}`, so the pull asked Docker Hub; write `{name}/REPOSITORY:TAG`"),
-        );
+        advice
+            .where_to_look
+            .insert(0, Look::RegistryWithoutRepository { name: name.clone() });
     }
     advice
 }
@@ -89,7 +155,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
     } else {
         host
     };
-    let s = |t: &str| t.replace("{host}", host);
+    let s = |t: &str| Look::Table(t.replace("{host}", host));
     let mut advice = match layer {
         Layer::Dns => Advice {
             owner: Owner::DnsTeam,
@@ -120,7 +186,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
         Layer::Tls => Advice {
             owner: Owner::RegistryPki,
             where_to_look: vec![
-                s("the certificate {host} presents: `openssl s_client -connect {host}:443 -servername {host}` from the node"),
+                Look::CertificateFromNode { host: host.to_string() },
                 s("the runtime's trust for {host}: /etc/containerd/certs.d/{host}/hosts.toml (`ca = …`) and the node's system store"),
                 "a TLS-inspecting proxy or firewall that replaces the certificate".into(),
             ],
@@ -209,7 +275,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
 
 /// For DNS and route failures on an ACR host (`*.azurecr.io`, its data endpoints included),
 /// the Azure exports can name the missing link, route or flag per node pool.
-fn azure_next_step(layer: Layer, mechanism: Option<Layer>, host: &str) -> Option<String> {
+fn azure_next_step(layer: Layer, mechanism: Option<Layer>, host: &str) -> Option<Look> {
     let network = matches!(layer, Layer::Dns | Layer::Route)
         || (layer == Layer::Blob && matches!(mechanism, Some(Layer::Dns | Layer::Route)));
     let name = host
@@ -223,11 +289,7 @@ fn azure_next_step(layer: Layer, mechanism: Option<Layer>, host: &str) -> Option
         .split('.')
         .next()?
         .to_string();
-    (network && !registry.is_empty()).then(|| {
-        format!(
-            "next: `pullpath azure commands --cluster CLUSTER -g RG --registry {registry}`, run the printed read-only `az` commands, then `pullpath azure analyse DIR`: which route, peering flag, DNS link or rule is missing, for every node pool"
-        )
-    })
+    (network && !registry.is_empty()).then_some(Look::AzureExports { registry })
 }
 
 /// `host` as the text named it, empty when it named none.
@@ -246,7 +308,7 @@ fn blob(mechanism: Option<Layer>, host: &str) -> Advice {
                 "the blob host (the text names none: the registry's storage or CDN endpoint its redirects lead to)".to_string()
             } else {
                 format!("the blob host {host}")
-            }),
+            }).into(),
             "the registry's documented data endpoints: every one must be reachable from the node, not just the registry host".into(),
         ],
         will_not_help: vec![
@@ -283,7 +345,7 @@ mod tests {
         };
         let advice = advise_observed(Layer::Route, None, Hop::Registry, "r", &observed);
         assert_eq!(advice.owner, Owner::DnsTeam);
-        assert!(advice.where_to_look[0].contains("privatelink"));
+        assert!(advice.where_to_look[0].to_string().contains("privatelink"));
         let auth = advise_observed(Layer::Auth, None, Hop::Auth, "r", &observed);
         assert_eq!(auth.owner, Owner::Identity);
     }
@@ -298,7 +360,9 @@ mod tests {
             let advice = advise_observed(layer, None, Hop::Registry, "docker.io", &observed);
             assert_eq!(advice.owner, Owner::ApplicationTeam, "{layer}");
             assert!(
-                advice.where_to_look[0].contains("`docker.io/library/r.example.com`"),
+                advice.where_to_look[0]
+                    .to_string()
+                    .contains("`docker.io/library/r.example.com`"),
                 "{advice:?}"
             );
         }
@@ -306,14 +370,18 @@ mod tests {
 
     #[test]
     fn dns_and_route_failures_on_acr_hosts_point_to_pullpath_azure() {
-        let mentions = |a: &Advice| a.where_to_look.iter().any(|w| w.contains("pullpath azure"));
+        let mentions = |a: &Advice| {
+            a.where_to_look
+                .iter()
+                .any(|w| matches!(w, Look::AzureExports { .. }))
+        };
         let login = advise(Layer::Dns, None, Hop::Registry, "contosoreg.azurecr.io:443");
         assert!(mentions(&login));
         assert!(
             login
                 .where_to_look
                 .iter()
-                .any(|w| w.contains("--registry contosoreg`"))
+                .any(|w| w.to_string().contains("--registry contosoreg`"))
         );
         let data = advise(
             Layer::Blob,
@@ -358,7 +426,11 @@ mod tests {
             "store.blob.example",
         );
         assert_eq!(advice.owner, Owner::DnsTeam);
-        assert!(advice.where_to_look[0].contains("store.blob.example"));
+        assert!(
+            advice.where_to_look[0]
+                .to_string()
+                .contains("store.blob.example")
+        );
         assert_eq!(
             advise(Layer::Blob, Some(Layer::Route), Hop::Blob, "x").owner,
             Owner::NetworkTeam

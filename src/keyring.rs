@@ -230,6 +230,35 @@ pub fn is_default_registry(image: &str) -> bool {
         || !first.contains(['.', ':'])
 }
 
+/// The keys (as written in a `config.json` or a pull secret) that answer `target` (an image as
+/// [`lookup_image`] writes it), in the order the kubelet's `BasicDockerKeyring.Lookup` tries
+/// them: every key that covers the target, the most specific first (its index is reverse-sorted
+/// by normalized key, so `quay.io/team` comes before `quay.io`); only when none does and the
+/// image is on Docker Hub, the `index.docker.io` key. The one order for the probe's keyring and
+/// cluster mode's pull secrets.
+pub fn lookup_order<'k, K: AsRef<str>>(keys: &'k [K], target: &str) -> Vec<&'k K> {
+    let mut normalized: Vec<(String, &K)> = keys
+        .iter()
+        .map(|key| (normalize_key(key.as_ref()), key))
+        .collect();
+    // Stable: keys that normalize alike keep the order they were given in, as the kubelet keeps
+    // the credentials under one key in the order they were added.
+    normalized.sort_by(|(a, _), (b, _)| b.cmp(a));
+    let covering: Vec<&K> = normalized
+        .iter()
+        .filter(|(key, _)| urls_match(key, target))
+        .map(|(_, key)| *key)
+        .collect();
+    if !covering.is_empty() || !is_default_registry(target) {
+        return covering;
+    }
+    normalized
+        .iter()
+        .filter(|(key, _)| key == "index.docker.io")
+        .map(|(_, key)| *key)
+        .collect()
+}
+
 /// Whether the kubelet would use the docker config entry under `key` (as written in a
 /// `config.json` or a pull secret) for `image`: the key covers the image, or it is Docker Hub's
 /// `index.docker.io` and the image is on Docker Hub (the kubelet's fallback when no other key
@@ -316,6 +345,37 @@ mod tests {
             "shopacr.azurecr.io:443",
             &image("shopacr.azurecr.io/shop/web:2")
         ));
+    }
+
+    #[test]
+    fn keys_answer_most_specific_first_and_docker_hub_falls_back() {
+        let keys = [
+            "quay.io",
+            "https://index.docker.io/v1/",
+            "quay.io/team",
+            "*.io",
+            "quay.io/team/app",
+        ];
+        assert_eq!(
+            lookup_order(&keys, "quay.io/team/app"),
+            [&"quay.io/team/app", &"quay.io/team", &"quay.io", &"*.io"]
+        );
+        assert_eq!(
+            lookup_order(&keys, "quay.io/other/app"),
+            [&"quay.io", &"*.io"]
+        );
+        // Docker Hub takes index.docker.io only when no other key answered.
+        // (`*.io` covers `docker.io` as it covers any two-label host.)
+        assert_eq!(lookup_order(&keys, "docker.io/library/nginx"), [&"*.io"]);
+        assert_eq!(
+            lookup_order(&keys[..3], "docker.io/library/nginx"),
+            [&"https://index.docker.io/v1/"]
+        );
+        assert_eq!(
+            lookup_order(&["docker.io", "index.docker.io"], "docker.io/library/nginx"),
+            [&"docker.io"]
+        );
+        assert!(lookup_order(&keys, "registry.example.com/team/app").is_empty());
     }
 
     #[test]

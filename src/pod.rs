@@ -7,6 +7,8 @@
 //! fields per k8s.io/api `core/v1/types.go` and `events/v1/types.go`).
 
 mod event;
+/// A Node as a report needs it: its pool, age, versions, zone and the images it lists.
+pub mod node;
 
 pub use event::{Item, ItemKind, PodEvent, event_from_value};
 

@@ -176,7 +176,7 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
         runtime: d.runtime,
         image: d.image.clone(),
         url: d.url.clone(),
-        where_to_look: advice.where_to_look,
+        where_to_look: advice.where_to_look_words(),
         will_not_help: advice.will_not_help,
         next_checks: next_checks(d),
         decided_by: Some(primary_message.origin.clone()),

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::advice::advise;
+use crate::advice::{Look, advise};
 use crate::verdict::{Candidate, Failure, Fault, Seen, Undecided, Verdict};
 use crate::vocab::{Hop, Layer, Owner};
 
@@ -153,8 +153,9 @@ fn endpoint_report(e: &EndpointAnalysis) -> EndpointReport {
             look.extend(
                 advice
                     .where_to_look
-                    .into_iter()
-                    .filter(|w| !w.contains("pullpath azure")),
+                    .iter()
+                    .filter(|w| !matches!(w, Look::AzureExports { .. }))
+                    .map(Look::to_string),
             );
             (look, advice.will_not_help)
         }

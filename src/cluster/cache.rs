@@ -7,9 +7,9 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::nodes::{NodeFacts, facts, lists_image, same_image};
 use crate::image_ref::ImageRef;
 use crate::pod;
+use crate::pod::node::{NodeFacts, facts, lists_image, same_image};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Evidence {

@@ -6,12 +6,12 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::cache::{Evidence, cache_state};
-use super::keyring::key_matches;
-use super::nodes::{NodeFacts, an_image_it_holds, facts};
+use super::keyring::matching_keys;
 use super::read::{SecretLookup, Snapshot};
 use crate::failure_text::{self, Explained};
 use crate::image_ref::ImageRef;
 use crate::pod;
+use crate::pod::node::{NodeFacts, an_image_it_holds, facts};
 use crate::report::findings::{
     CacheReport, FindingInput, HolderReport, NodeReport, PullSecretReport, WhereReport,
 };
@@ -223,10 +223,8 @@ fn secret_report(
                     report.note = format!("holds no registry entry the kubelet reads ({why})")
                 }
                 Ok(keys) => {
-                    let matching: Vec<&String> = keys
-                        .iter()
-                        .filter(|k| image.is_some_and(|i| key_matches(k, i)))
-                        .collect();
+                    let matching: Vec<&String> =
+                        image.map_or_else(Vec::new, |i| matching_keys(keys, i));
                     report.matches_image = Some(!matching.is_empty());
                     report.note = if let Some(key) = matching.first() {
                         format!(

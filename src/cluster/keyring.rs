@@ -51,14 +51,16 @@ pub fn registry_keys(
     Ok(keys)
 }
 
-/// Whether the kubelet would use entry `key` for `image` (the one keyring's rules).
-pub fn key_matches(key: &str, image: &ImageRef) -> bool {
-    crate::keyring::key_covers(key, image)
+/// The entries of one secret the kubelet would pass for `image`, in the order it tries them
+/// (the one keyring's order: the most specific key first).
+pub fn matching_keys<'k>(keys: &'k [String], image: &ImageRef) -> Vec<&'k String> {
+    crate::keyring::lookup_order(keys, &crate::keyring::lookup_image(image))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keyring::key_covers as key_matches;
 
     fn image(text: &str) -> ImageRef {
         ImageRef::parse(text).expect("image")
@@ -86,6 +88,30 @@ mod tests {
         let port = image("r.example:5000/app:1");
         assert!(key_matches("r.example:5000", &port));
         assert!(!key_matches("r.example", &port));
+    }
+
+    #[test]
+    fn the_most_specific_entry_is_named_first_whatever_the_secrets_order() {
+        let keys = vec![
+            "shopacr.azurecr.io".to_string(),
+            "shopacr.azurecr.io/shop/web".to_string(),
+            "shopacr.azurecr.io/shop".to_string(),
+        ];
+        let acr = image("shopacr.azurecr.io/shop/web:2.4.1");
+        assert_eq!(
+            matching_keys(&keys, &acr),
+            [
+                "shopacr.azurecr.io/shop/web",
+                "shopacr.azurecr.io/shop",
+                "shopacr.azurecr.io"
+            ]
+        );
+        let hub = image("nginx:1.25");
+        let hub_keys = vec![
+            "https://index.docker.io/v1/".to_string(),
+            "docker.io".to_string(),
+        ];
+        assert_eq!(matching_keys(&hub_keys, &hub), ["docker.io"]);
     }
 
     #[test]

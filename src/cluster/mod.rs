@@ -3,15 +3,21 @@
 //!
 //! `read` fetches (the only async, networked part); `findings` turns what was read into the
 //! same explained subjects `explain` makes of pasted text (through `failure_text::input`), plus
-//! where it happened: `nodes` (pool, age, versions), `cache` (the cache lie), `keyring` (which
+//! where it happened: the node's facts ([`crate::pod::node`]: pool, age, versions), `cache` (the cache lie), `keyring` (which
 //! pull-secret entry the kubelet would use). API errors are the tool's own errors
 //! ([`ClusterError`], exit 70); a read that is refused part-way is reported as unread.
 
+/// The cache lie: which other nodes hold the image, and whether they are older.
 pub mod cache;
+/// What was read → explained subjects, with where, secrets and the next command.
 pub mod findings;
+/// Which pull-secret entries the kubelet would use for an image (keys only, never values).
 pub mod keyring;
-pub mod nodes;
+/// The API read: the pod or workload's pods, events, nodes, service accounts, pull secrets.
 pub mod read;
+
+// Until fleet reads node facts from `pod::node` itself.
+pub use crate::pod::node as nodes;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -25,7 +25,7 @@ use std::io::{Cursor, Read, Seek, SeekFrom};
 
 use serde_json::Value;
 
-use crate::cluster::nodes::{self, NodeFacts};
+use crate::pod::node::{self, NodeFacts};
 use crate::pod::{self, ContainerKind};
 
 pub use json_items::FrameError;
@@ -235,7 +235,7 @@ fn yaml_objects(text: &str) -> Option<Input> {
         .into_iter()
         .filter(|i| i["kind"] == "Node")
         .filter_map(|i| serde_json::from_value(i.clone()).ok())
-        .map(|n| nodes::facts(&n))
+        .map(|n| node::facts(&n))
         .collect();
     (!messages.is_empty()).then_some(Input {
         messages,

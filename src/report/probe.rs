@@ -119,8 +119,9 @@ impl ProbeReport {
                 ));
             }
         }
-        let (where_to_look, will_not_help) =
-            advice.map_or((vec![], vec![]), |a| (a.where_to_look, a.will_not_help));
+        let (where_to_look, will_not_help) = advice.map_or((vec![], vec![]), |a| {
+            (a.where_to_look_words(), a.will_not_help)
+        });
         ProbeReport {
             schema: SCHEMA,
             command: "probe",

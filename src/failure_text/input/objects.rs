@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::json_items::{self, Frame, FrameError};
 use super::listing::{Budget, MAX_LISTED, text_decides};
 use super::{Message, ReadError, cap, is_failure_line, strip_aggregation};
-use crate::cluster::nodes::{self, NodeFacts};
+use crate::pod::node::{self, NodeFacts};
 use crate::pod::{self, Item, ItemKind, PodEvent};
 
 /// What a JSON document held, for `explain`.
@@ -232,7 +232,7 @@ impl Survey {
             }
             ItemKind::Node => {
                 if let Ok(node) = parse::<Node>(frame, first_item) {
-                    self.nodes.push(nodes::facts(&node));
+                    self.nodes.push(node::facts(&node));
                 }
             }
             ItemKind::Other => {}
