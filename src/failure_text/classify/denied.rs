@@ -2,8 +2,7 @@
 //! it decide between a missing repository, missing rights and missing credentials.
 
 use super::Ambiguity;
-use super::host::registry_of;
-use super::layer::status_code;
+use super::named::{registry_of, status_code};
 use super::prose::denied_ambiguity;
 use crate::failure_text::chain::Chain;
 use crate::vocab::Layer;

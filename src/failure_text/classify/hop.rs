@@ -5,7 +5,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::layer::{NODE_WORDS, STATUS, is_bare_eof};
+use super::layer::{NODE_WORDS, is_bare_eof};
+use super::named::STATUS;
 use super::{is_bare_backoff, re};
 use crate::failure_text::chain::{Chain, Request};
 use crate::vocab::{Hop, Layer};

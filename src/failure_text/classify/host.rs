@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::layer::{LOOKUP, unnamed_proxy};
+use super::named::registry_of;
 use super::re;
 use crate::failure_text::chain::{Chain, Request};
 use crate::image_ref::named_registry;
@@ -114,19 +115,6 @@ fn without_https_port(host: String) -> String {
     match host.strip_suffix(":443") {
         Some(bare) => bare.to_string(),
         None => host,
-    }
-}
-
-/// The image reference's registry (`nginx` → `docker.io`).
-pub(super) fn registry_of(image: &str) -> Option<String> {
-    if let Some(registry) = named_registry(image) {
-        Some(registry.to_ascii_lowercase())
-    } else if image.contains('*') && crate::image_ref::registry_read_as_repository(image).is_none()
-    {
-        // A masked first component may have been the registry.
-        None
-    } else {
-        Some("docker.io".into())
     }
 }
 

@@ -6,16 +6,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::denied::{denied, is_bare_denied};
+use super::named::status_code;
 use super::prose::{bare_eof_ambiguity, connect_refused_ambiguity};
 use super::{Ambiguity, re};
 use crate::failure_text::chain::Chain;
 use crate::vocab::Layer;
 
-pub(super) static STATUS: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?:^|[\s:\[])(4\d\d|5\d\d)(?: [A-Z][A-Za-z ]+| response body| \()|HTTP (?:status|code)[: ]+(\d{3})|status code[= ](\d{3})|HTTP (\d{3}) response|(?:http code|StatusCode): (\d{3})|Status (\d{3}) trying to pull",
-    )
-});
 pub(super) static LOOKUP: LazyLock<Regex> =
     LazyLock::new(|| re(r"^lookup ([^\s]+?)(?: on ([^\s]+))?$"));
 /// Go's transport reports a proxy that answers CONNECT with anything but 200 as the bare reason
@@ -372,14 +368,6 @@ pub(super) fn is_bare_eof(chain: &Chain) -> bool {
             .links
             .last()
             .is_some_and(|l| l == "unexpected EOF" || l == "EOF")
-}
-
-pub(super) fn status_code(text: &str) -> Option<u16> {
-    STATUS.captures_iter(text).find_map(|c| {
-        (1..=6)
-            .find_map(|i| c.get(i))
-            .and_then(|m| m.as_str().parse().ok())
-    })
 }
 
 #[cfg(test)]

@@ -7,18 +7,20 @@
 //! request, read in the runtime's order: a `lookup NAME on SERVER` clause makes it DNS whatever
 //! failed inside the lookup; then TLS, the connection, and only then what the server answered.
 //!
-//! Each job has its module: `runtime` (which runtime wrote the text), `hop`, `layer` (the
+//! Each job has its module: `named` (what a message names outright: the HTTP status, the
+//! image's registry), `runtime` (which runtime wrote the text), `hop`, `layer` (the
 //! mechanism of the innermost cause) and its `denied` sub-classifier, `host` (which host
 //! failed), `cause` (the innermost cause cleaned for the report) and `prose` (the sentences a
 //! diagnosis carries); this file puts their answers together.
 
-mod cause;
-mod denied;
-mod hop;
-mod host;
-mod layer;
+mod named;
 mod prose;
 mod runtime;
+mod cause;
+mod denied;
+mod layer;
+mod host;
+mod hop;
 
 use regex::Regex;
 
@@ -27,8 +29,9 @@ use crate::vocab::{Hop, Layer, Runtime};
 
 use cause::innermost_cause;
 use hop::hop;
-use host::{failing_host, registry_of};
+use host::failing_host;
 use layer::mechanism;
+use named::registry_of;
 use prose::backoff_ambiguity;
 pub use runtime::runtime;
 
