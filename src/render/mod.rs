@@ -27,6 +27,10 @@ impl Style {
     }
 
     pub(crate) fn paint(self, code: &str, text: &str) -> String {
+        debug_assert!(
+            terminal::PALETTE.contains(&code),
+            "{code}: not in the palette, so the terminal would be shown it escaped"
+        );
         match self {
             Style::Color => format!("\x1b[{code}m{text}\x1b[0m"),
             Style::Plain => text.to_string(),

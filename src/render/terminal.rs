@@ -15,18 +15,25 @@ use std::fmt::Write;
 pub const MAX_VALUE_CHARS: usize = 2048;
 
 /// A value made safe for one line: every C0 control (newline and tab included), DEL and C1
-/// control escaped as `\n`, `\t`, `\x1b`, `\u{9b}`…, the renderer's own colour codes kept, and a
-/// value over [`MAX_VALUE_CHARS`] cut with `… (N characters)`.
+/// control escaped as `\n`, `\t`, `\x1b`, `\u{9b}`…, colour codes too (an outside value has
+/// no colours of its own: `ESC [ 8 m` would hide what follows it), and a value over
+/// [`MAX_VALUE_CHARS`] cut with `… (N characters)`.
 pub fn inline(value: &str) -> String {
     escape(value, false)
 }
 
-/// A whole rendered text made safe: as [`inline`], but its line breaks kept and nothing cut.
+/// A whole rendered text made safe: as [`inline`], but its line breaks and the renderer's own
+/// colour codes (those of [`PALETTE`]) kept, and nothing cut.
 pub fn finish(text: &str) -> String {
     escape(text, true)
 }
 
-fn escape(text: &str, keep_newlines: bool) -> String {
+/// The colour codes pullpath's renderers paint with (`Style::paint`), and the reset that ends
+/// each: the only escape sequences [`finish`] lets through. None hides, blinks or moves text.
+pub const PALETTE: [&str; 8] = ["0", "1", "1;31", "1;32", "1;33", "31", "32", "33"];
+
+fn escape(text: &str, renderers_own: bool) -> String {
+    let keep_newlines = renderers_own;
     let mut out = String::with_capacity(text.len());
     let mut chars = text.char_indices().peekable();
     let mut count = 0usize;
@@ -39,7 +46,7 @@ fn escape(text: &str, keep_newlines: bool) -> String {
         count += 1;
         match c {
             '\n' if keep_newlines => out.push('\n'),
-            '\x1b' => match colour_code(&text[at..]) {
+            '\x1b' => match colour_code(&text[at..]).filter(|_| renderers_own) {
                 Some(len) => {
                     out.push_str(&text[at..at + len]);
                     // Skip the rest of the sequence: it was copied whole.
@@ -66,16 +73,18 @@ fn escape(text: &str, keep_newlines: bool) -> String {
     out
 }
 
-/// The length of a colour code (SGR: `ESC [ digits ; … m`) at the start of `text`, the only
-/// escape sequence pullpath's renderers write (`Style::paint`). It can change colours and
-/// nothing else: no title, no clearing, no cursor.
+/// The length of one of the renderer's colour codes (SGR `ESC [ code m`, the code one of
+/// [`PALETTE`]) at the start of `text`: it changes colours and nothing else (no title, no
+/// clearing, no cursor, no concealed or blinking text).
 fn colour_code(text: &str) -> Option<usize> {
     let rest = text.strip_prefix("\x1b[")?;
     let params = rest
         .bytes()
         .take_while(|b| b.is_ascii_digit() || *b == b';')
         .count();
-    (params <= 16 && rest.as_bytes().get(params) == Some(&b'm')).then_some(2 + params + 1)
+    let code = &rest[..params];
+    (rest.as_bytes().get(params) == Some(&b'm') && PALETTE.contains(&code))
+        .then_some(2 + params + 1)
 }
 
 #[cfg(test)]
@@ -120,10 +129,15 @@ mod tests {
     fn the_renderers_colour_codes_are_kept_and_nothing_else() {
         let painted = "\x1b[1;31m✗ dns\x1b[0m";
         assert_eq!(finish(painted), painted);
-        assert_eq!(inline(painted), painted);
+        // An outside value's colour codes are escaped: concealed text, blinking, any colour.
+        assert_eq!(inline(painted), "\\x1b[1;31m✗ dns\\x1b[0m");
+        assert_eq!(inline("a\x1b[8mhidden"), "a\\x1b[8mhidden");
+        // The whole text keeps only the palette's codes.
+        assert_eq!(finish("\x1b[8mhidden\x1b[0m"), "\\x1b[8mhidden\x1b[0m");
+        assert_eq!(finish("\x1b[5;31mblink"), "\\x1b[5;31mblink");
         // A colour code's look-alikes are not colour codes.
-        assert_eq!(inline("\x1b[2J"), "\\x1b[2J");
-        assert_eq!(inline("\x1b[31"), "\\x1b[31");
+        assert_eq!(finish("\x1b[2J"), "\\x1b[2J");
+        assert_eq!(finish("\x1b[31"), "\\x1b[31");
         assert_eq!(inline("\x1b"), "\\x1b");
     }
 
