@@ -598,8 +598,8 @@ fn strings_in_order(value: &Value) -> Vec<String> {
 }
 
 /// The admission policy admits the probe's privileges and no more: its capability list is the
-/// probe pod's own, it binds to the probe namespace only, and it denies without its parameter.
-/// (Its rules are evaluated against fleet's pods by the next test.)
+/// probe pod's own, it binds to the probe namespace only, and it reads no parameter object.
+/// (Its rules are evaluated against fleet's pods and an attack list in tests/admission_policy.rs.)
 #[test]
 fn the_admission_policy_admits_the_probe_pods_shape_only() {
     let objects = dry_run_apply("deploy/admission-policy.yaml");
@@ -611,10 +611,9 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
     };
     assert_eq!(binding["spec"]["policyName"], policy["metadata"]["name"]);
     assert_eq!(binding["spec"]["validationActions"], json!(["Deny"]));
-    assert_eq!(
-        binding["spec"]["paramRef"]["parameterNotFoundAction"],
-        "Deny"
-    );
+    // The release's pins are in the policy: no parameter object the fleet role could write.
+    assert!(binding["spec"].get("paramRef").is_none(), "{binding:#}");
+    assert!(policy["spec"].get("paramKind").is_none(), "{policy:#}");
     assert_eq!(
         binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
         "pullpath"
@@ -648,10 +647,10 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
         "privileged",
         "readOnlyRootFilesystem",
         "hostPath",
-        "params.data.digest",
+        "variables.probeImageDigest",
         "hostIPC",
         // No registry: the node image by name, never pulled, the delivered stage, read-only.
-        "params.data.nodeImages",
+        "variables.nodeImages",
         "'Never'",
         "projected",
         "'Memory'",
@@ -661,212 +660,8 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
             "no rule on {needed}: {expressions:#?}"
         );
     }
-    let [config] = by_kind(&objects, "ConfigMap")[..] else {
-        panic!("the parameter ConfigMap: {objects:#?}");
-    };
-    assert_eq!(
-        (
-            config["metadata"]["name"].clone(),
-            config["metadata"]["namespace"].clone()
-        ),
-        (
-            binding["spec"]["paramRef"]["name"].clone(),
-            binding["spec"]["paramRef"]["namespace"].clone()
-        )
-    );
-}
-
-/// Kubernetes's CEL strings library `split` (`ext.Strings`), which cel-interpreter lacks.
-fn cel_split(
-    cel_interpreter::extractors::This(this): cel_interpreter::extractors::This<Arc<String>>,
-    separator: Arc<String>,
-) -> Result<cel_interpreter::Value, cel_interpreter::ExecutionError> {
-    Ok(cel_interpreter::Value::List(Arc::new(
-        this.split(separator.as_str())
-            .map(|part| cel_interpreter::Value::String(Arc::new(part.to_string())))
-            .collect(),
-    )))
-}
-
-/// The admission policy's CEL evaluated (cel-interpreter; Kubernetes's own CEL runs in the API
-/// server, which is not here) against the pods fleet creates: a probe pod from the probe image
-/// by its digest and a registry-less one from a node image, both admitted; and each privilege
-/// beyond them refused: another node image, privileged, an added capability, a writable
-/// hostPath, an emptyDir on disk, a second container.
-#[test]
-fn the_admission_policys_rules_admit_fleets_pods_and_refuse_more() {
-    use pullpath::fleet::deliver::Delivered;
-    use pullpath::fleet::pod_spec::{PodPlan, Start, probe_pod};
-    let objects = dry_run_apply("deploy/admission-policy.yaml");
-    let [policy] = by_kind(&objects, "ValidatingAdmissionPolicy")[..] else {
-        panic!("one policy: {objects:#?}");
-    };
-    let [config] = by_kind(&objects, "ConfigMap")[..] else {
-        panic!("the parameter ConfigMap: {objects:#?}");
-    };
-    let digest = "sha256:5f2bb2b94c3d2a1e1c8b5e1e9d1d0d6a8e0f6b7c8d9e0f1a2b3c4d5e6f708192";
-    let mut params = config.clone();
-    params["data"]["digest"] = json!(digest);
-    let node_images = params["data"]["nodeImages"]
-        .as_str()
-        .expect("nodeImages")
-        .to_string();
-    let pause = node_images
-        .split(',')
-        .next()
-        .expect("a node image")
-        .to_string();
-    let plan = |start: Start| PodPlan {
-        fresh: None,
-        name: "pullpath-fleet-ab12-0".into(),
-        namespace: "pullpath".into(),
-        node: "aks-user-1".into(),
-        run_id: "ab12".into(),
-        start,
-        image: "r.example/team/app:v1".into(),
-        full: false,
-        runtime_pull: true,
-        deadline_seconds: 300,
-        runtime_version: None,
-        kubelet_pull: None,
-    };
-    let pod = |start: Start| serde_json::to_value(probe_pod(&plan(start))).expect("pod JSON");
-    let from_image = pod(Start::Image(format!("r.example/tools/pullpath@{digest}")));
-    let delivered = |image: &str| {
-        pod(Start::Delivered(Delivered {
-            node_image: image.to_string(),
-            config_maps: vec![
-                ("pullpath-ab12-amd64-stage".into(), "pullpath-stage".into()),
-                ("pullpath-ab12-amd64-0".into(), "part-0000-of-0001".into()),
-            ],
-            size: 14_000_000,
-        }))
-    };
-    let admitted = |object: &Value| -> Vec<String> {
-        let mut context = cel_interpreter::Context::default();
-        // Kubernetes's CEL strings library (`split`), which the interpreter lacks.
-        context.add_function("split", cel_split);
-        context.add_variable("object", object).expect("object");
-        context.add_variable("params", &params).expect("params");
-        let mut variables = serde_json::Map::new();
-        for variable in policy["spec"]["variables"].as_array().expect("variables") {
-            context
-                .add_variable("variables", &variables)
-                .expect("variables");
-            let program = cel_interpreter::Program::compile(
-                variable["expression"].as_str().expect("expression"),
-            )
-            .expect("the variable compiles");
-            let value = program
-                .execute(&context)
-                .expect("the variable evaluates")
-                .json()
-                .expect("as JSON");
-            variables.insert(variable["name"].as_str().expect("name").to_string(), value);
-        }
-        context
-            .add_variable("variables", &variables)
-            .expect("variables");
-        policy["spec"]["validations"]
-            .as_array()
-            .expect("validations")
-            .iter()
-            .filter_map(|rule| {
-                let expression = rule["expression"].as_str().expect("expression");
-                let program =
-                    cel_interpreter::Program::compile(expression).expect("the rule compiles");
-                match program.execute(&context) {
-                    Ok(cel_interpreter::Value::Bool(true)) => None,
-                    other => Some(format!("{expression} → {other:?}")),
-                }
-            })
-            .collect()
-    };
-    assert_eq!(
-        admitted(&from_image),
-        Vec::<String>::new(),
-        "{from_image:#}"
-    );
-    let registry_less = delivered(&pause);
-    assert_eq!(
-        admitted(&registry_less),
-        Vec::<String>::new(),
-        "{registry_less:#}"
-    );
-    let container = "/spec/containers/0";
-    let refused: Vec<(&str, Value)> = vec![
-        (
-            "an image no node holds by that name",
-            delivered("r.example/any:1"),
-        ),
-        (
-            "a tag instead of the digest",
-            pod(Start::Image("r.example/tools/pullpath:1".into())),
-        ),
-        ("privileged", {
-            let mut p = from_image.clone();
-            p.pointer_mut(&format!("{container}/securityContext"))
-                .expect("securityContext")["privileged"] = json!(true);
-            p
-        }),
-        ("an added capability", {
-            let mut p = from_image.clone();
-            p.pointer_mut(&format!("{container}/securityContext/capabilities/add"))
-                .expect("capabilities")
-                .as_array_mut()
-                .expect("a list")
-                .push(json!("NET_ADMIN"));
-            p
-        }),
-        ("a writable hostPath", {
-            let mut p = from_image.clone();
-            p.pointer_mut(&format!("{container}/volumeMounts/0"))
-                .expect("the node root's mount")["readOnly"] = json!(false);
-            p
-        }),
-        ("an emptyDir on disk", {
-            let mut p = registry_less.clone();
-            let volumes = p.pointer_mut("/spec/volumes").expect("volumes");
-            for volume in volumes.as_array_mut().expect("a list") {
-                if volume.get("emptyDir").is_some() {
-                    volume["emptyDir"] = json!({});
-                }
-            }
-            p
-        }),
-        ("a second container", {
-            let mut p = from_image.clone();
-            let second = p["spec"]["containers"][0].clone();
-            p["spec"]["containers"]
-                .as_array_mut()
-                .expect("containers")
-                .push(second);
-            p
-        }),
-    ];
-    for (what, pod) in refused {
-        assert!(!admitted(&pod).is_empty(), "{what} admitted: {pod:#}");
-    }
-}
-
-#[test]
-fn every_manifest_in_deploy_is_checked() {
-    let mut files: Vec<String> = std::fs::read_dir(repo().join("deploy"))
-        .expect("deploy/")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".yaml"))
-        .collect();
-    files.sort();
-    assert_eq!(
-        files,
-        [
-            "admission-policy.yaml",
-            "namespace.yaml",
-            "probe-pod.yaml",
-            "rbac-fleet.yaml",
-            "rbac-read-secrets.yaml",
-            "rbac-read.yaml"
-        ],
-        "a new manifest in deploy/ needs its test here"
+    assert!(
+        by_kind(&objects, "ConfigMap").is_empty(),
+        "no parameter ConfigMap: {objects:#?}"
     );
 }

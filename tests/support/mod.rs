@@ -12,6 +12,8 @@ use std::process::{Command, Output};
 
 use serde::Deserialize;
 
+/// deploy/admission-policy.yaml's rules evaluated against an object.
+pub mod admission;
 /// A lab node's root directory (what its probe pod mounts at /host).
 pub mod lab_node;
 /// Node roots laid out as node images lay them out.
