@@ -556,22 +556,6 @@ mod tests {
         ));
     }
 
-    /// `explain OBJECT --probe` runs with fleet's own defaults: the group as not given is the
-    /// group of `pullpath fleet IMAGE`.
-    #[test]
-    fn fleet_run_defaults_are_fleets_own() {
-        let Command::Fleet(fleet) =
-            Cli::parse_from(["pullpath", "fleet", "r.example/app:v1"]).command
-        else {
-            panic!("fleet");
-        };
-        let defaults = FleetRunArgs::defaults().expect("every default parses");
-        assert_eq!(defaults, fleet.run);
-        assert_eq!(defaults.nodes_per_pool, 1);
-        assert_eq!(defaults.deadline, Duration::from_secs(300));
-        assert_eq!(defaults.for_workload, None);
-    }
-
     #[test]
     fn the_cli_is_well_formed() {
         Cli::command().debug_assert();

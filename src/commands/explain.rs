@@ -230,4 +230,23 @@ mod tests {
         );
         assert!(!fleet.run.runtime_pull);
     }
+
+    /// The run `explain OBJECT --probe` hands fleet is fleet's own: as `pullpath fleet IMAGE
+    /// --for OBJECT` with the same flags parses it, every other run flag at fleet's default.
+    #[test]
+    fn explain_probe_runs_with_fleets_own_defaults() {
+        let args = explain_args(&["pod/web", "--probe", "--runtime-pull"]);
+        let fleet = fleet_args(&args, "pod/web", "r.example/team/app:v1").expect("fleet arguments");
+        let argv = ["pullpath", "fleet", "r.example/team/app:v1"];
+        let flags = ["--for", "pod/web", "--runtime-pull"];
+        let Ok(Command::Fleet(parsed)) =
+            <cli::Cli as clap::Parser>::try_parse_from(argv.iter().chain(&flags))
+                .map(|cli| cli.command)
+        else {
+            panic!("fleet parses");
+        };
+        assert_eq!(fleet.run, parsed.run);
+        assert_eq!(fleet.run.nodes_per_pool, 1);
+        assert_eq!(fleet.run.deadline, std::time::Duration::from_secs(300));
+    }
 }
