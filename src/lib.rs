@@ -12,8 +12,6 @@ pub mod cli;
 pub mod cli_docs;
 /// Cluster mode: `explain pod/NAME` and `scan` from the Kubernetes API.
 pub mod cluster;
-/// Each command's workflow, from its parsed flags to a printed report and an exit status.
-pub mod commands;
 /// The command line's arguments → the engine's configuration.
 pub mod configure;
 /// Exit statuses.
@@ -43,3 +41,6 @@ pub mod runtime;
 pub mod verdict;
 /// Layers, hops, owners, runtimes: the words every verdict uses.
 pub mod vocab;
+
+/// Each command's workflow, from its parsed flags to a printed report and an exit status.
+pub mod commands;
