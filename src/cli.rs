@@ -1,10 +1,10 @@
-//! The command line, raw: clap definitions only. `main` turns them into work.
+//! The command line, raw: clap definitions only. `commands` turns them into work.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 /// `--version`: the crate's version and the git commit it was built from (see build.rs).
 pub const VERSION: &str = concat!(
@@ -430,6 +430,25 @@ pub struct FleetArgs {
     /// (`kubernetes.io/arch`) gets no probe pod and is a run problem. Unknown without it.
     #[arg(long, value_name = "ARCH,…", value_delimiter = ',')]
     pub probe_image_arch: Vec<String>,
+    #[command(flatten)]
+    pub run: FleetRunArgs,
+    /// Print the probe pods as a `List` (JSON, for `kubectl apply -f -`) instead of creating
+    /// them: read-only, nothing is created.
+    #[arg(long, conflicts_with = "cleanup")]
+    pub dry_run: bool,
+    /// Delete every probe pod pullpath left in the probe namespace (label
+    /// app.kubernetes.io/managed-by=pullpath), then exit.
+    #[arg(long, conflicts_with_all = ["for_workload", "all_nodes", "pools", "selector", "full", "runtime_pull"])]
+    pub cleanup: bool,
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// A fleet run's scope and pace: the workload, which nodes, what each probe checks, fresh nodes,
+/// parallelism and deadlines. `explain OBJECT --probe` runs fleet with this group as fleet
+/// defines it, setting only --for, --runtime-pull and --kubelet-pull.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct FleetRunArgs {
     /// The workload whose nodeSelector, required node affinity and tolerations decide which
     /// pools are eligible (`pod/NAME`, `deploy/NAME`, `sts/`, `ds/`, `job/`, in -n's namespace).
     /// With `pod/NAME`, the node it landed on is probed too.
@@ -494,16 +513,16 @@ pub struct FleetArgs {
     /// How often a running probe pod's phase is read.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, hide = true)]
     pub poll_interval: Duration,
-    /// Print the probe pods as a `List` (JSON, for `kubectl apply -f -`) instead of creating
-    /// them: read-only, nothing is created.
-    #[arg(long, conflicts_with = "cleanup")]
-    pub dry_run: bool,
-    /// Delete every probe pod pullpath left in the probe namespace (label
-    /// app.kubernetes.io/managed-by=pullpath), then exit.
-    #[arg(long, conflicts_with_all = ["for_workload", "all_nodes", "pools", "selector", "full", "runtime_pull"])]
-    pub cleanup: bool,
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
+}
+
+impl FleetRunArgs {
+    /// The group with no flag given: each value is its flag's default, from the definitions
+    /// above (an error only if a definition's default does not parse).
+    pub fn defaults() -> Result<Self, clap::Error> {
+        let command = Self::augment_args(clap::Command::new("fleet").no_binary_name(true));
+        let matches = command.try_get_matches_from(std::iter::empty::<OsString>())?;
+        Self::from_arg_matches(&matches)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

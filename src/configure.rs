@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 
-use crate::cli::{FleetArgs, ProbeArgs};
+use crate::cli::{FleetArgs, KubeArgs, ProbeArgs};
 use crate::cluster::{self, ObjectRef};
 use crate::fleet;
 use crate::image_ref::ImageRef;
@@ -131,9 +131,23 @@ pub fn probe(
     Ok(config)
 }
 
+/// The cluster `explain pod/NAME`, `scan` and `fleet` read, from kubectl's flags; every namespace
+/// with `all_namespaces` (`scan -A`).
+pub fn cluster_target(kube: &KubeArgs, all_namespaces: bool) -> cluster::Target {
+    cluster::Target {
+        kubeconfig: kube.kubeconfig.clone(),
+        context: kube.context.clone(),
+        namespace: kube.namespace.clone(),
+        all_namespaces,
+        read_secrets: kube.read_secrets,
+        request_timeout: kube.request_timeout,
+    }
+}
+
 /// `pullpath fleet`'s configuration for a run (not `--cleanup`) against `target`.
 pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet::FleetConfig> {
-    let workload = match &args.for_workload {
+    let run = &args.run;
+    let workload = match &run.for_workload {
         Some(text) => Some(ObjectRef::parse(text).with_context(|| {
             format!("--for {text:?}: want pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME")
         })?),
@@ -157,13 +171,13 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
                 .with_context(|| format!("{flag} {image:?} is not an image reference"))?;
         }
     }
-    let probe_deadline = args.probe_deadline.min(args.deadline);
+    let probe_deadline = run.probe_deadline.min(run.deadline);
     // A fresh node's wait comes before its probe: the run lasts at least both.
-    let deadline = match args.fresh_node {
-        true => args
+    let deadline = match run.fresh_node {
+        true => run
             .deadline
-            .max(args.fresh_node_timeout + args.start_budget + probe_deadline),
-        false => args.deadline,
+            .max(run.fresh_node_timeout + run.start_budget + probe_deadline),
+        false => run.deadline,
     };
     Ok(fleet::FleetConfig {
         target,
@@ -171,32 +185,32 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
         probe_arches: (!args.probe_image_arch.is_empty()).then(|| args.probe_image_arch.clone()),
         settings: fleet::run::RunSettings {
             namespace: args.probe_namespace.clone(),
-            parallel: usize::from(args.parallel),
+            parallel: usize::from(run.parallel),
             deadline,
-            poll: args.poll_interval,
+            poll: run.poll_interval,
             budgets: fleet::life::Budgets {
-                start: args.start_budget,
+                start: run.start_budget,
                 probe: probe_deadline,
             },
             origin: fleet::probe_origin(&image_ref, &probe),
             request_timeout: args.kube.request_timeout,
-            fresh_wait: args.fresh_node_timeout,
+            fresh_wait: run.fresh_node_timeout,
             progress: None,
         },
-        fresh_node: args.fresh_node,
+        fresh_node: run.fresh_node,
         probe,
         probe_namespace: args.probe_namespace.clone(),
         workload,
-        selector: args.selector.clone(),
+        selector: run.selector.clone(),
         choice: fleet::select::Choice {
-            nodes_per_pool: usize::from(args.nodes_per_pool),
-            all_nodes: args.all_nodes,
-            pools: args.pools.clone(),
+            nodes_per_pool: usize::from(run.nodes_per_pool),
+            all_nodes: run.all_nodes,
+            pools: run.pools.clone(),
             also: None,
         },
-        full: args.full,
-        runtime_pull: args.runtime_pull,
-        kubelet_pull: args.kubelet_pull,
+        full: run.full,
+        runtime_pull: run.runtime_pull,
+        kubelet_pull: run.kubelet_pull,
     })
 }
 

@@ -42,3 +42,5 @@ pub mod cli_docs;
 pub mod configure;
 /// Exit statuses.
 pub mod exit;
+/// Each command's workflow: what `main` dispatches to (nothing else imports it).
+pub mod commands;
