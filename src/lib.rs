@@ -14,6 +14,8 @@ pub mod cli_docs;
 pub mod cluster;
 /// The command line's arguments → the engine's configuration.
 pub mod configure;
+/// A registry credential (user name and secret), as the kubelet passes it and the probe sends it.
+pub mod credentials;
 /// Exit statuses.
 pub mod exit;
 /// Failure text → error chain → diagnosis.

@@ -37,7 +37,6 @@ use std::time::Duration;
 
 use super::authority::Authority;
 use super::body::{BodyProblem, Meter};
-use super::creds::Credentials;
 use super::evidence::{ConfigProblem, Evidence};
 use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
@@ -46,6 +45,7 @@ use super::oci::{self, Manifest, Platform};
 use super::path::{PathHop, PullPath};
 use super::proxy::ProxyConfig;
 use super::stop::Stop;
+use crate::credentials::Credentials;
 use crate::image_ref::{Digest, ImageRef};
 use crate::vocab::{Hop, Layer};
 
