@@ -7,8 +7,10 @@ use std::time::Duration;
 use super::connect::{self, ConnectAttempt};
 use super::dns::{self, Resolution};
 use super::evidence::Evidence;
+pub use super::observed::tunnel::Tunnel;
 use super::resolv::ResolverConfig;
 use super::route::{self, RouteLookup};
+use super::step::Step;
 use super::tls::{self, TlsEvidence, Trust};
 use crate::vocab::{Hop, Layer};
 
@@ -24,10 +26,16 @@ pub struct Timeouts {
 /// The first step of a hop that failed.
 #[derive(Debug, Clone)]
 pub struct StepFailure {
-    pub layer: Layer,
-    pub step: &'static str,
+    pub step: Step,
     /// What was observed.
     pub evidence: Evidence,
+}
+
+impl StepFailure {
+    /// How the step failed: its evidence's layer.
+    pub fn layer(&self) -> Layer {
+        self.evidence.layer()
+    }
 }
 
 /// Everything observed about one host.
@@ -47,24 +55,6 @@ pub struct HostCheck {
     pub failure: Option<StepFailure>,
 }
 
-/// What the proxy said to `CONNECT host:port`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tunnel {
-    /// The proxy, `host:port` (its credentials never shown).
-    pub proxy: String,
-    /// Its status line's code, when it answered.
-    pub status: Option<u16>,
-    /// The status line and the start of any body, in words.
-    pub detail: String,
-}
-
-impl Tunnel {
-    /// The proxy answered 2xx: what fails after this is the target's, not the proxy's.
-    pub fn is_open(&self) -> bool {
-        self.status.is_some_and(|s| (200..300).contains(&s))
-    }
-}
-
 /// Check `host:port` from DNS up; `trust` is `None` for a plain-HTTP host (no handshake).
 pub async fn check(
     host: &str,
@@ -81,8 +71,7 @@ pub async fn check(
     };
     if let Some(why) = check.dns.failure() {
         check.failure = Some(StepFailure {
-            layer: Layer::Dns,
-            step: "dns",
+            step: Step::Dns,
             evidence: why,
         });
         return check;
@@ -100,8 +89,7 @@ pub async fn check(
         .collect();
     if routable.is_empty() {
         check.failure = Some(StepFailure {
-            layer: Layer::Route,
-            step: "route",
+            step: Step::Route,
             evidence: Evidence::NoRoute(check.routes.clone()),
         });
         return check;
@@ -109,11 +97,8 @@ pub async fn check(
     let (winner, attempts) = connect::connect_any(&routable, port, timeouts.connect).await;
     check.connect = attempts;
     let Some((address, stream)) = winner else {
-        let worst = connect::worst(&check.connect);
-        let layer = worst.map_or(Layer::Route, |a| a.outcome.layer());
         check.failure = Some(StepFailure {
-            layer,
-            step: "connect",
+            step: Step::Connect,
             evidence: Evidence::Connect(check.connect.clone()),
         });
         return check;
@@ -127,8 +112,7 @@ pub async fn check(
     let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
         check.failure = Some(StepFailure {
-            layer: Layer::Tls,
-            step: "tls",
+            step: Step::Tls,
             evidence: Evidence::from(problem.clone()),
         });
     }
@@ -169,29 +153,21 @@ pub async fn check_through_proxy(
 ) -> HostCheck {
     let shown = super::proxy::redact_proxy(proxy);
     let mut check = unchecked(host, port, hop);
-    let fail = |check: &mut HostCheck, layer: Layer, step: &'static str, evidence: Evidence| {
-        check.failure = Some(StepFailure {
-            layer,
-            step,
-            evidence,
-        });
+    let fail = |check: &mut HostCheck, step: Step, evidence: Evidence| {
+        check.failure = Some(StepFailure { step, evidence });
     };
     let stream =
         match tokio::time::timeout(timeouts.connect, tokio::net::TcpStream::connect(address)).await
         {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
-                let layer = if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                    Layer::Refused
-                } else {
-                    Layer::Route
-                };
                 let evidence = Evidence::ProxyDial {
                     address,
                     proxy: shown,
                     error: e.to_string(),
+                    refused: e.kind() == std::io::ErrorKind::ConnectionRefused,
                 };
-                fail(&mut check, layer, "connect", evidence);
+                fail(&mut check, Step::Connect, evidence);
                 return check;
             }
             Err(_) => {
@@ -200,7 +176,7 @@ pub async fn check_through_proxy(
                     proxy: shown,
                     ms: timeouts.connect.as_millis(),
                 };
-                fail(&mut check, Layer::Route, "connect", evidence);
+                fail(&mut check, Step::Connect, evidence);
                 return check;
             }
         };
@@ -216,8 +192,7 @@ pub async fn check_through_proxy(
     let Some(proxy_trust) = proxy_trust else {
         fail(
             &mut check,
-            Layer::Other,
-            "proxy tls",
+            Step::ProxyTls,
             Evidence::ProxyUntrusted { proxy: shown },
         );
         return check;
@@ -231,7 +206,7 @@ pub async fn check_through_proxy(
                 proxy: shown,
                 problem: evidence.problem,
             };
-            fail(&mut check, Layer::Tls, "proxy tls", evidence);
+            fail(&mut check, Step::ProxyTls, evidence);
             check
         }
     }
@@ -260,8 +235,7 @@ where
     let Some(stream) = stream else {
         check.tunnel = Some(tunnel.clone());
         check.failure = Some(StepFailure {
-            layer: Layer::Proxy,
-            step: "CONNECT",
+            step: Step::Tunnel,
             evidence: Evidence::Tunnel {
                 target: format!("{host}:{port}"),
                 tunnel,
@@ -276,8 +250,7 @@ where
     let (evidence, _) = tls::handshake_over(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
         check.failure = Some(StepFailure {
-            layer: Layer::Tls,
-            step: "tls",
+            step: Step::Tls,
             evidence: Evidence::Tls {
                 problem: problem.clone(),
                 through_proxy: true,

@@ -17,12 +17,13 @@ use super::evidence::Evidence;
 use super::host::{self, HostCheck, Timeouts};
 use super::net::{Body, Network, Request, Response, Target, Transport};
 use super::resolv::ResolverConfig;
+use super::step::Step;
 use super::tls::Trust;
 use crate::vocab::Hop;
 
 pub struct LiveNetwork {
     resolver: ResolverConfig,
-    /// Indexed by [`TrustId`].
+    /// Indexed by `TrustId`.
     trusts: Vec<(Trust, Arc<ClientConfig>)>,
     timeouts: Timeouts,
     clients: Mutex<HashMap<Target, Client>>,
@@ -111,9 +112,8 @@ impl Network for LiveNetwork {
                     // Never dialled: the proxy's own check must come first.
                     return HostCheck {
                         failure: Some(host::StepFailure {
-                            layer: crate::vocab::Layer::Other,
-                            step: "CONNECT",
-                            evidence: crate::probe::evidence::Evidence::ProxyUnchecked {
+                            step: Step::Tunnel,
+                            evidence: Evidence::ProxyUnchecked {
                                 proxy: proxy.authority.to_string(),
                             },
                         }),
@@ -146,8 +146,7 @@ impl Network for LiveNetwork {
                 }
                 Err(e) => {
                     check.failure = Some(host::StepFailure {
-                        layer: crate::vocab::Layer::Other,
-                        step: "http",
+                        step: Step::Http,
                         evidence: Evidence::HttpClient {
                             error: error_chain(&e),
                         },

@@ -567,8 +567,7 @@ mod tests {
             stop: Stop::new(
                 Hop::Registry,
                 endpoint,
-                Layer::Tls,
-                "tls",
+                crate::probe::step::Step::Tls,
                 crate::probe::tls::TlsProblem::PlainHttp,
             ),
             then,
