@@ -2,58 +2,17 @@
 //! pull touches (registry, token realm, each blob host after a redirect) goes through this once.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use super::connect::{self, ConnectAttempt};
-use super::dns::{self, Resolution};
+pub use super::check::{HostCheck, StepFailure, Timeouts, unchecked};
+use super::connect;
+use super::dns;
 use super::evidence::Evidence;
 pub use super::observed::tunnel::Tunnel;
 use super::resolv::ResolverConfig;
-use super::route::{self, RouteLookup};
+use super::route;
 use super::step::Step;
-use super::tls::{self, TlsEvidence, Trust};
-use crate::vocab::{Hop, Layer};
-
-/// Per-step time limits.
-#[derive(Debug, Clone, Copy)]
-pub struct Timeouts {
-    pub dns: Duration,
-    pub connect: Duration,
-    pub tls: Duration,
-    pub http: Duration,
-}
-
-/// The first step of a hop that failed.
-#[derive(Debug, Clone)]
-pub struct StepFailure {
-    pub step: Step,
-    /// What was observed.
-    pub evidence: Evidence,
-}
-
-impl StepFailure {
-    /// How the step failed: its evidence's layer.
-    pub fn layer(&self) -> Layer {
-        self.evidence.layer()
-    }
-}
-
-/// Everything observed about one host.
-#[derive(Debug, Clone)]
-pub struct HostCheck {
-    pub host: String,
-    pub port: u16,
-    pub hop: Hop,
-    pub dns: Resolution,
-    pub routes: Vec<RouteLookup>,
-    pub connect: Vec<ConnectAttempt>,
-    pub tls: Option<TlsEvidence>,
-    /// The address that worked: later HTTP requests go exactly there.
-    pub address: Option<SocketAddr>,
-    /// For a host reached through the runtime's proxy: the proxy's answer to `CONNECT`.
-    pub tunnel: Option<Tunnel>,
-    pub failure: Option<StepFailure>,
-}
+use super::tls::{self, Trust};
+use crate::vocab::Hop;
 
 /// Check `host:port` from DNS up; `trust` is `None` for a plain-HTTP host (no handshake).
 pub async fn check(
@@ -118,23 +77,6 @@ pub async fn check(
     }
     check.tls = Some(evidence);
     check
-}
-
-/// A host with nothing checked yet: what a check starts from, and all there is for a host the
-/// node itself resolves and dials nothing for (it goes through the proxy).
-pub fn unchecked(host: &str, port: u16, hop: Hop) -> HostCheck {
-    HostCheck {
-        host: host.to_string(),
-        port,
-        hop,
-        dns: Resolution::by_proxy(host),
-        routes: vec![],
-        connect: vec![],
-        tls: None,
-        address: None,
-        tunnel: None,
-        failure: None,
-    }
 }
 
 /// `host:port` through an HTTP proxy at `proxy` (already checked, proven at `address`): TCP to

@@ -14,7 +14,7 @@ use reqwest::header::HeaderMap;
 use url::Url;
 
 use super::authority::{Authority, Scheme};
-use super::host::HostCheck;
+use super::check::HostCheck;
 pub use super::observed::transport::Transport;
 use crate::vocab::Hop;
 

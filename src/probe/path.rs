@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::authority::Authority;
+use super::check::HostCheck;
 use super::dns::{NameSource, is_private};
-use super::host::HostCheck;
 use super::step::Step;
 use crate::vocab::Hop;
 

@@ -37,8 +37,8 @@ use std::time::Duration;
 
 use super::authority::Authority;
 use super::body::{BodyProblem, Meter};
+use super::check::{HostCheck, Timeouts};
 use super::evidence::{ConfigProblem, Evidence};
-use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
 use super::net::{Network, Target, TrustId};
 use super::oci::{self, Manifest, Platform};

@@ -16,8 +16,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::*;
 use crate::probe::authority::Scheme;
+use crate::probe::check::StepFailure;
 use crate::probe::dns::Resolution;
-use crate::probe::host::StepFailure;
 use crate::probe::hosts_toml::Capabilities;
 use crate::probe::net::{Body, Request, Response, Transport};
 use crate::probe::oci::sha256_digest;
@@ -212,7 +212,7 @@ impl Network for Scripted {
                 .expect("lock")
                 .push((name.clone(), proxy.clone()));
             let mut check =
-                crate::probe::host::unchecked(&target.authority.host, target.authority.port, hop);
+                crate::probe::check::unchecked(&target.authority.host, target.authority.port, hop);
             let status = self.refused_tunnels.get(&name).copied().unwrap_or(200);
             check.tunnel = Some(crate::probe::host::Tunnel {
                 proxy: proxy.clone(),

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::Serialize;
 
-use crate::probe::host::HostCheck;
+use crate::probe::check::HostCheck;
 use crate::probe::{connect, dns, route, tls};
 use crate::vocab::{Hop, Layer};
 
