@@ -40,6 +40,8 @@ pub mod cli;
 pub mod cli_docs;
 /// The command line's arguments → the engine's configuration.
 pub mod configure;
+/// A registry credential (user name and secret), as the kubelet passes it and the probe sends it.
+pub mod credentials;
 /// Exit statuses.
 pub mod exit;
 /// Each command's workflow: what `main` dispatches to (nothing else imports it).

@@ -118,6 +118,25 @@ impl fmt::Display for Authority {
     }
 }
 
+/// 169.254.0.0/16, fe80::/10, the cloud metadata names and AWS's IPv6 metadata address.
+pub fn is_metadata_address(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+        return match ip {
+            std::net::IpAddr::V4(v4) => v4.is_link_local(),
+            std::net::IpAddr::V6(v6) => {
+                (v6.segments()[0] & 0xffc0) == 0xfe80
+                    || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+            }
+        };
+    }
+    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "metadata.google.internal" | "metadata" | "instance-data" | "instance-data.ec2.internal"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

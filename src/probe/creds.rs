@@ -5,31 +5,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub username: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Credentials {{ username: {:?}, password: <redacted> }}",
-            self.username
-        )
-    }
-}
-
-impl Credentials {
-    /// The `Authorization: Basic …` value.
-    pub fn basic(&self) -> String {
-        format!(
-            "Basic {}",
-            STANDARD.encode(format!("{}:{}", self.username, self.password))
-        )
-    }
-}
+pub use crate::credentials::Credentials;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CredsError {

@@ -2,23 +2,25 @@
 //! attempts, the proxy's part, the TLS problem, what broke after connecting. Readers decide on
 //! the variant and its fields, never on our English; `Display` is the sentence the report has
 //! always carried (`verdict.cause`, `fallbacks[].cause`, `hosts[].failure.detail`: wire fields,
-//! so the words must not move).
+//! so the words must not move). [`Evidence::layer`] is the one place a failure's layer is read
+//! from what was observed; `stop` applies the hop's rule to it.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use super::authority::Authority;
-use super::body::{BodyProblem, Trickle};
-use super::connect::{ConnectAttempt, ConnectOutcome};
-use super::dns::ServerReply;
-use super::host::Tunnel;
-use super::net::Transport;
+use super::observed::body::{BodyProblem, Trickle};
+use super::observed::connect::{self, ConnectAttempt, ConnectOutcome};
+use super::observed::dns::ServerReply;
+use super::observed::route::RouteLookup;
+use super::observed::tls::TlsProblem;
+use super::observed::transport::Transport;
+use super::observed::tunnel::Tunnel;
 use super::oci::ManifestProblem;
 use super::redirect::RedirectProblem;
 use super::refusal::HttpRefusal;
-use super::route::RouteLookup;
-use super::tls::TlsProblem;
+use crate::vocab::Layer;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Evidence {
@@ -41,6 +43,9 @@ pub enum Evidence {
         /// The proxy as shown (credentials redacted).
         proxy: String,
         error: String,
+        /// The proxy's address answered with a refusal (nothing accepts), rather than no way
+        /// there.
+        refused: bool,
     },
     /// The runtime's proxy did not accept the connection within the connect timeout.
     ProxyDialTimeout {
@@ -87,6 +92,58 @@ pub enum Evidence {
     },
     /// No HTTP client could be built for the host (its trust or proxy): the tool's own failure.
     HttpClient { error: String },
+}
+
+impl Evidence {
+    /// The layer of what was observed: how the step failed, before the hop's rule (`stop`)
+    /// names the failure on the blob or proxy hop.
+    pub fn layer(&self) -> Layer {
+        match self {
+            Evidence::NoNameserver | Evidence::Dns { .. } => Layer::Dns,
+            Evidence::NoRoute(_) | Evidence::ProxyDialTimeout { .. } => Layer::Route,
+            // No attempt at all is no way there.
+            Evidence::Connect(attempts) => {
+                connect::worst(attempts).map_or(Layer::Route, |a| a.outcome.layer())
+            }
+            Evidence::ProxyDial { refused: true, .. } => Layer::Refused,
+            Evidence::ProxyDial { refused: false, .. } => Layer::Route,
+            Evidence::ProxyTls { .. } | Evidence::Tls { .. } => Layer::Tls,
+            Evidence::Tunnel { .. } => Layer::Proxy,
+            Evidence::Transport(transport) => transport_layer(transport),
+            // Silence after connecting is a path that drops, as a dial timeout is.
+            Evidence::NoHeaders { .. } => Layer::Route,
+            Evidence::Refused(refusal) => refusal.layer(),
+            Evidence::Manifest(problem) => match **problem {
+                ManifestProblem::NoPlatform { .. } => Layer::Platform,
+                _ => Layer::Other,
+            },
+            Evidence::Challenge(ChallengeProblem::NoCredentials) => Layer::Auth,
+            Evidence::ProxyUntrusted { .. }
+            | Evidence::ProxyUnchecked { .. }
+            | Evidence::Body(_)
+            | Evidence::Redirect(_)
+            | Evidence::Challenge(_)
+            | Evidence::Config(_)
+            | Evidence::Deadline { .. }
+            | Evidence::HttpClient { .. } => Layer::Other,
+        }
+    }
+}
+
+/// The layer of a request that got no answer from a host it had connected to: silence is a
+/// path that drops (`route`, as a dial timeout is), a reset is the peer refusing; a broken,
+/// oversized or unreadable answer is the host's own fault (`other`, with what broke).
+fn transport_layer(transport: &Transport) -> Layer {
+    match transport {
+        Transport::TimedOut(_) => Layer::Route,
+        Transport::Reset(_) => Layer::Refused,
+        Transport::Closed(_)
+        | Transport::HeadersTooLarge(_)
+        | Transport::Malformed(_)
+        | Transport::Tls(_)
+        | Transport::Unchecked(_)
+        | Transport::Other(_) => Layer::Other,
+    }
 }
 
 /// Why a registry's `WWW-Authenticate` challenge went unanswered.
@@ -220,6 +277,7 @@ impl fmt::Display for Evidence {
                 address,
                 proxy,
                 error,
+                ..
             } => write!(f, "{address} (the proxy {proxy}): {error}"),
             Evidence::ProxyDialTimeout { address, proxy, ms } => {
                 write!(f, "{address} (the proxy {proxy}): no answer within {ms} ms")
@@ -357,6 +415,7 @@ mod tests {
                     address,
                     proxy: proxy.clone(),
                     error: "Connection refused (os error 111)".into(),
+                    refused: true,
                 },
                 "10.0.0.7:3128 (the proxy http://proxy.example:3128/): Connection refused (os error 111)",
             ),

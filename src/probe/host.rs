@@ -2,68 +2,17 @@
 //! pull touches (registry, token realm, each blob host after a redirect) goes through this once.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use super::connect::{self, ConnectAttempt};
-use super::dns::{self, Resolution};
+pub use super::check::{HostCheck, StepFailure, Timeouts, unchecked};
+use super::connect;
+use super::dns;
 use super::evidence::Evidence;
+pub use super::observed::tunnel::Tunnel;
 use super::resolv::ResolverConfig;
-use super::route::{self, RouteLookup};
-use super::tls::{self, TlsEvidence, Trust};
-use crate::vocab::{Hop, Layer};
-
-/// Per-step time limits.
-#[derive(Debug, Clone, Copy)]
-pub struct Timeouts {
-    pub dns: Duration,
-    pub connect: Duration,
-    pub tls: Duration,
-    pub http: Duration,
-}
-
-/// The first step of a hop that failed.
-#[derive(Debug, Clone)]
-pub struct StepFailure {
-    pub layer: Layer,
-    pub step: &'static str,
-    /// What was observed.
-    pub evidence: Evidence,
-}
-
-/// Everything observed about one host.
-#[derive(Debug, Clone)]
-pub struct HostCheck {
-    pub host: String,
-    pub port: u16,
-    pub hop: Hop,
-    pub dns: Resolution,
-    pub routes: Vec<RouteLookup>,
-    pub connect: Vec<ConnectAttempt>,
-    pub tls: Option<TlsEvidence>,
-    /// The address that worked: later HTTP requests go exactly there.
-    pub address: Option<SocketAddr>,
-    /// For a host reached through the runtime's proxy: the proxy's answer to `CONNECT`.
-    pub tunnel: Option<Tunnel>,
-    pub failure: Option<StepFailure>,
-}
-
-/// What the proxy said to `CONNECT host:port`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tunnel {
-    /// The proxy, `host:port` (its credentials never shown).
-    pub proxy: String,
-    /// Its status line's code, when it answered.
-    pub status: Option<u16>,
-    /// The status line and the start of any body, in words.
-    pub detail: String,
-}
-
-impl Tunnel {
-    /// The proxy answered 2xx: what fails after this is the target's, not the proxy's.
-    pub fn is_open(&self) -> bool {
-        self.status.is_some_and(|s| (200..300).contains(&s))
-    }
-}
+use super::route;
+use super::step::Step;
+use super::tls::{self, Trust};
+use crate::vocab::Hop;
 
 /// Check `host:port` from DNS up; `trust` is `None` for a plain-HTTP host (no handshake).
 pub async fn check(
@@ -81,8 +30,7 @@ pub async fn check(
     };
     if let Some(why) = check.dns.failure() {
         check.failure = Some(StepFailure {
-            layer: Layer::Dns,
-            step: "dns",
+            step: Step::Dns,
             evidence: why,
         });
         return check;
@@ -100,8 +48,7 @@ pub async fn check(
         .collect();
     if routable.is_empty() {
         check.failure = Some(StepFailure {
-            layer: Layer::Route,
-            step: "route",
+            step: Step::Route,
             evidence: Evidence::NoRoute(check.routes.clone()),
         });
         return check;
@@ -109,11 +56,8 @@ pub async fn check(
     let (winner, attempts) = connect::connect_any(&routable, port, timeouts.connect).await;
     check.connect = attempts;
     let Some((address, stream)) = winner else {
-        let worst = connect::worst(&check.connect);
-        let layer = worst.map_or(Layer::Route, |a| a.outcome.layer());
         check.failure = Some(StepFailure {
-            layer,
-            step: "connect",
+            step: Step::Connect,
             evidence: Evidence::Connect(check.connect.clone()),
         });
         return check;
@@ -127,30 +71,12 @@ pub async fn check(
     let evidence = tls::handshake(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
         check.failure = Some(StepFailure {
-            layer: Layer::Tls,
-            step: "tls",
+            step: Step::Tls,
             evidence: Evidence::from(problem.clone()),
         });
     }
     check.tls = Some(evidence);
     check
-}
-
-/// A host with nothing checked yet: what a check starts from, and all there is for a host the
-/// node itself resolves and dials nothing for (it goes through the proxy).
-pub fn unchecked(host: &str, port: u16, hop: Hop) -> HostCheck {
-    HostCheck {
-        host: host.to_string(),
-        port,
-        hop,
-        dns: Resolution::by_proxy(host),
-        routes: vec![],
-        connect: vec![],
-        tls: None,
-        address: None,
-        tunnel: None,
-        failure: None,
-    }
 }
 
 /// `host:port` through an HTTP proxy at `proxy` (already checked, proven at `address`): TCP to
@@ -169,29 +95,21 @@ pub async fn check_through_proxy(
 ) -> HostCheck {
     let shown = super::proxy::redact_proxy(proxy);
     let mut check = unchecked(host, port, hop);
-    let fail = |check: &mut HostCheck, layer: Layer, step: &'static str, evidence: Evidence| {
-        check.failure = Some(StepFailure {
-            layer,
-            step,
-            evidence,
-        });
+    let fail = |check: &mut HostCheck, step: Step, evidence: Evidence| {
+        check.failure = Some(StepFailure { step, evidence });
     };
     let stream =
         match tokio::time::timeout(timeouts.connect, tokio::net::TcpStream::connect(address)).await
         {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
-                let layer = if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                    Layer::Refused
-                } else {
-                    Layer::Route
-                };
                 let evidence = Evidence::ProxyDial {
                     address,
                     proxy: shown,
                     error: e.to_string(),
+                    refused: e.kind() == std::io::ErrorKind::ConnectionRefused,
                 };
-                fail(&mut check, layer, "connect", evidence);
+                fail(&mut check, Step::Connect, evidence);
                 return check;
             }
             Err(_) => {
@@ -200,7 +118,7 @@ pub async fn check_through_proxy(
                     proxy: shown,
                     ms: timeouts.connect.as_millis(),
                 };
-                fail(&mut check, Layer::Route, "connect", evidence);
+                fail(&mut check, Step::Connect, evidence);
                 return check;
             }
         };
@@ -216,8 +134,7 @@ pub async fn check_through_proxy(
     let Some(proxy_trust) = proxy_trust else {
         fail(
             &mut check,
-            Layer::Other,
-            "proxy tls",
+            Step::ProxyTls,
             Evidence::ProxyUntrusted { proxy: shown },
         );
         return check;
@@ -231,7 +148,7 @@ pub async fn check_through_proxy(
                 proxy: shown,
                 problem: evidence.problem,
             };
-            fail(&mut check, Layer::Tls, "proxy tls", evidence);
+            fail(&mut check, Step::ProxyTls, evidence);
             check
         }
     }
@@ -260,8 +177,7 @@ where
     let Some(stream) = stream else {
         check.tunnel = Some(tunnel.clone());
         check.failure = Some(StepFailure {
-            layer: Layer::Proxy,
-            step: "CONNECT",
+            step: Step::Tunnel,
             evidence: Evidence::Tunnel {
                 target: format!("{host}:{port}"),
                 tunnel,
@@ -276,8 +192,7 @@ where
     let (evidence, _) = tls::handshake_over(stream, host, trust, timeouts.tls).await;
     if let Some(problem) = &evidence.problem {
         check.failure = Some(StepFailure {
-            layer: Layer::Tls,
-            step: "tls",
+            step: Step::Tls,
             evidence: Evidence::Tls {
                 problem: problem.clone(),
                 through_proxy: true,

@@ -13,16 +13,18 @@ use reqwest::Client;
 use rustls::ClientConfig;
 
 use super::authority::Scheme;
+use super::check::{self, HostCheck, StepFailure, Timeouts};
 use super::evidence::Evidence;
-use super::host::{self, HostCheck, Timeouts};
+use super::host;
 use super::net::{Body, Network, Request, Response, Target, Transport};
 use super::resolv::ResolverConfig;
+use super::step::Step;
 use super::tls::Trust;
 use crate::vocab::Hop;
 
 pub struct LiveNetwork {
     resolver: ResolverConfig,
-    /// Indexed by [`TrustId`].
+    /// Indexed by `TrustId`.
     trusts: Vec<(Trust, Arc<ClientConfig>)>,
     timeouts: Timeouts,
     clients: Mutex<HashMap<Target, Client>>,
@@ -110,14 +112,13 @@ impl Network for LiveNetwork {
                 None => {
                     // Never dialled: the proxy's own check must come first.
                     return HostCheck {
-                        failure: Some(host::StepFailure {
-                            layer: crate::vocab::Layer::Other,
-                            step: "CONNECT",
-                            evidence: crate::probe::evidence::Evidence::ProxyUnchecked {
+                        failure: Some(StepFailure {
+                            step: Step::Tunnel,
+                            evidence: Evidence::ProxyUnchecked {
                                 proxy: proxy.authority.to_string(),
                             },
                         }),
-                        ..host::unchecked(&target.authority.host, target.authority.port, hop)
+                        ..check::unchecked(&target.authority.host, target.authority.port, hop)
                     };
                 }
             },
@@ -145,9 +146,8 @@ impl Network for LiveNetwork {
                     }
                 }
                 Err(e) => {
-                    check.failure = Some(host::StepFailure {
-                        layer: crate::vocab::Layer::Other,
-                        step: "http",
+                    check.failure = Some(StepFailure {
+                        step: Step::Http,
                         evidence: Evidence::HttpClient {
                             error: error_chain(&e),
                         },

@@ -5,38 +5,107 @@
 //! with which trust; `walk` sequences the pull in containerd's order with its fallback rules,
 //! deciding with the pure protocol functions of `oci`, `registry` and `redirect`, and reaching
 //! the network through the `net` seam — for real through `http`, which checks each host from the
-//! ground up with `host` (`dns`, `route`, `connect`, `tls`). A failure is a [`stop::Stop`]
-//! carrying its evidence; [`run`] turns the walk's outcome into a report.
+//! ground up with `host` (`dns`, `route`, `connect`, `tls`). What each step saw is plain data in
+//! `observed`; a failure is a [`stop::Stop`] carrying its `evidence`, whose layer the evidence
+//! decides; [`run`] turns the walk's outcome into a report. The modules below are declared in
+//! the order data flows: each uses only those above it (a blank line apart, so that rustfmt
+//! keeps the order).
 
+/// `host:port` parsed once (IPv6 literals too), the scheme, metadata addresses.
 pub mod authority;
-pub mod body;
-pub mod connect;
-pub mod containerd_config;
-pub mod creds;
-pub mod dns;
-pub mod evidence;
-pub mod host;
-pub mod hosts_toml;
-pub mod http;
-pub mod kubelet_config;
-pub mod kubelet_creds;
-pub mod net;
+
+/// The steps of a pull as a value (`dns`, `GET /v2/`, `layer sha256:…`).
+pub mod step;
+
+/// What each step saw, as plain data: DNS answers, routes, connects, handshakes, bodies.
+pub mod observed;
+
+/// Pure: manifests and indexes, the platform's entry, blob size and digest checks.
 pub mod oci;
-pub mod path;
-pub mod process;
-pub mod progress;
-pub mod proxy;
+
+/// Pure: Go's redirect rules under containerd's limit, and where Authorization may go.
 pub mod redirect;
+
+/// An HTTP answer that refused a step: its status, its meaning, what its body said.
 pub mod refusal;
+
+/// Pure: the `/v2/` challenge, the token answer, a refused manifest, token grants.
 pub mod registry;
-pub mod resolv;
-pub mod route;
-pub mod runtime_pull;
+
+/// What a failing step observed, as a value, and the layer it means.
+pub mod evidence;
+
+/// Where and why the pull stops: the hop's rule over the evidence's layer.
 pub mod stop;
-pub mod system_trust;
+
+/// What checking one host from DNS up saw, and the evidence of the step that failed.
+pub mod check;
+
+/// A service's environment as systemd gives it (parsers pure).
 pub mod systemd;
+
+/// The runtime's proxy: Go's decision per request URL, its environment, `CONNECT`.
+pub mod proxy;
+
+/// The running containerd, as `/proc` shows it.
+pub mod process;
+
+/// containerd's `config.toml`: the hosts directories and the download limit.
+pub mod containerd_config;
+
+/// The kubelet's configuration: the runtime's endpoint.
+pub mod kubelet_config;
+
+/// `/etc/resolv.conf` and `/etc/hosts` read as glibc reads them.
+pub mod resolv;
+
+/// containerd's `certs.d`: the hosts tried for a registry, in order, each with its trust.
+pub mod hosts_toml;
+
+/// The system trust store as Go's `crypto/x509` loads it on Linux.
+pub mod system_trust;
+
+/// Names: each nameserver asked directly, every answer kept.
+pub mod dns;
+
+/// Routes: the kernel asked over rtnetlink.
+pub mod route;
+
+/// TCP to every address of a host at once.
+pub mod connect;
+
+/// The handshake with rustls and the host's trust, the chain kept.
 pub mod tls;
+
+/// One host checked from DNS up (or through the proxy's tunnel).
+pub mod host;
+
+/// The walk's seam to the network: check a host, send a request, read a body.
+pub mod net;
+
+/// The live network behind the seam: reqwest pinned to the address a check proved.
+pub mod http;
+
+/// A body read as the runtime reads it: chunk by chunk, metered for the deadline.
+pub mod body;
+
+/// The path as walked, step by step, worded for people.
+pub mod path;
+
+/// `--full`'s progress bars.
+pub mod progress;
+
+/// The pull in containerd's order, with its fallback rules.
 pub mod walk;
+
+/// `--username` with `--password-stdin`, docker `config.json`, `dockerconfigjson` Secrets.
+pub mod creds;
+
+/// The kubelet's credential sources, matched as the kubelet matches them, and its pull loop.
+pub mod kubelet_creds;
+
+/// The runtime's own pull over CRI, as the kubelet asks it.
+pub mod runtime_pull;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,7 +115,7 @@ use crate::image_ref::ImageRef;
 use crate::node_root::NodeRoot;
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
 
-pub use host::Timeouts;
+pub use check::Timeouts;
 pub use oci::Platform;
 
 /// Everything a probe needs, validated.

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
-use super::body::BodyProblem;
+use super::observed::body::BodyProblem;
 use crate::image_ref::{Digest, hex};
 
 /// What the walk asks for: every manifest and index type containerd accepts.

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use super::authority::Authority;
+use super::check::HostCheck;
 use super::dns::{NameSource, is_private};
-use super::host::HostCheck;
+use super::step::Step;
 use crate::vocab::Hop;
 
 /// One hop of the path: a host, reached for one purpose, with its steps in order.
@@ -37,7 +38,7 @@ impl PullPath {
         &mut self,
         hop: Hop,
         authority: &Authority,
-        step: impl Into<String>,
+        step: impl std::fmt::Display,
         ok: bool,
         detail: impl Into<String>,
         elapsed: Option<Duration>,
@@ -55,7 +56,7 @@ impl PullPath {
         }
         if let Some(last) = self.hops.last_mut() {
             last.steps.push(PathStep {
-                step: step.into(),
+                step: step.to_string(),
                 ok,
                 detail: detail.into(),
                 elapsed,
@@ -74,19 +75,19 @@ impl PullPath {
         if let Some(tunnel) = &check.tunnel {
             let ok = tunnel.is_open();
             let detail = format!("through {}: {}", tunnel.proxy, tunnel.detail);
-            self.record(hop, authority, "CONNECT", ok, detail, None);
+            self.record(hop, authority, Step::Tunnel, ok, detail, None);
             self.record_tls(authority, check);
             return;
         }
         if check.dns.source == NameSource::Proxy {
             if let Some(f) = &check.failure {
-                self.record(hop, authority, f.step, false, f.evidence.to_string(), None);
+                self.record(hop, authority, &f.step, false, f.evidence.to_string(), None);
             }
             return;
         }
         let dns = &check.dns;
         let dns_ok = !dns.addresses.is_empty();
-        self.record(hop, authority, "dns", dns_ok, dns_words(check), None);
+        self.record(hop, authority, Step::Dns, dns_ok, dns_words(check), None);
         if !dns_ok || check.routes.is_empty() {
             return;
         }
@@ -97,7 +98,7 @@ impl PullPath {
             .map(|r| r.describe())
             .collect::<Vec<_>>()
             .join("; ");
-        self.record(hop, authority, "route", route_ok, detail, None);
+        self.record(hop, authority, Step::Route, route_ok, detail, None);
         if !route_ok || check.connect.is_empty() {
             return;
         }
@@ -116,14 +117,21 @@ impl PullPath {
         self.record(
             hop,
             authority,
-            "connect",
+            Step::Connect,
             check.address.is_some(),
             detail,
             None,
         );
         self.record_tls(authority, check);
-        if let Some(f) = check.failure.as_ref().filter(|f| f.step == "http") {
-            self.record(hop, authority, "http", false, f.evidence.to_string(), None);
+        if let Some(f) = check.failure.as_ref().filter(|f| f.step == Step::Http) {
+            self.record(
+                hop,
+                authority,
+                Step::Http,
+                false,
+                f.evidence.to_string(),
+                None,
+            );
         }
     }
 
@@ -141,7 +149,7 @@ impl PullPath {
                 (None, None) => "handshake complete".into(),
             };
             let elapsed = Some(Duration::from_millis(tls.elapsed_ms));
-            self.record(hop, authority, "tls", tls.ok, detail, elapsed);
+            self.record(hop, authority, Step::Tls, tls.ok, detail, elapsed);
         }
     }
 }

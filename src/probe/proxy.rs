@@ -228,7 +228,7 @@ pub async fn connect<S>(
     port: u16,
     authorization: Option<&str>,
     timeout: std::time::Duration,
-) -> (Option<S>, super::host::Tunnel)
+) -> (Option<S>, super::observed::tunnel::Tunnel)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -261,7 +261,7 @@ where
             buf.extend_from_slice(&chunk[..n]);
         }
     };
-    let tunnel = |status, detail| super::host::Tunnel {
+    let tunnel = |status, detail| super::observed::tunnel::Tunnel {
         proxy: String::new(),
         status,
         detail,

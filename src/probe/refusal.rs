@@ -6,6 +6,7 @@
 use std::fmt;
 
 use super::authority::Authority;
+use crate::vocab::Layer;
 
 /// One entry of a registry's error envelope (`{"errors":[{"code","message"}]}`, the
 /// distribution spec's error format).
@@ -60,7 +61,7 @@ impl Said {
     /// registry host, a shorter one from any other host, and nothing from a link-local or
     /// metadata address (a registry can redirect a pull there).
     pub fn from_host(body: &[u8], from: &Authority, registry_host: bool) -> Said {
-        if super::registry::is_metadata_address(&from.host) {
+        if super::authority::is_metadata_address(&from.host) {
             return Said::Withheld {
                 host: from.host.clone(),
             };
@@ -179,6 +180,21 @@ impl HttpRefusal {
             refused,
             said,
             retry: None,
+        }
+    }
+
+    /// The layer the refusal means: a status's own layer, unless what was refused says more
+    /// (a 401 `insufficient_scope` is a missing right, a token realm's 2xx without a token is
+    /// the realm's fault).
+    pub fn layer(&self) -> Layer {
+        match self.refused {
+            Refused::NoChallenge => Layer::Auth,
+            Refused::NoToken { .. } => Layer::Other,
+            Refused::InsufficientScope => Layer::Forbidden,
+            Refused::RepositoryMissing | Refused::ReferenceMissing => Layer::NotFound,
+            Refused::Ping | Refused::Token { .. } | Refused::Status => {
+                Layer::from_http_status(self.status)
+            }
         }
     }
 }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+pub use super::authority::is_metadata_address;
 use super::refusal::{HttpRefusal, Refused, Said};
-use crate::vocab::Layer;
 
 /// Limits on what a registry may send.
 pub const MAX_MANIFEST: usize = 4 * 1024 * 1024;
@@ -50,22 +50,24 @@ pub enum Ping {
     Open,
     /// 401 with a challenge to answer.
     Challenge(Challenge),
-    /// Anything else: the layer it means and the refusal.
-    Failed(Layer, HttpRefusal),
+    /// Anything else: the refusal (its layer is [`HttpRefusal::layer`]).
+    Failed(HttpRefusal),
 }
 
 pub fn interpret_ping(status: u16, www_authenticate: Option<&str>, body: &[u8]) -> Ping {
     match (status, www_authenticate) {
         (200..=299, _) => Ping::Open,
         (401, Some(challenge)) => Ping::Challenge(Challenge::parse(challenge)),
-        (401, None) => Ping::Failed(
-            Layer::Auth,
-            HttpRefusal::new(401, Refused::NoChallenge, Said::from_registry(body)),
-        ),
-        (status, _) => Ping::Failed(
-            Layer::from_http_status(status),
-            HttpRefusal::new(status, Refused::Ping, Said::from_registry(body)),
-        ),
+        (401, None) => Ping::Failed(HttpRefusal::new(
+            401,
+            Refused::NoChallenge,
+            Said::from_registry(body),
+        )),
+        (status, _) => Ping::Failed(HttpRefusal::new(
+            status,
+            Refused::Ping,
+            Said::from_registry(body),
+        )),
     }
 }
 
@@ -87,7 +89,7 @@ impl std::fmt::Debug for Token {
     }
 }
 
-/// The token realm's answer: a token, or the layer and evidence of its refusal.
+/// The token realm's answer: a token, or its refusal.
 /// containerd's OAuth token request (`auth.FetchTokenWithOAuth`, client id
 /// `containerd-client`): the password grant for a user name, the refresh-token grant for an
 /// identity token (no user name).
@@ -121,17 +123,14 @@ pub fn interpret_token(
     body: &[u8],
     repository: &str,
     asked_as: &str,
-) -> Result<Token, (Layer, Box<HttpRefusal>)> {
+) -> Result<Token, Box<HttpRefusal>> {
     let asked_as = asked_as.to_string();
     if !(200..=299).contains(&status) {
-        return Err((
-            Layer::from_http_status(status),
-            Box::new(HttpRefusal::new(
-                status,
-                Refused::Token { asked_as },
-                Said::from_registry(body),
-            )),
-        ));
+        return Err(Box::new(HttpRefusal::new(
+            status,
+            Refused::Token { asked_as },
+            Said::from_registry(body),
+        )));
     }
     let value = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
@@ -143,14 +142,11 @@ pub fn interpret_token(
                 .map(String::from)
         })
         .ok_or_else(|| {
-            (
-                Layer::Other,
-                Box::new(HttpRefusal::new(
-                    status,
-                    Refused::NoToken { asked_as },
-                    Said::Empty,
-                )),
-            )
+            Box::new(HttpRefusal::new(
+                status,
+                Refused::NoToken { asked_as },
+                Said::Empty,
+            ))
         })?;
     let granted = granted_actions(&value, repository);
     Ok(Token { value, granted })
@@ -163,20 +159,20 @@ pub fn interpret_manifest_failure(
     challenge: Option<&str>,
     body: &[u8],
     had_auth: bool,
-) -> (Layer, HttpRefusal) {
+) -> HttpRefusal {
     let said = Said::from_registry(body);
     let challenge = challenge.unwrap_or("");
-    let (layer, refused) = match status {
+    let refused = match status {
         401 if challenge.contains("insufficient_scope")
             || (had_auth && said.mentions("insufficient")) =>
         {
-            (Layer::Forbidden, Refused::InsufficientScope)
+            Refused::InsufficientScope
         }
-        404 if said.has_code("NAME_UNKNOWN") => (Layer::NotFound, Refused::RepositoryMissing),
-        404 => (Layer::NotFound, Refused::ReferenceMissing),
-        status => (Layer::from_http_status(status), Refused::Status),
+        404 if said.has_code("NAME_UNKNOWN") => Refused::RepositoryMissing,
+        404 => Refused::ReferenceMissing,
+        _ => Refused::Status,
     };
-    (layer, HttpRefusal::new(status, refused, said))
+    HttpRefusal::new(status, refused, said)
 }
 
 /// What a 408 or 429 on a manifest costs each runtime, with the registry's `Retry-After`.
@@ -203,25 +199,6 @@ pub fn retry_note(status: u16, retry_after: Option<&str>) -> Option<String> {
     Some(format!(
         "{wait}; containerd asks again at once, five more times, without waiting, so each pull spends six requests of the limit; CRI-O and podman wait Retry-After between tries"
     ))
-}
-
-/// 169.254.0.0/16, fe80::/10, the cloud metadata names and AWS's IPv6 metadata address.
-pub fn is_metadata_address(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
-        return match ip {
-            std::net::IpAddr::V4(v4) => v4.is_link_local(),
-            std::net::IpAddr::V6(v6) => {
-                (v6.segments()[0] & 0xffc0) == 0xfe80
-                    || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
-            }
-        };
-    }
-    let name = bare.trim_end_matches('.').to_ascii_lowercase();
-    matches!(
-        name.as_str(),
-        "metadata.google.internal" | "metadata" | "instance-data" | "instance-data.ec2.internal"
-    )
 }
 
 /// The `access` claim of a JWT, read without verifying (the registry verifies; we only report).
@@ -286,6 +263,7 @@ pub fn shorten(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::Layer;
 
     #[test]
     fn challenges_parse_with_commas_inside_quotes() {
@@ -319,17 +297,17 @@ mod tests {
         );
         assert!(matches!(
             interpret_ping(401, None, b""),
-            Ping::Failed(Layer::Auth, _)
+            Ping::Failed(r) if r.layer() == Layer::Auth
         ));
         assert!(matches!(
             interpret_ping(403, None, b"blocked by policy"),
-            Ping::Failed(Layer::Forbidden, d)
-                if d.said == Said::Excerpt { text: "blocked by policy".into(), of: None }
+            Ping::Failed(d)
+                if d.layer() == Layer::Forbidden && d.said == Said::Excerpt { text: "blocked by policy".into(), of: None }
                     && d.to_string() == "GET /v2/ answered 403: blocked by policy"
         ));
         assert!(matches!(
             interpret_ping(502, None, b""),
-            Ping::Failed(Layer::Other, _)
+            Ping::Failed(r) if r.layer() == Layer::Other
         ));
     }
 
@@ -366,7 +344,7 @@ mod tests {
         let opaque = interpret_token(200, br#"{"access_token":"abc"}"#, "x", "GET").expect("token");
         assert_eq!(opaque.granted, None);
         assert_eq!(
-            interpret_token(200, b"{}", "x", "GET").map_err(|(l, r)| (l, r.refused)),
+            interpret_token(200, b"{}", "x", "GET").map_err(|r| (r.layer(), r.refused)),
             Err((
                 Layer::Other,
                 Refused::NoToken {
@@ -380,7 +358,7 @@ mod tests {
             "x",
             "anonymous GET",
         )
-        .map_err(|(layer, refusal)| (layer, refusal.to_string()));
+        .map_err(|refusal| (refusal.layer(), refusal.to_string()));
         assert_eq!(
             refused,
             Err((
@@ -392,32 +370,32 @@ mod tests {
 
     #[test]
     fn manifest_failures() {
-        let (layer, detail) = interpret_manifest_failure(
+        let detail = interpret_manifest_failure(
             401,
             Some(r#"Bearer realm="r",error="insufficient_scope""#),
             b"",
             true,
         );
-        assert_eq!(layer, Layer::Forbidden);
+        assert_eq!(detail.layer(), Layer::Forbidden);
         assert_eq!(detail.refused, Refused::InsufficientScope);
         assert!(detail.to_string().contains("insufficient_scope"));
         let body = br#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known"}]}"#;
-        let (layer, detail) = interpret_manifest_failure(404, None, body, true);
-        assert_eq!(layer, Layer::NotFound);
+        let detail = interpret_manifest_failure(404, None, body, true);
+        assert_eq!(detail.layer(), Layer::NotFound);
         assert_eq!(detail.refused, Refused::RepositoryMissing);
         assert!(detail.to_string().contains("repository does not exist"));
-        let (_, tag) = interpret_manifest_failure(404, None, b"", true);
+        let tag = interpret_manifest_failure(404, None, b"", true);
         assert_eq!(tag.refused, Refused::ReferenceMissing);
         assert_eq!(
-            interpret_manifest_failure(401, None, b"", false).0,
+            interpret_manifest_failure(401, None, b"", false).layer(),
             Layer::Auth
         );
         assert_eq!(
-            interpret_manifest_failure(429, None, b"", false).0,
+            interpret_manifest_failure(429, None, b"", false).layer(),
             Layer::RateLimit
         );
         assert_eq!(
-            interpret_manifest_failure(500, None, b"", false).0,
+            interpret_manifest_failure(500, None, b"", false).layer(),
             Layer::Other
         );
         assert_eq!(Said::from_registry(b"\x00\x01"), Said::Empty);

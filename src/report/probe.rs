@@ -12,7 +12,7 @@ mod credentials;
 mod hosts;
 
 use crate::advice::{Advice, Observed, advise_observed};
-use crate::probe::host::HostCheck;
+use crate::probe::check::HostCheck;
 use crate::probe::path::PathHop;
 use crate::probe::resolv::ResolverConfig;
 use crate::probe::runtime_pull::{Answer, Cleanup, RuntimePull};
@@ -568,8 +568,7 @@ mod tests {
             stop: Stop::new(
                 Hop::Registry,
                 endpoint,
-                Layer::Tls,
-                "tls",
+                crate::probe::step::Step::Tls,
                 crate::probe::tls::TlsProblem::PlainHttp,
             ),
             then,

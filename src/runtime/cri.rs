@@ -79,9 +79,9 @@ fn go_code_name(code: tonic::Code) -> &'static str {
     }
 }
 
-/// Credentials as the kubelet passes them from an `imagePullSecret` (the probe's own type:
-/// its `Debug` never shows the password).
-pub use crate::probe::creds::Credentials;
+/// Credentials as the kubelet passes them from an `imagePullSecret` (the probe's type too: its
+/// `Debug` never shows the password).
+pub use crate::credentials::Credentials;
 
 /// A connection to one runtime's image service.
 pub struct ImageService {

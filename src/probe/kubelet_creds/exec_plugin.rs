@@ -13,9 +13,9 @@ use super::{
     SourceOutcome, SourceProblem, Sources, in_node_root, parse_provider_response, provider_request,
     read_provider_config, redact_stderr,
 };
+use crate::credentials::Credentials;
 use crate::keyring::{near_miss, urls_match};
 use crate::node_root::NodeRoot;
-use crate::probe::creds::Credentials;
 
 /// The kubelet's exec timeout for a plugin (k/k `plugin/plugin.go`: `1*time.Minute`).
 pub const KUBELET_PLUGIN_TIMEOUT: Duration = Duration::from_secs(60);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::probe::creds::Credentials;
+use crate::credentials::Credentials;
 
 /// The request and response API the exec protocol speaks.
 pub const PROVIDER_API_V1: &str = "credentialprovider.kubelet.k8s.io/v1";

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::{CredentialSource, MatchedCredential, SourceOutcome};
+use crate::credentials::Credentials;
 use crate::keyring::{is_default_registry, near_miss, normalize_key, urls_match};
-use crate::probe::creds::Credentials;
 
 /// The kubelet's `BasicDockerKeyring`: entries under normalized keys; lookup walks the keys
 /// reverse-sorted, so `quay.io/team` comes before `quay.io`.

@@ -38,8 +38,8 @@ use std::time::Duration;
 use docker_config::{read_auths, read_node_config, shown_dirs};
 use exec_plugin::run_providers;
 
-use super::creds::Credentials;
 use super::stop::Stop;
+use crate::credentials::Credentials;
 use crate::image_ref::ImageRef;
 pub use crate::keyring::lookup_image;
 use crate::node_root::NodeRoot;

@@ -11,8 +11,9 @@ use crate::probe::authority::Authority;
 use crate::probe::evidence::{ChallengeProblem, Evidence};
 use crate::probe::net::{Network, Response, Target};
 use crate::probe::registry::{self, Challenge, MAX_ERROR_BODY, MAX_TOKEN, Ping};
+use crate::probe::step::Step;
 use crate::probe::stop::Stop;
-use crate::vocab::{Hop, Layer};
+use crate::vocab::Hop;
 
 impl<N: Network> Walk<N> {
     /// The `/v2/` handshake with an endpoint, once: its challenge answered, the Authorization
@@ -37,9 +38,9 @@ impl<N: Network> Walk<N> {
     async fn ping(&mut self, i: usize) -> Result<(), Stop> {
         let hop = self.endpoints[i].hop();
         let url = self.base_url(i, "/")?;
-        let step = "GET /v2/";
+        let step = Step::Ping;
         let started = Instant::now();
-        let (response, at) = self.get(i, hop, url, step, Outgoing::default()).await?;
+        let (response, at) = self.get(i, hop, url, &step, Outgoing::default()).await?;
         let status = response.status;
         let challenge = response.header("www-authenticate").map(String::from);
         let body = self
@@ -50,25 +51,21 @@ impl<N: Network> Walk<N> {
         match registry::interpret_ping(status, challenge.as_deref(), &body) {
             Ping::Open => {
                 let detail = format!("{status}: no authentication required");
-                self.path.record(hop, &at, step, true, detail, elapsed);
+                self.path.record(hop, &at, &step, true, detail, elapsed);
                 Ok(())
             }
-            Ping::Failed(layer, refusal) => {
-                self.path
-                    .record(hop, &at, step, false, refusal.to_string(), elapsed);
-                Err(Stop::new(hop, &at, layer, step, refusal))
-            }
+            Ping::Failed(refusal) => Err(self.fail(hop, &at, step, refusal, elapsed)),
             Ping::Challenge(challenge_kind) => {
                 let shown = registry::shorten(challenge.as_deref().unwrap_or(""), 300);
                 self.path.record(
                     hop,
                     &at,
-                    step,
+                    &step,
                     true,
                     format!("401 challenge: {shown}"),
                     elapsed,
                 );
-                self.answer(i, hop, &at, challenge_kind, step).await
+                self.answer(i, hop, &at, challenge_kind, &step).await
             }
         }
     }
@@ -80,7 +77,7 @@ impl<N: Network> Walk<N> {
         hop: Hop,
         owner: &Authority,
         challenge: Challenge,
-        step: &str,
+        step: &Step,
     ) -> Result<(), Stop> {
         match challenge {
             Challenge::Basic => match &self.settings.credentials {
@@ -91,8 +88,7 @@ impl<N: Network> Walk<N> {
                 None => Err(Stop::new(
                     hop,
                     owner,
-                    Layer::Auth,
-                    step,
+                    step.clone(),
                     Evidence::Challenge(ChallengeProblem::NoCredentials),
                 )),
             },
@@ -102,8 +98,7 @@ impl<N: Network> Walk<N> {
             Challenge::Unknown(text) => Err(Stop::new(
                 hop,
                 owner,
-                Layer::Other,
-                step,
+                step.clone(),
                 Evidence::Challenge(ChallengeProblem::Unknown(text)),
             )),
         }
@@ -119,10 +114,12 @@ impl<N: Network> Walk<N> {
     ) -> Result<(), Stop> {
         let repository = self.settings.image.repository.clone();
         let scope = format!("repository:{repository}:pull");
-        let step = format!("token {scope}");
+        let step = Step::Token {
+            scope: scope.clone(),
+        };
         let Ok(mut url) = Url::parse(realm) else {
             let problem = Evidence::Challenge(ChallengeProblem::RealmNotUrl(realm.to_string()));
-            return Err(Stop::new(Hop::Auth, owner, Layer::Other, step, problem));
+            return Err(Stop::new(Hop::Auth, owner, step, problem));
         };
         let realm_url = url.clone();
         {
@@ -141,12 +138,9 @@ impl<N: Network> Walk<N> {
             .read_limited(Hop::Auth, &at, response.body, MAX_TOKEN)
             .await;
         let elapsed = Some(started.elapsed());
-        let answer = body
-            .map_err(|problem| (Layer::Other, Evidence::Body(problem)))
-            .and_then(|body| {
-                registry::interpret_token(status, &body, &repository, &who)
-                    .map_err(|(layer, refusal)| (layer, Evidence::Refused(refusal)))
-            });
+        let answer = body.map_err(Evidence::Body).and_then(|body| {
+            registry::interpret_token(status, &body, &repository, &who).map_err(Evidence::Refused)
+        });
         match answer {
             Ok(token) => {
                 let detail = match &token.granted {
@@ -165,11 +159,7 @@ impl<N: Network> Walk<N> {
                     .insert(owner.clone(), format!("Bearer {}", token.value));
                 Ok(())
             }
-            Err((layer, evidence)) => {
-                self.path
-                    .record(Hop::Auth, &at, &step, false, evidence.to_string(), elapsed);
-                Err(Stop::new(Hop::Auth, &at, layer, step, evidence))
-            }
+            Err(evidence) => Err(self.fail(Hop::Auth, &at, step, evidence, elapsed)),
         }
     }
 
@@ -182,7 +172,7 @@ impl<N: Network> Walk<N> {
         i: usize,
         realm: Url,
         url: Url,
-        step: &str,
+        step: &Step,
         service: Option<&str>,
         scope: &str,
     ) -> Result<(Response<N::Body>, Authority, String), Stop> {
@@ -222,7 +212,7 @@ impl<N: Network> Walk<N> {
         hop: Hop,
         url: Url,
         headers: &[(String, String)],
-        step: &str,
+        step: &Step,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
         let (response, at) = self
             .get(i, hop, url.clone(), step, Outgoing::headers(headers))
@@ -249,6 +239,7 @@ mod tests {
 
     use super::super::scripted::*;
     use super::*;
+    use crate::vocab::Layer;
 
     #[tokio::test]
     async fn an_api_front_that_redirects_to_a_backend_with_its_own_challenge() {

@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::host_order::Fetch;
-use super::{Blob, BlobKind, RANGE_BYTES, Walk, short};
+use super::{Blob, BlobKind, RANGE_BYTES, Walk};
 use crate::probe::authority::Authority;
 use crate::probe::body::{BodyProblem, Meter, next_chunk};
 use crate::probe::net::{Body, Network};
 use crate::probe::oci::{BlobCheck, Descriptor};
+use crate::probe::step::Step;
 use crate::probe::stop::Stop;
-use crate::vocab::{Hop, Layer};
+use crate::vocab::Hop;
 
 /// A blob as read, before it is recorded.
 struct Fetched {
@@ -76,7 +77,7 @@ impl<N: Network> Walk<N> {
             Ok(d) => d.clone(),
             Err(problem) => problem.to_string(),
         };
-        let step = format!("{} {}", kind.as_str(), short(&desc.digest));
+        let step = Step::Blob(kind, desc.digest.clone());
         let shown = format!("{detail}{}", crossed(&chain));
         self.path
             .record(Hop::Blob, &served_by, &step, ok, shown, Some(elapsed));
@@ -93,7 +94,7 @@ impl<N: Network> Walk<N> {
         match result {
             Ok(_) => Ok(()),
             // Content that does not arrive whole and verified is the blob hop's failure.
-            Err(problem) => Err(Stop::new(Hop::Blob, &served_by, Layer::Blob, step, problem)),
+            Err(problem) => Err(Stop::new(Hop::Blob, &served_by, step, problem)),
         }
     }
 
@@ -226,6 +227,7 @@ mod tests {
     use super::*;
     use crate::probe::evidence::Evidence;
     use crate::probe::oci::sha256_digest;
+    use crate::vocab::Layer;
 
     #[tokio::test]
     async fn a_corrupt_layer_fails_on_the_blob_hop_naming_both_digests() {

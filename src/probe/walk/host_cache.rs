@@ -3,6 +3,7 @@
 
 use super::Walk;
 use crate::probe::net::{Network, Target};
+use crate::probe::step::Step;
 use crate::probe::stop::Stop;
 use crate::probe::tls::TlsEvidence;
 use crate::vocab::Hop;
@@ -15,11 +16,10 @@ impl<N: Network> Walk<N> {
             return match done {
                 Ok(()) => Ok(()),
                 Err(earlier) => {
-                    let earlier = earlier.clone();
-                    let detail = format!("failed before at {}: {}", earlier.step, earlier.evidence);
-                    self.path.record(hop, at, "host", false, detail, None);
-                    let layer = earlier.mechanism_or_layer();
-                    Err(Stop::new(hop, at, layer, earlier.step, *earlier.evidence))
+                    let again = earlier.again(hop, at);
+                    let detail = format!("failed before at {}: {}", again.step, again.evidence);
+                    self.path.record(hop, at, Step::Host, false, detail, None);
+                    Err(again)
                 }
             };
         }
@@ -40,12 +40,11 @@ impl<N: Network> Walk<N> {
                 Err(Stop::new(
                     Hop::Proxy,
                     &proxy.authority,
-                    f.layer,
-                    f.step,
+                    f.step.clone(),
                     f.evidence.clone(),
                 ))
             }
-            (Some(f), _) => Err(Stop::new(hop, at, f.layer, f.step, f.evidence.clone())),
+            (Some(f), _) => Err(Stop::new(hop, at, f.step.clone(), f.evidence.clone())),
         };
         self.hosts.push(check);
         self.checked.insert(target.clone(), result.clone());

@@ -1,7 +1,7 @@
 //! containerd's host order: which hosts a resolve asks and which a fetch asks, what a 404 or a
 //! failure on one host means for the next, and how a manifest answer is read.
 
-use super::{FallbackTo, RANGE_BYTES, Walk, short};
+use super::{FallbackTo, RANGE_BYTES, Walk};
 use crate::image_ref::Digest;
 use crate::probe::authority::Authority;
 use crate::probe::evidence::{ConfigProblem, Evidence};
@@ -9,6 +9,7 @@ use crate::probe::net::{Network, Response};
 use crate::probe::oci::{self, Descriptor, MANIFEST_TYPES, ReadManifest};
 use crate::probe::refusal::{HttpRefusal, Refused, Said};
 use crate::probe::registry::{self, MAX_ERROR_BODY, MAX_MANIFEST};
+use crate::probe::step::{Step, short_digest};
 use crate::probe::stop::Stop;
 use crate::vocab::{Hop, Layer};
 
@@ -38,7 +39,8 @@ impl<N: Network> Walk<N> {
                 caps.pull && (asked.is_some() || caps.resolve)
             })
             .collect();
-        let step = format!("manifest {reference}");
+        let step = Step::Manifest(reference.clone());
+        let what = step.to_string();
         let mut first_failure = None;
         let mut not_found = None;
         for i in candidates {
@@ -50,16 +52,16 @@ impl<N: Network> Walk<N> {
                 Ok((response, at)) => {
                     // The host answered: what it sent decides, with no fallback after it.
                     let read = self
-                        .read_manifest(response, hop, &at, &step, asked.as_ref())
+                        .read_manifest(response, hop, &at, step.clone(), asked.as_ref())
                         .await?;
                     return Ok((i, read));
                 }
                 Err(Miss::NotFound(stop)) => {
-                    self.fell_back(&endpoint, hop, &step, &stop, FallbackTo::NextHost);
+                    self.fell_back(&endpoint, hop, &what, &stop, FallbackTo::NextHost);
                     not_found = Some(stop);
                 }
                 Err(Miss::Failed(stop)) => {
-                    self.fell_back(&endpoint, hop, &step, &stop, FallbackTo::NextHost);
+                    self.fell_back(&endpoint, hop, &what, &stop, FallbackTo::NextHost);
                     first_failure.get_or_insert(stop);
                 }
             }
@@ -82,7 +84,7 @@ impl<N: Network> Walk<N> {
         let url = self
             .api_url(i, "manifests", reference)
             .map_err(Miss::Failed)?;
-        let step = format!("manifest {reference}");
+        let step = Step::Manifest(reference.to_string());
         let accept = [("Accept".to_string(), MANIFEST_TYPES.to_string())];
         let (response, at) = self
             .get_authorized(i, hop, url, &accept, &step)
@@ -91,7 +93,7 @@ impl<N: Network> Walk<N> {
         if (200..300).contains(&response.status) {
             return Ok((response, at));
         }
-        let stop = self.manifest_refused(response, hop, &at, &step).await;
+        let stop = self.manifest_refused(response, hop, &at, step).await;
         if stop.layer == Layer::NotFound {
             Err(Miss::NotFound(stop))
         } else {
@@ -104,7 +106,7 @@ impl<N: Network> Walk<N> {
         response: Response<N::Body>,
         hop: Hop,
         at: &Authority,
-        step: &str,
+        step: Step,
     ) -> Stop {
         let status = response.status;
         let challenge = response.header("www-authenticate").map(String::from);
@@ -114,12 +116,10 @@ impl<N: Network> Walk<N> {
             .await
             .unwrap_or_default();
         let had_auth = self.authorizations.contains_key(at);
-        let (layer, mut refusal) =
+        let mut refusal =
             registry::interpret_manifest_failure(status, challenge.as_deref(), &body, had_auth);
         refusal.retry = retry;
-        self.path
-            .record(hop, at, step, false, refusal.to_string(), None);
-        Stop::new(hop, at, layer, step, refusal)
+        self.fail(hop, at, step, refusal, None)
     }
 
     async fn read_manifest(
@@ -127,7 +127,7 @@ impl<N: Network> Walk<N> {
         response: Response<N::Body>,
         hop: Hop,
         at: &Authority,
-        step: &str,
+        step: Step,
         asked: Option<&Digest>,
     ) -> Result<ReadManifest, Stop> {
         let content_type = response.header("content-type").unwrap_or("?").to_string();
@@ -144,11 +144,7 @@ impl<N: Network> Walk<N> {
                     .record(hop, at, step, true, read.summary.clone(), None);
                 Ok(read)
             }
-            Err(evidence) => {
-                self.path
-                    .record(hop, at, step, false, evidence.to_string(), None);
-                Err(Stop::new(hop, at, Layer::Other, step, evidence))
-            }
+            Err(evidence) => Err(self.fail(hop, at, step, evidence, None)),
         }
     }
 
@@ -156,8 +152,8 @@ impl<N: Network> Walk<N> {
     pub(super) async fn fetch_manifest(&mut self, digest: &Digest) -> Result<ReadManifest, Stop> {
         let (i, response, at) = self.open_anywhere(Fetch::Manifest(digest)).await?;
         let hop = self.endpoints[i].hop();
-        let step = format!("manifest {}", short(digest));
-        self.read_manifest(response, hop, &at, &step, Some(digest))
+        let step = Step::ManifestByDigest(digest.clone());
+        self.read_manifest(response, hop, &at, step, Some(digest))
             .await
     }
 
@@ -176,8 +172,10 @@ impl<N: Network> Walk<N> {
                         self.endpoints[i].config.authority.clone(),
                     );
                     let what = match fetch {
-                        Fetch::Manifest(d) => format!("fetch {}", short(d)),
-                        Fetch::Blob { desc, .. } => format!("fetch {}", short(&desc.digest)),
+                        Fetch::Manifest(d) => format!("fetch {}", short_digest(d)),
+                        Fetch::Blob { desc, .. } => {
+                            format!("fetch {}", short_digest(&desc.digest))
+                        }
                     };
                     self.fell_back(&endpoint, hop, &what, &stop, FallbackTo::NextHost);
                     first.get_or_insert(stop);
@@ -197,13 +195,13 @@ impl<N: Network> Walk<N> {
             Fetch::Manifest(digest) => (
                 self.endpoints[i].hop(),
                 self.api_url(i, "manifests", digest.as_str())?,
-                format!("manifest {}", short(digest)),
+                Step::ManifestByDigest((*digest).clone()),
                 vec![("Accept".to_string(), MANIFEST_TYPES.to_string())],
             ),
             Fetch::Blob { desc, .. } => (
                 Hop::Blob,
                 self.api_url(i, "blobs", desc.digest.as_str())?,
-                short(&desc.digest),
+                Step::OpenBlob(desc.digest.clone()),
                 vec![],
             ),
         };
@@ -215,7 +213,7 @@ impl<N: Network> Walk<N> {
             return Ok((response, at));
         }
         if let Fetch::Manifest(_) = fetch {
-            return Err(self.manifest_refused(response, hop, &at, &step).await);
+            return Err(self.manifest_refused(response, hop, &at, step).await);
         }
         let status = response.status;
         let body = self
@@ -228,15 +226,7 @@ impl<N: Network> Walk<N> {
             Refused::Status,
             Said::from_host(&body, &at, registry_host),
         );
-        self.path
-            .record(hop, &at, &step, false, refusal.to_string(), None);
-        Err(Stop::new(
-            hop,
-            &at,
-            Layer::from_http_status(status),
-            step,
-            refusal,
-        ))
+        Err(self.fail(hop, &at, step, refusal, None))
     }
 }
 

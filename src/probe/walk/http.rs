@@ -9,10 +9,11 @@ use url::Url;
 use super::Walk;
 use crate::probe::authority::{Authority, Scheme};
 use crate::probe::evidence::{ConfigProblem, Evidence};
-use crate::probe::net::{Network, Request, Response, Target, Transport};
+use crate::probe::net::{Network, Request, Response, Target};
 use crate::probe::redirect::{self, MAX_REDIRECTS, Next, RedirectProblem};
+use crate::probe::step::Step;
 use crate::probe::stop::Stop;
-use crate::vocab::{Hop, Layer};
+use crate::vocab::Hop;
 
 /// What one request carries besides its endpoint's own headers.
 #[derive(Default)]
@@ -56,7 +57,7 @@ impl<N: Network> Walk<N> {
         i: usize,
         hop: Hop,
         mut url: Url,
-        step: &str,
+        step: &Step,
         outgoing: Outgoing,
     ) -> Result<(Response<N::Body>, Authority), Stop> {
         let Outgoing {
@@ -72,7 +73,7 @@ impl<N: Network> Walk<N> {
             let Some(mut target) = Target::of(&url, trust) else {
                 let url = redirect::redact_url(&url).to_string();
                 let problem = Evidence::Config(ConfigProblem::NotHttp { url });
-                return Err(Stop::new(hop, &at, Layer::Other, step, problem));
+                return Err(Stop::new(hop, &at, step.clone(), problem));
             };
             // Every request URL is asked whether it goes through the runtime's proxy.
             target.proxy_url = self.settings.proxy.proxy_for(&url).cloned();
@@ -104,25 +105,20 @@ impl<N: Network> Walk<N> {
             }
             let started = Instant::now();
             let timeout = self.settings.timeouts.http;
-            let response = match tokio::time::timeout(timeout, self.net.send(&target, request))
-                .await
-            {
-                Ok(Ok(response)) => response,
-                Ok(Err(transport)) => {
-                    let layer = transport_layer(&transport);
-                    let stop = Stop::new(hop, &at, layer, step, Evidence::Transport(transport));
-                    self.path
-                        .record(hop, &at, step, false, stop.evidence.to_string(), None);
-                    return Err(stop);
-                }
-                Err(_) => {
-                    let ms = timeout.as_millis();
-                    let stop = Stop::new(hop, &at, Layer::Route, step, Evidence::NoHeaders { ms });
-                    self.path
-                        .record(hop, &at, step, false, stop.evidence.to_string(), None);
-                    return Err(stop);
-                }
-            };
+            let response =
+                match tokio::time::timeout(timeout, self.net.send(&target, request)).await {
+                    Ok(Ok(response)) => response,
+                    Ok(Err(transport)) => {
+                        let evidence = Evidence::Transport(transport);
+                        return Err(self.fail(hop, &at, step.clone(), evidence, None));
+                    }
+                    Err(_) => {
+                        let evidence = Evidence::NoHeaders {
+                            ms: timeout.as_millis(),
+                        };
+                        return Err(self.fail(hop, &at, step.clone(), evidence, None));
+                    }
+                };
             match redirect::interpret_redirect(&url, response.status, response.header("location")) {
                 Ok(Next::Final) => return Ok((response, at)),
                 Ok(Next::Follow(next)) => {
@@ -153,39 +149,14 @@ impl<N: Network> Walk<N> {
                             from: at.clone(),
                             target: redirect::redact_url(&next),
                         };
-                        self.path
-                            .record(hop, &at, step, false, problem.to_string(), None);
-                        return Err(Stop::new(hop, &at, Layer::Other, step, problem));
+                        return Err(self.fail(hop, &at, step.clone(), problem, None));
                     }
                     url = next;
                 }
-                Err(problem) => {
-                    self.path
-                        .record(hop, &at, step, false, problem.to_string(), None);
-                    return Err(Stop::new(hop, &at, Layer::Other, step, problem));
-                }
+                Err(problem) => return Err(self.fail(hop, &at, step.clone(), problem, None)),
             }
         }
-        let problem = RedirectProblem::TooMany;
-        self.path
-            .record(hop, &at, step, false, problem.to_string(), None);
-        Err(Stop::new(hop, &at, Layer::Other, step, problem))
-    }
-}
-
-/// The layer of a request that got no answer from a host it had connected to: silence is a
-/// path that drops (`route`, as a dial timeout is), a reset is the peer refusing; a broken,
-/// oversized or unreadable answer is the host's own fault (`other`, with what broke).
-fn transport_layer(transport: &Transport) -> Layer {
-    match transport {
-        Transport::TimedOut(_) => Layer::Route,
-        Transport::Reset(_) => Layer::Refused,
-        Transport::Closed(_)
-        | Transport::HeadersTooLarge(_)
-        | Transport::Malformed(_)
-        | Transport::Tls(_)
-        | Transport::Unchecked(_)
-        | Transport::Other(_) => Layer::Other,
+        Err(self.fail(hop, &at, step.clone(), RedirectProblem::TooMany, None))
     }
 }
 
@@ -195,7 +166,9 @@ mod tests {
 
     use super::super::scripted::*;
     use super::*;
+    use crate::probe::net::Transport;
     use crate::probe::oci::sha256_digest;
+    use crate::vocab::Layer;
 
     #[tokio::test(start_paused = true)]
     async fn headers_that_never_come_are_a_route_failure_after_the_http_timeout() {

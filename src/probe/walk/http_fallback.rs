@@ -7,8 +7,9 @@ use super::{FallbackTo, Walk};
 use crate::probe::authority::Scheme;
 use crate::probe::evidence::{ConfigProblem, Evidence};
 use crate::probe::net::{Network, Target};
+use crate::probe::step::Step;
 use crate::probe::stop::Stop;
-use crate::vocab::{Hop, Layer};
+use crate::vocab::Hop;
 
 impl<N: Network> Walk<N> {
     /// containerd 1.7+'s HTTPS-first try of an `http://` host with TLS settings, settled on
@@ -51,8 +52,7 @@ impl<N: Network> Walk<N> {
                     return Err(Stop::new(
                         hop,
                         &plain,
-                        Layer::Other,
-                        "http fallback",
+                        Step::HttpFallback,
                         Evidence::Config(problem),
                     ));
                 }
@@ -63,7 +63,7 @@ impl<N: Network> Walk<N> {
                     stop.evidence
                 );
                 self.path
-                    .record(hop, &plain, "http fallback", true, detail, None);
+                    .record(hop, &plain, Step::HttpFallback, true, detail, None);
                 self.fell_back(&https, hop, "try HTTPS first", &stop, FallbackTo::PlainHttp);
                 Ok(())
             }
@@ -76,7 +76,7 @@ impl<N: Network> Walk<N> {
 mod tests {
     use super::super::WalkEndpoint;
     use super::super::scripted::*;
-    use super::*;
+    use crate::vocab::Layer;
 
     /// hosts.toml `[host."http://r.test:5000"]` with TLS settings, as containerd 1.7+ builds it.
     fn https_first(host: &str) -> WalkEndpoint {

@@ -37,19 +37,21 @@ use std::time::Duration;
 
 use super::authority::Authority;
 use super::body::{BodyProblem, Meter};
-use super::creds::Credentials;
+use super::check::{HostCheck, Timeouts};
 use super::evidence::{ConfigProblem, Evidence};
-use super::host::{HostCheck, Timeouts};
 use super::hosts_toml::Endpoint;
 use super::net::{Network, Target, TrustId};
 use super::oci::{self, Manifest, Platform};
 use super::path::{PathHop, PullPath};
 use super::proxy::ProxyConfig;
+use super::step::Step;
 use super::stop::Stop;
+use crate::credentials::Credentials;
 use crate::image_ref::{Digest, ImageRef};
-use crate::vocab::{Hop, Layer};
+use crate::vocab::Hop;
 
 pub use super::body::read_limited;
+pub use super::step::BlobKind;
 
 /// How much of each layer a quick probe reads.
 pub const RANGE_BYTES: usize = 1024;
@@ -83,22 +85,6 @@ impl WalkEndpoint {
             Hop::Registry
         } else {
             Hop::Mirror
-        }
-    }
-}
-
-/// `config` or `layer`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlobKind {
-    Config,
-    Layer,
-}
-
-impl BlobKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BlobKind::Config => "config",
-            BlobKind::Layer => "layer",
         }
     }
 }
@@ -227,15 +213,24 @@ impl<N: Network> Walk<N> {
             after: deadline,
             reading: reading.map(|meter| meter.trickle()),
         };
-        self.path.record(
-            hop,
-            &authority,
-            "deadline",
-            false,
-            evidence.to_string(),
-            None,
-        );
-        Stop::new(hop, &authority, Layer::Other, "deadline", evidence)
+        self.fail(hop, &authority, Step::Deadline, evidence, None)
+    }
+
+    /// A step that failed: recorded on the path once, in its evidence's words, and returned as
+    /// the walk's stop.
+    fn fail(
+        &mut self,
+        hop: Hop,
+        at: &Authority,
+        step: Step,
+        evidence: impl Into<Evidence>,
+        elapsed: Option<Duration>,
+    ) -> Stop {
+        let stop = Stop::new(hop, at, step, evidence);
+        let detail = stop.evidence.to_string();
+        self.path
+            .record(hop, at, &stop.step, false, detail, elapsed);
+        stop
     }
 
     /// The registry's own host: the last endpoint marked so (hosts.toml's `server`).
@@ -258,8 +253,7 @@ impl<N: Network> Walk<N> {
         Stop::new(
             Hop::Registry,
             &self.registry(),
-            Layer::Other,
-            "hosts.toml",
+            Step::HostsToml,
             Evidence::Config(problem),
         )
     }
@@ -274,26 +268,12 @@ impl<N: Network> Walk<N> {
                 let child = match oci::select_platform(&entries, &wanted) {
                     Ok(child) => child.clone(),
                     Err(problem) => {
-                        self.path.record(
-                            hop,
-                            &authority,
-                            "platform",
-                            false,
-                            problem.to_string(),
-                            None,
-                        );
-                        return Err(Stop::new(
-                            hop,
-                            &authority,
-                            Layer::Platform,
-                            "platform",
-                            problem,
-                        ));
+                        return Err(self.fail(hop, &authority, Step::Platform, problem, None));
                     }
                 };
                 let chosen = format!("{wanted} → {}", child.digest);
                 self.path
-                    .record(hop, &authority, "platform", true, chosen, None);
+                    .record(hop, &authority, Step::Platform, true, chosen, None);
                 self.fetch_manifest(&child.digest).await?.manifest
             }
             image => image,
@@ -304,8 +284,7 @@ impl<N: Network> Walk<N> {
             return Err(Stop::new(
                 hop,
                 &at,
-                Layer::Other,
-                "platform",
+                Step::Platform,
                 oci::ManifestProblem::NestedIndex,
             ));
         };
@@ -355,16 +334,13 @@ impl<N: Network> Walk<N> {
     }
 }
 
-fn short(digest: &Digest) -> String {
-    digest.as_str().chars().take(19).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::scripted::*;
     use super::*;
     use crate::probe::evidence::Evidence;
     use crate::probe::oci::sha256_digest;
+    use crate::vocab::Layer;
 
     #[tokio::test]
     async fn a_healthy_pull_keeps_the_authorization_on_the_registry() {

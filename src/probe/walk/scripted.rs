@@ -16,11 +16,13 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::*;
 use crate::probe::authority::Scheme;
+use crate::probe::check::StepFailure;
 use crate::probe::dns::Resolution;
-use crate::probe::host::StepFailure;
 use crate::probe::hosts_toml::Capabilities;
 use crate::probe::net::{Body, Request, Response, Transport};
 use crate::probe::oci::sha256_digest;
+use crate::probe::step::Step;
+use crate::vocab::Layer;
 
 /// What a scripted host answers to one path.
 #[derive(Clone)]
@@ -117,6 +119,17 @@ fn broken_evidence(layer: Layer, name: &str) -> crate::probe::evidence::Evidence
     }
 }
 
+/// A host check's step by its name, as tests script it.
+fn step_named(name: &str) -> Step {
+    match name {
+        "dns" => Step::Dns,
+        "route" => Step::Route,
+        "connect" => Step::Connect,
+        "tls" => Step::Tls,
+        other => panic!("no host check step {other:?}"),
+    }
+}
+
 impl Scripted {
     pub(super) fn reply(mut self, at: &str, reply: Reply) -> Scripted {
         self.replies.insert(at.to_string(), reply);
@@ -199,7 +212,7 @@ impl Network for Scripted {
                 .expect("lock")
                 .push((name.clone(), proxy.clone()));
             let mut check =
-                crate::probe::host::unchecked(&target.authority.host, target.authority.port, hop);
+                crate::probe::check::unchecked(&target.authority.host, target.authority.port, hop);
             let status = self.refused_tunnels.get(&name).copied().unwrap_or(200);
             check.tunnel = Some(crate::probe::host::Tunnel {
                 proxy: proxy.clone(),
@@ -208,8 +221,7 @@ impl Network for Scripted {
             });
             if status != 200 {
                 check.failure = Some(StepFailure {
-                    layer: Layer::Proxy,
-                    step: "CONNECT",
+                    step: Step::Tunnel,
                     evidence: crate::probe::evidence::Evidence::Tunnel {
                         target: name.clone(),
                         tunnel: check.tunnel.clone().expect("the tunnel"),
@@ -226,15 +238,13 @@ impl Network for Scripted {
             .broken_hosts
             .get(&name)
             .map(|(layer, step)| StepFailure {
-                layer: *layer,
-                step,
+                step: step_named(step),
                 evidence: broken_evidence(*layer, &target.authority.host),
             });
         let mut tls = None;
         if self.plain_http.contains(&name) && target.scheme == Scheme::Https {
             failure = Some(StepFailure {
-                layer: Layer::Tls,
-                step: "tls",
+                step: Step::Tls,
                 evidence: crate::probe::tls::TlsProblem::PlainHttp.into(),
             });
             tls = Some(crate::probe::tls::TlsEvidence {

@@ -7,8 +7,8 @@ use super::Walk;
 use crate::probe::authority::Authority;
 use crate::probe::evidence::{ConfigProblem, Evidence};
 use crate::probe::net::Network;
+use crate::probe::step::Step;
 use crate::probe::stop::Stop;
-use crate::vocab::Layer;
 
 impl<N: Network> Walk<N> {
     /// `scheme://host/v2/<repository>/<kind>/<reference>`, with `?ns=` for a mirror as
@@ -34,13 +34,7 @@ impl<N: Network> Walk<N> {
                 error: e.to_string(),
             };
             let problem = Evidence::Config(problem);
-            Stop::new(
-                hop,
-                &endpoint.authority,
-                Layer::Other,
-                "hosts.toml",
-                problem,
-            )
+            Stop::new(hop, &endpoint.authority, Step::HostsToml, problem)
         })?;
         let registry = &self.settings.image.registry;
         if rest != "/" && Authority::parse(registry, 443).as_ref() != Some(&endpoint.authority) {

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::Serialize;
 
-use crate::probe::host::HostCheck;
+use crate::probe::check::HostCheck;
 use crate::probe::{connect, dns, route, tls};
 use crate::vocab::{Hop, Layer};
 
@@ -121,7 +121,7 @@ pub struct CertReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct FailureReport {
     pub layer: Layer,
-    pub step: &'static str,
+    pub step: String,
     pub detail: String,
 }
 
@@ -142,8 +142,8 @@ impl From<&HostCheck> for HostReport {
                 detail: t.detail.clone(),
             }),
             failure: h.failure.as_ref().map(|f| FailureReport {
-                layer: f.layer,
-                step: f.step,
+                layer: f.layer(),
+                step: f.step.to_string(),
                 detail: f.evidence.to_string(),
             }),
         }

@@ -125,7 +125,7 @@ impl TlsProblem {
 
     /// rustls's error (when the failure was one) mapped to its kind, with the facts of the
     /// presented leaf a person needs; `error` is the transport's words for anything else.
-    pub(super) fn of(
+    pub(crate) fn of(
         rustls_error: Option<&rustls::Error>,
         error: &str,
         chain: &[CertSummary],
