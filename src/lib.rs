@@ -8,6 +8,8 @@
 pub mod vocab;
 /// Image references, read the way containerd reads them.
 pub mod image_ref;
+/// A registry credential (user name and secret), as the kubelet passes it and the probe sends it.
+pub mod credentials;
 /// The kubelet's keyring rules: which docker config key covers an image, in the order tried.
 pub mod keyring;
 /// The node's filesystem, read inside its root as the node's own processes read it.
@@ -40,8 +42,6 @@ pub mod cli;
 pub mod cli_docs;
 /// The command line's arguments → the engine's configuration.
 pub mod configure;
-/// A registry credential (user name and secret), as the kubelet passes it and the probe sends it.
-pub mod credentials;
 /// Exit statuses.
 pub mod exit;
 /// Each command's workflow: what `main` dispatches to (nothing else imports it).

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{CredentialSource, MatchedCredential, SourceOutcome};
 use crate::credentials::Credentials;
-use crate::keyring::{is_default_registry, near_miss, normalize_key, urls_match};
+use crate::keyring::{lookup_order, near_miss, normalize_key};
 
 /// The kubelet's `BasicDockerKeyring`: entries under normalized keys; lookup walks the keys
 /// reverse-sorted, so `quay.io/team` comes before `quay.io`.
@@ -34,20 +34,11 @@ impl Keyring {
     /// Every matching entry, most specific key first; Docker Hub images fall back to the
     /// `index.docker.io` entry.
     pub fn lookup(&self, image: &str) -> Vec<MatchedCredential> {
-        let found: Vec<MatchedCredential> = self
-            .entries
-            .iter()
-            .rev()
-            .filter(|(key, _)| urls_match(key, image))
-            .flat_map(|(_, c)| c.iter().cloned())
-            .collect();
-        if !found.is_empty() || !is_default_registry(image) {
-            return found;
-        }
-        self.entries
-            .get("index.docker.io")
-            .cloned()
-            .unwrap_or_default()
+        let keys: Vec<&String> = self.entries.keys().collect();
+        lookup_order(&keys, image)
+            .into_iter()
+            .flat_map(|key| self.entries.get(*key).into_iter().flatten().cloned())
+            .collect()
     }
 
     /// The evidence of a lookup in this keyring.
