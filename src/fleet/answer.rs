@@ -143,7 +143,7 @@ pub enum Answer {
     },
     /// The run could not ask this node (its pod refused, unmountable, never started, …): a
     /// problem of the run, named with its evidence, not a verdict on the pool.
-    Problem(super::life::RunProblem),
+    Problem(super::run_problem::RunProblem),
     /// The API refused the probe pod for pullpath's own reasons (RBAC, a missing namespace).
     NotCreated {
         code: Option<u16>,

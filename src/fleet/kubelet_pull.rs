@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 use serde_json::json;
 
-use super::pod_spec::{extend, pinned_spec, run_pod_metadata};
+use super::pod_base::{extend, pinned_spec, run_pod_metadata};
 use crate::failure_text;
 use crate::report;
 use crate::verdict::{Failure, Verdict};

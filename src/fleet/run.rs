@@ -21,45 +21,26 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use kube::api::{Api, ListParams, LogParams, PostParams};
 
 use super::answer::{self, Answer};
 use super::kubelet_pull::{KubeletPull, KubeletPullPlan};
-use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
+use super::life::{self, Clocks, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
 use super::progress::{Doing, tell};
+use super::run_objects::{api_error, at_once, delete_run};
 
 mod fresh_node;
 mod kubelet;
-mod refused;
 mod watch;
 
+pub use super::config::RunSettings;
+pub use super::run_objects::{Cleanup, RunObjectsRefused};
 use kubelet::kubelet_pull_on;
-pub use refused::RunObjectsRefused;
 use watch::{finished, watch_pods};
 
 /// A pod log beyond this is not a probe report (the report is a few KiB).
 const MAX_LOG_BYTES: i64 = 4 << 20;
-
-#[derive(Debug, Clone)]
-pub struct RunSettings {
-    pub namespace: String,
-    pub parallel: usize,
-    /// The whole run's deadline, pod starts and probes included.
-    pub deadline: Duration,
-    /// How often a running probe pod is asked for its phase.
-    pub poll: Duration,
-    /// Each probe pod's own time to start and to answer, apart from the run's deadline.
-    pub budgets: Budgets,
-    /// Whether the probe image shares the image's registry host.
-    pub origin: ProbeOrigin,
-    /// The client's request timeout: a watch is renewed within it.
-    pub request_timeout: Duration,
-    /// `--fresh-node-timeout`: how long a fresh probe pod may wait for its node.
-    pub fresh_wait: Duration,
-    /// Where each pod's steps are told while the run waits (a terminal's progress lines).
-    pub progress: Option<super::progress::Sink>,
-}
 
 /// What the lister last saw: the run's pods by name, or why it could not list them.
 #[derive(Debug, Clone, Default)]
@@ -127,32 +108,6 @@ pub struct RunOutcome {
     pub cleanup: Result<Cleanup, RunObjectsRefused>,
     /// Why the probe pods' events could not be read, when they could not.
     pub events_unread: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cleanup {
-    pub deleted: usize,
-    /// Pods still listed after the delete (deleted but not yet gone, or created meanwhile).
-    pub remaining: usize,
-    /// Why the list after the delete failed: the delete went through, but nothing proves no
-    /// pod is left.
-    pub unverified: Option<String>,
-}
-
-impl Cleanup {
-    /// Two deletes of one run (pods in two namespaces, pods and ConfigMaps) as one; the first
-    /// failure when either failed.
-    pub fn both(
-        a: Result<Cleanup, RunObjectsRefused>,
-        b: Result<Cleanup, RunObjectsRefused>,
-    ) -> Result<Cleanup, RunObjectsRefused> {
-        let (a, b) = (a?, b?);
-        Ok(Cleanup {
-            deleted: a.deleted + b.deleted,
-            remaining: a.remaining + b.remaining,
-            unverified: a.unverified.or(b.unverified),
-        })
-    }
 }
 
 /// Probe every plan's node; `interrupt` resolving ends the run early.
@@ -415,7 +370,7 @@ async fn probe_node(
     // (a request per node in every wave); the run's cleanup deletes by label whatever is left.
     let (api, name) = (api.clone(), plan.name.clone());
     tokio::spawn(async move {
-        let _ = api.delete(&name, &now()).await;
+        let _ = api.delete(&name, &at_once()).await;
     });
     (answer, fresh)
 }
@@ -531,58 +486,5 @@ fn terminated(pod: &Pod) -> String {
         ),
         (None, Some(reason)) => format!("; the pod ended: {reason}"),
         (None, None) => String::new(),
-    }
-}
-
-fn now() -> DeleteParams {
-    DeleteParams {
-        grace_period_seconds: Some(0),
-        ..DeleteParams::default()
-    }
-}
-
-/// Delete every object (pods, the delivered ConfigMaps) matching `selector` in the probe
-/// namespace, then count what is left.
-pub async fn delete_run<K>(api: &Api<K>, selector: &str) -> Result<Cleanup, RunObjectsRefused>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let params = ListParams::default().labels(selector);
-    let deleted = match api.delete_collection(&now(), &params).await {
-        Ok(either) => either.left().map_or(0, |list| list.items.len()),
-        Err(e) => {
-            return Err(RunObjectsRefused::Delete {
-                plural: K::plural(&Default::default()).into_owned(),
-                selector: selector.to_string(),
-                error: Arc::new(e),
-            });
-        }
-    };
-    Ok(match api.list(&params).await {
-        Ok(list) => Cleanup {
-            deleted,
-            remaining: list.items.len(),
-            unverified: None,
-        },
-        Err(e) => Cleanup {
-            deleted,
-            remaining: 0,
-            unverified: Some(format!(
-                "cannot list the run's {} ({selector}): {}",
-                K::plural(&Default::default()),
-                api_error(&e)
-            )),
-        },
-    })
-}
-
-/// An API error in one line: the apiserver's own message when it sent a Status.
-pub(crate) fn api_error(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) => {
-            format!("{} {}: {}", status.code, status.reason, status.message)
-        }
-        other => other.to_string(),
     }
 }

@@ -216,9 +216,9 @@ pub fn choose(
                 .cmp(&a.facts.created_seconds.unwrap_or(i64::MIN))
                 .then(a.facts.name.cmp(&b.facts.name))
         });
-        let wanted = members.first().is_some_and(|m| {
+        let pool_wanted = members.first().is_some_and(|m| {
             let key = m.facts.pool.as_ref().map_or("", |p| p.0.as_str());
-            super::nodeless::wanted(&choice.pools, key, &pool)
+            wanted(&choice.pools, key, &pool)
         });
         let mut taken = 0;
         for c in &mut members {
@@ -230,7 +230,7 @@ pub fn choose(
             }
             (c.chosen, c.why) = if named {
                 (true, "the node the pod landed on".to_string())
-            } else if !wanted {
+            } else if !pool_wanted {
                 (false, "pool not in --pools".to_string())
             } else if !c.ready {
                 (false, "not Ready".to_string())
@@ -266,6 +266,15 @@ pub fn choose(
         out.extend(members);
     }
     out
+}
+
+/// Whether `--pools` (empty: every pool) wants pool `name` of label `key`: by name, or as
+/// `key=name`.
+pub fn wanted(pools: &[String], key: &str, name: &str) -> bool {
+    pools.is_empty()
+        || pools
+            .iter()
+            .any(|p| p == name || p.split_once('=') == Some((key, name)))
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 
-use super::{RunSettings, api_error, now};
+use super::RunSettings;
 use crate::fleet::kubelet_pull::{self, KubeletPull, KubeletPullPlan};
+use crate::fleet::run_objects::{api_error, at_once};
 
 /// The kubelet's own pull on one node: create the kubelet-pull pod, read it each poll interval
 /// until its status says how the pull went (within the start budget), delete it. One get per
@@ -53,6 +54,6 @@ pub(super) async fn kubelet_pull_on(
             };
         }
     };
-    let _ = api.delete(&plan.name, &now()).await;
+    let _ = api.delete(&plan.name, &at_once()).await;
     answer
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::fleet::progress::{Doing, Step};
+use super::progress::{Doing, Step};
+use crate::render::terminal::inline;
 
 /// Draw every step `steps` brings until the run drops its senders.
 pub async fn draw(mut steps: tokio::sync::mpsc::UnboundedReceiver<Step>) {
@@ -22,7 +23,7 @@ pub async fn draw(mut steps: tokio::sync::mpsc::UnboundedReceiver<Step>) {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        let words = super::terminal::inline(&step.to_string());
+        let words = inline(&step.to_string());
         match step.doing {
             Doing::Answered(_) => bar.finish_with_message(words),
             _ => bar.set_message(words),
