@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 
+use super::ending::Ending;
 use crate::advice::advise;
 use crate::failure_text;
 use crate::pod;
@@ -139,7 +140,7 @@ pub enum Answer {
     },
     /// No report: the pod failed otherwise, its log held none, or the deadline came first.
     Missing {
-        why: String,
+        why: Missing,
     },
     /// The run could not ask this node (its pod refused, unmountable, never started, …): a
     /// problem of the run, named with its evidence, not a verdict on the pool.
@@ -147,7 +148,7 @@ pub enum Answer {
     /// The API refused the probe pod for pullpath's own reasons (RBAC, a missing namespace).
     NotCreated {
         code: Option<u16>,
-        why: String,
+        why: CreateRefused,
     },
 }
 
@@ -189,6 +190,106 @@ impl std::fmt::Display for UnreadableReport {
             ),
             UnreadableReport::FailedWithoutLayer => {
                 f.write_str("the probe report failed without naming a layer")
+            }
+        }
+    }
+}
+
+/// The API's refusal of a probe pod's create: the pod, and the API's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateRefused {
+    pub pod: String,
+    pub error: String,
+}
+
+impl std::fmt::Display for CreateRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot create probe pod {}: {}", self.pod, self.error)
+    }
+}
+
+/// Why a node has no answer, with its evidence; `Display` words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// The run ended before this node answered; the last list of the run's pods, when it
+    /// failed (a lister that kept failing is why nobody heard back).
+    Unanswered {
+        ending: Ending,
+        last_list_error: Option<String>,
+    },
+    /// The run's lister stopped while this node waited.
+    StoppedListing,
+    /// The probe pod is gone from the run's lists before it finished; the lists' own failure
+    /// when they failed instead.
+    Gone {
+        pod: String,
+        list_error: Option<String>,
+    },
+    /// The probe pod's log could not be read: the API's words.
+    LogUnread { pod: String, error: String },
+    /// The log holds no probe report; how the probe container ended, when the pod says.
+    NoReport {
+        why: UnreadableReport,
+        ended: Option<Ended>,
+    },
+}
+
+/// How a probe container (or its pod) ended, as the pod's status says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The container's exit code and reason (`137`, `OOMKilled`).
+    Exited { code: i32, reason: Option<String> },
+    /// No container state, but the pod's own reason.
+    Pod { reason: String },
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Unanswered {
+                ending,
+                last_list_error,
+            } => {
+                f.write_str(match ending {
+                    Ending::Finished => "the probe task ended without an answer",
+                    Ending::Deadline => {
+                        "the run's deadline (--deadline) came before this node answered"
+                    }
+                    Ending::Interrupted => "the run was interrupted before this node answered",
+                })?;
+                match last_list_error {
+                    Some(error) => write!(f, "; the last list of the run's pods failed: {error}"),
+                    None => Ok(()),
+                }
+            }
+            Missing::StoppedListing => f.write_str("the run stopped listing its probe pods"),
+            Missing::Gone {
+                list_error: Some(error),
+                ..
+            } => f.write_str(error),
+            Missing::Gone {
+                pod,
+                list_error: None,
+            } => write!(
+                f,
+                "probe pod {pod} disappeared before it finished (deleted by someone else, or evicted)"
+            ),
+            Missing::LogUnread { pod, error } => {
+                write!(f, "cannot read the log of probe pod {pod}: {error}")
+            }
+            Missing::NoReport { why, ended } => {
+                write!(f, "{why}")?;
+                match ended {
+                    Some(Ended::Exited { code, reason }) => {
+                        write!(f, "; the probe exited {code}")?;
+                        match reason {
+                            Some(reason) => write!(f, " ({reason})"),
+                            None => Ok(()),
+                        }
+                    }
+                    Some(Ended::Pod { reason }) => write!(f, "; the pod ended: {reason}"),
+                    None => Ok(()),
+                }
             }
         }
     }

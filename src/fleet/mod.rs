@@ -11,50 +11,77 @@
 //! part) → `report` (rows, pools, run problems, the worst eligible pool's verdict) → `command`
 //! (the whole) → `text` or JSON.
 
-/// The probe's report read back from a pod's log, or the probe pod's own pull failure.
-pub mod answer;
-/// `pullpath fleet` as a whole, and `--cleanup`.
-pub mod command;
-/// A run's validated settings.
-pub mod config;
-/// Probe pods without a registry: pullpath's binary delivered through the API.
-pub mod deliver;
-/// Whether a workload's pod could land on a node (nodeSelector, affinity, tolerations).
-pub mod eligibility;
-/// `--fresh-node`: the probe on a node the cluster's autoscaler makes for it.
-pub mod fresh;
-/// `--kubelet-pull`: a pod that has the node's kubelet pull the image itself.
-pub mod kubelet_pull;
-/// What a probe pod's life says beside its log (pure).
-pub mod life;
-/// Pools with no node yet (NodePools, `--pools LABEL=VALUE`): a row each.
-pub mod nodeless;
-/// What a run will do, decided before anything is created.
-pub mod plan;
-/// The labels and the pinned spec of every pod a run creates.
-pub mod pod_base;
-/// The probe pod for one node.
-pub mod pod_spec;
-/// What a run says while it waits: one step at a time per probe pod.
-pub mod progress;
-/// The run's progress on a terminal: a line per probe pod.
-pub mod progress_view;
-/// The cluster's reads before a run: namespaces, the workload, where the image runs, NodePools.
-pub mod reads;
-/// The run's answers as rows, pools and a verdict.
-pub mod report;
-/// The run: probe pods created, waited for, read and deleted.
-pub mod run;
+// One declaration a paragraph: rustfmt sorts a run of them by name, and their order here is
+// the data flow (a stage imports only those above it).
+
+/// How a run ended: every node answered, the deadline, an interrupt.
+pub mod ending;
+
 /// The run's own objects on the API: deleted by the run's label; an API error in one line.
 pub mod run_objects;
-/// Why the run could not ask a node, as a value with its evidence.
-pub mod run_problem;
+
+/// The labels and the pinned spec of every pod a run creates.
+pub mod pod_base;
+
+/// The cluster's reads before a run: namespaces, the workload, where the image runs, NodePools.
+pub mod reads;
+
+/// Whether a workload's pod could land on a node (nodeSelector, affinity, tolerations).
+pub mod eligibility;
+
 /// Which nodes to probe: pools, and the newest Ready nodes of each.
 pub mod select;
-/// The report in words.
-pub mod text;
+
+/// Pools with no node yet (NodePools, `--pools LABEL=VALUE`): a row each.
+pub mod nodeless;
+
 /// Why a pullpath binary cannot be delivered to a node, as a value.
 pub mod undeliverable;
+
+/// Why the run could not ask a node, as a value with its evidence.
+pub mod run_problem;
+
+/// Probe pods without a registry: pullpath's binary delivered through the API.
+pub mod deliver;
+
+/// `--fresh-node`: the probe on a node the cluster's autoscaler makes for it.
+pub mod fresh;
+
+/// `--kubelet-pull`: a pod that has the node's kubelet pull the image itself.
+pub mod kubelet_pull;
+
+/// The probe pod for one node.
+pub mod pod_spec;
+
+/// The probe's report read back from a pod's log, or the probe pod's own pull failure.
+pub mod answer;
+
+/// What a probe pod's life says beside its log (pure).
+pub mod life;
+
+/// What a run says while it waits: one step at a time per probe pod.
+pub mod progress;
+
+/// A run's validated settings.
+pub mod config;
+
+/// What a run will do, decided before anything is created.
+pub mod plan;
+
+/// The run: probe pods created, waited for, read and deleted.
+pub mod run;
+
+/// The run's answers as rows, pools and a verdict.
+pub mod report;
+
+/// `pullpath fleet` as a whole, and `--cleanup`.
+pub mod command;
+
+/// The report in words.
+pub mod text;
+
+/// The run's progress on a terminal: a line per probe pod.
+pub mod progress_view;
 
 pub use command::{cleanup, fleet};
 pub use config::{FleetConfig, ProbeSource, probe_origin, probe_source};

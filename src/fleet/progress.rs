@@ -94,7 +94,8 @@ fn answered(answer: &Answer) -> String {
             }
         }
         Answer::ProbeImagePull { reason, .. } => format!("the probe pod's own image: {reason}"),
-        Answer::Missing { why } | Answer::NotCreated { why, .. } => format!("no answer: {why}"),
+        Answer::Missing { why } => format!("no answer: {why}"),
+        Answer::NotCreated { why, .. } => format!("no answer: {why}"),
         Answer::Problem(problem) => format!("run problem: {}", problem.describe()),
     }
 }

@@ -110,6 +110,20 @@ pub fn with_pull_secrets(
     }
 }
 
+/// A row's status, verdict, hand fixes, source and message when the run could not hear from
+/// its node: no layer, only why.
+fn no_answer(
+    why: &str,
+) -> (
+    &'static str,
+    Verdict,
+    Vec<String>,
+    &'static str,
+    Option<String>,
+) {
+    ("no-answer", undecided(why), Vec::new(), "run", None)
+}
+
 fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Header) -> NodeRow {
     let now = header.now;
     let cached = candidate.listed || candidate.running;
@@ -134,23 +148,10 @@ fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Heade
             "probe-pod",
             Some(message.clone()),
         ),
-        Some(Answer::Missing { why } | Answer::NotCreated { why, .. }) => {
-            ("no-answer", undecided(why), Vec::new(), "run", None)
-        }
-        Some(Answer::Problem(problem)) => (
-            "no-answer",
-            undecided(&problem.describe()),
-            Vec::new(),
-            "run",
-            None,
-        ),
-        None => (
-            "no-answer",
-            undecided("not probed"),
-            Vec::new(),
-            "run",
-            None,
-        ),
+        Some(Answer::Missing { why }) => no_answer(&why.to_string()),
+        Some(Answer::NotCreated { why, .. }) => no_answer(&why.to_string()),
+        Some(Answer::Problem(problem)) => no_answer(&problem.describe()),
+        None => no_answer("not probed"),
     };
     // Beside the probe's own verdict, before the pull secrets' reading of it.
     let probe_verdict = match run.map(|r| &r.answer) {

@@ -224,7 +224,7 @@ fn hand_fixes_no_answers_and_an_all_passing_run() {
             (
                 "b",
                 Answer::Missing {
-                    why: "the pod's log holds no JSON report".into(),
+                    why: crate::fleet::answer::Missing::StoppedListing,
                 },
             ),
         ],
