@@ -67,7 +67,7 @@ pub async fn fleet(
         .runs
         .extend(plan.unprobed.iter().map(|(node, problem)| {
             run::NodeRun {
-                node: node.clone(),
+                node: Some(node.clone()),
                 pod: String::new(),
                 answer: Answer::Problem(problem.clone()),
                 kubelet_pull: None,

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use serde::Deserialize;
 
 use super::eligibility::{self, Constraints};
-use super::select::{NodeChoice, wanted};
+use super::select::{ChoiceReason, NodeChoice, wanted};
 use crate::cluster::nodes::{self, NodeFacts};
 
 /// The pool label of Karpenter's nodes.
@@ -228,10 +228,6 @@ impl NodelessPool {
     ) -> NodeChoice {
         let mut facts = NodeFacts::named(&format!("(no node of pool {})", self.name));
         facts.pool = Some(self.label.clone());
-        let why = match fresh {
-            true => "no node yet: probed on the node its autoscaler makes (--fresh-node)",
-            false => "no node yet: --fresh-node probes it on the node its autoscaler makes",
-        };
         NodeChoice {
             facts,
             pool: self.name.clone(),
@@ -240,7 +236,7 @@ impl NodelessPool {
             listed: false,
             running: false,
             chosen: false,
-            why: why.to_string(),
+            why: ChoiceReason::Nodeless { fresh },
             evidence: Some(self.evidence()),
             arch,
             nodeless: true,

@@ -177,7 +177,7 @@ fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Heade
             .eligible
             .as_ref()
             .and_then(|e| e.as_ref().err().map(ToString::to_string)),
-        chosen_because: candidate.why.clone(),
+        chosen_because: candidate.why.to_string(),
         status,
         verdict,
         cached,
@@ -220,10 +220,10 @@ fn fresh_row(
     header: &Header,
 ) -> NodeRow {
     let mut row = row(beside, Some(run), header);
-    let came = !run.node.is_empty();
-    row.node = match came {
-        true => run.node.clone(),
-        false => format!("(a fresh node of pool {})", way.pool),
+    let came = run.node.is_some();
+    row.node = match &run.node {
+        Some(node) => node.clone(),
+        None => format!("(a fresh node of pool {})", way.pool),
     };
     row.created = None;
     row.age_seconds = None;
@@ -403,7 +403,7 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
             let run = outcome
                 .runs
                 .iter()
-                .find(|r| r.node == c.facts.name && r.fresh.is_none());
+                .find(|r| r.node.as_ref() == Some(&c.facts.name) && r.fresh.is_none());
             row(c, run, &header)
         })
         .collect();
@@ -426,8 +426,9 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
         .iter()
         .filter_map(|r| match &r.answer {
             Answer::Probe(p) => {
-                let pool = nodes.iter().find(|n| n.node == r.node)?.pool.as_str();
-                Some((r.node.as_str(), pool, p.trust.as_slice()))
+                let node = r.node.as_deref()?;
+                let pool = nodes.iter().find(|n| n.node == node)?.pool.as_str();
+                Some((node, pool, p.trust.as_slice()))
             }
             _ => None,
         })
@@ -488,7 +489,7 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
         .map(|c| SkippedNode {
             node: c.facts.name.clone(),
             pool: c.pool.clone(),
-            why: c.why.clone(),
+            why: c.why.to_string(),
             evidence: c.evidence.clone(),
         })
         .collect();

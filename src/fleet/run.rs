@@ -47,8 +47,8 @@ const MAX_LOG_BYTES: i64 = 4 << 20;
 #[derive(Debug, Clone)]
 pub struct NodeRun {
     /// The node asked: the one its pod was pinned to, or the fresh node it was scheduled on
-    /// (empty when none came).
-    pub node: String,
+    /// (`None`: none came).
+    pub node: Option<String>,
     pub pod: String,
     pub answer: Answer,
     /// `--kubelet-pull`: the kubelet's own pull on that node.
@@ -211,9 +211,9 @@ pub fn node_run(
 ) -> NodeRun {
     NodeRun {
         node: match (&plan.fresh, &fresh) {
-            (Some(_), Some((node, _))) => node.clone().unwrap_or_default(),
-            (Some(_), None) => String::new(),
-            (None, _) => plan.node.clone(),
+            (Some(_), Some((node, _))) => node.clone(),
+            (Some(_), None) => None,
+            (None, _) => Some(plan.node.clone()),
         },
         pod: plan.name.clone(),
         answer,

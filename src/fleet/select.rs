@@ -41,8 +41,8 @@ pub struct NodeChoice {
     pub running: bool,
     /// Chosen to be probed.
     pub chosen: bool,
-    /// Why this node was (or was not) chosen, in words.
-    pub why: String,
+    /// Why this node was (or was not) chosen.
+    pub why: ChoiceReason,
     /// The label, taint or field behind `why` when one decided it (`kubernetes.io/os=windows`,
     /// `spec.unschedulable=true`, `taint ToBeDeletedByClusterAutoscaler:NoSchedule`).
     pub evidence: Option<String>,
@@ -51,6 +51,96 @@ pub struct NodeChoice {
     /// A pool with no node yet (`nodeless`): the row stands for the node its autoscaler would
     /// make, not for a node that exists.
     pub nodeless: bool,
+}
+
+/// Why a node was (or was not) chosen, with its evidence; `Display` gives the report's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChoiceReason {
+    /// Not decided yet: a row before its pool is read.
+    Undecided,
+    /// A node a Linux probe pod cannot run on.
+    NotLinux(NotLinux),
+    /// The node a `--for pod/NAME` landed on: always probed.
+    Landed,
+    /// `--pools` leaves its pool out.
+    PoolNotWanted,
+    NotReady,
+    /// Cordoned or tainted for deletion (`out`: the field or taint); `--all-nodes` probes it
+    /// all the same.
+    Leaving {
+        out: String,
+        all_nodes: bool,
+    },
+    AllNodes,
+    /// The pool's `rank`-th newest Ready node (from 1).
+    Newest {
+        rank: usize,
+    },
+    /// Older than the `--nodes-per-pool` newest of its pool.
+    Older,
+    /// A pool with no node yet; `fresh`: `--fresh-node` probes it on the node its autoscaler
+    /// makes.
+    Nodeless {
+        fresh: bool,
+    },
+}
+
+impl std::fmt::Display for ChoiceReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChoiceReason::Undecided => Ok(()),
+            ChoiceReason::NotLinux(kind) => write!(f, "{kind}"),
+            ChoiceReason::Landed => f.write_str("the node the pod landed on"),
+            ChoiceReason::PoolNotWanted => f.write_str("pool not in --pools"),
+            ChoiceReason::NotReady => f.write_str("not Ready"),
+            ChoiceReason::Leaving {
+                out,
+                all_nodes: true,
+            } => write!(f, "--all-nodes; on its way out ({out}), not a fresh node"),
+            ChoiceReason::Leaving {
+                out,
+                all_nodes: false,
+            } => write!(f, "on its way out ({out}): never a pool's newest node"),
+            ChoiceReason::AllNodes => f.write_str("--all-nodes"),
+            ChoiceReason::Newest { rank: 1 } => f.write_str("the pool's newest Ready node"),
+            ChoiceReason::Newest { rank } => write!(f, "the pool's newest Ready node no. {rank}"),
+            ChoiceReason::Older => f.write_str("an older node of a pool already probed"),
+            ChoiceReason::Nodeless { fresh: true } => {
+                f.write_str("no node yet: probed on the node its autoscaler makes (--fresh-node)")
+            }
+            ChoiceReason::Nodeless { fresh: false } => {
+                f.write_str("no node yet: --fresh-node probes it on the node its autoscaler makes")
+            }
+        }
+    }
+}
+
+/// What kind of node cannot run a Linux probe pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotLinux {
+    Windows,
+    /// Another `status.nodeInfo.operatingSystem`.
+    OtherOs {
+        os: String,
+    },
+    /// A virtual-kubelet node.
+    Virtual,
+    Fargate,
+}
+
+impl std::fmt::Display for NotLinux {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotLinux::Windows => f.write_str("a Windows node: the probe pod is Linux"),
+            NotLinux::OtherOs { os } => write!(f, "a {os} node: the probe pod is Linux"),
+            NotLinux::Virtual => f.write_str(
+                "a virtual node (virtual-kubelet): no node filesystem or runtime to probe",
+            ),
+            NotLinux::Fargate => {
+                f.write_str("an EKS Fargate node: no hostNetwork or hostPath pods")
+            }
+        }
+    }
 }
 
 /// A label of `node`, as `key=value`, when it has that key with one of `values`.
@@ -75,9 +165,9 @@ fn label_is(node: &Node, key: &str, values: &[&str]) -> Option<String> {
 ///
 /// GKE Autopilot nodes carry no label verified here; Autopilot refuses hostPath pods at create
 /// time with its policy webhook, which the run names as an admission-webhook refusal.
-pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
+pub fn cannot_run_linux_probe(node: &Node) -> Option<(NotLinux, String)> {
     if let Some(label) = label_is(node, "kubernetes.io/os", &["windows"]) {
-        return Some(("a Windows node: the probe pod is Linux".into(), label));
+        return Some((NotLinux::Windows, label));
     }
     let os = node
         .status
@@ -87,7 +177,7 @@ pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
         .filter(|os| !os.is_empty() && !os.eq_ignore_ascii_case("linux"));
     if let Some(os) = os {
         return Some((
-            format!("a {os} node: the probe pod is Linux"),
+            NotLinux::OtherOs { os: os.to_string() },
             format!("status.nodeInfo.operatingSystem={os}"),
         ));
     }
@@ -98,16 +188,10 @@ pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
             .map(|p| format!("virtual-kubelet.io/provider={p}"))
     });
     if let Some(label) = virtual_node {
-        return Some((
-            "a virtual node (virtual-kubelet): no node filesystem or runtime to probe".into(),
-            label,
-        ));
+        return Some((NotLinux::Virtual, label));
     }
     if let Some(label) = label_is(node, "eks.amazonaws.com/compute-type", &["fargate"]) {
-        return Some((
-            "an EKS Fargate node: no hostNetwork or hostPath pods".into(),
-            label,
-        ));
+        return Some((NotLinux::Fargate, label));
     }
     None
 }
@@ -182,7 +266,7 @@ pub fn choose(
 ) -> Vec<NodeChoice> {
     let mut by_pool: BTreeMap<String, Vec<NodeChoice>> = BTreeMap::new();
     let mut leaving: BTreeMap<String, String> = BTreeMap::new();
-    let mut not_linux: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut not_linux: BTreeMap<String, (NotLinux, String)> = BTreeMap::new();
     for node in nodes {
         let facts = nodes::facts(node);
         let pool = pool_of(&facts);
@@ -201,7 +285,7 @@ pub fn choose(
             listed: nodes::lists_image(node, image),
             running: running_on.contains(&facts.name),
             chosen: false,
-            why: String::new(),
+            why: ChoiceReason::Undecided,
             nodeless: false,
             facts,
         });
@@ -225,42 +309,31 @@ pub fn choose(
             let named = choice.also.as_deref() == Some(c.facts.name.as_str());
             let leaving = leaving.get(&c.facts.name);
             if let Some((why, label)) = not_linux.get(&c.facts.name) {
-                (c.chosen, c.why, c.evidence) = (false, why.clone(), Some(label.clone()));
+                (c.chosen, c.why, c.evidence) = (
+                    false,
+                    ChoiceReason::NotLinux(why.clone()),
+                    Some(label.clone()),
+                );
                 continue;
             }
             (c.chosen, c.why) = if named {
-                (true, "the node the pod landed on".to_string())
+                (true, ChoiceReason::Landed)
             } else if !pool_wanted {
-                (false, "pool not in --pools".to_string())
+                (false, ChoiceReason::PoolNotWanted)
             } else if !c.ready {
-                (false, "not Ready".to_string())
+                (false, ChoiceReason::NotReady)
             } else if let Some(out) = leaving {
                 c.evidence = Some(out.clone());
-                if choice.all_nodes {
-                    (
-                        true,
-                        format!("--all-nodes; on its way out ({out}), not a fresh node"),
-                    )
-                } else {
-                    (
-                        false,
-                        format!("on its way out ({out}): never a pool's newest node"),
-                    )
-                }
+                let all_nodes = choice.all_nodes;
+                let out = out.clone();
+                (all_nodes, ChoiceReason::Leaving { out, all_nodes })
             } else if choice.all_nodes {
-                (true, "--all-nodes".to_string())
+                (true, ChoiceReason::AllNodes)
             } else if taken < choice.nodes_per_pool {
                 taken += 1;
-                (
-                    true,
-                    if taken == 1 {
-                        "the pool's newest Ready node".to_string()
-                    } else {
-                        format!("the pool's newest Ready node no. {taken}")
-                    },
-                )
+                (true, ChoiceReason::Newest { rank: taken })
             } else {
-                (false, "an older node of a pool already probed".to_string())
+                (false, ChoiceReason::Older)
             };
         }
         out.extend(members);
@@ -340,7 +413,7 @@ mod tests {
             .iter()
             .find(|c| c.facts.name == "user-newest-notready")
             .expect("listed");
-        assert_eq!(skipped.why, "not Ready");
+        assert_eq!(skipped.why, ChoiceReason::NotReady);
         assert!(c.iter().all(|c| c.listed && c.eligible.is_none()));
     }
 
@@ -369,7 +442,7 @@ mod tests {
         };
         let c = choose(&world(), &image(), &BTreeSet::new(), None, &only_user);
         assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
-        assert_eq!(c[0].why, "the node the pod landed on");
+        assert_eq!(c[0].why, ChoiceReason::Landed);
     }
 
     fn with(mut n: Node, labels: serde_json::Value, spec: serde_json::Value) -> Node {
@@ -453,7 +526,7 @@ mod tests {
             cordoned.evidence.as_deref(),
             Some("spec.unschedulable=true (cordoned)")
         );
-        assert!(cordoned.why.contains("never a pool's newest"));
+        assert!(cordoned.why.to_string().contains("never a pool's newest"));
         let taint = |name: &str| {
             c.iter()
                 .find(|c| c.facts.name == name)
@@ -477,7 +550,7 @@ mod tests {
             .find(|c| c.facts.name == "user-cordoned")
             .expect("listed");
         assert!(
-            marked.chosen && marked.why.contains("on its way out"),
+            marked.chosen && marked.why.to_string().contains("on its way out"),
             "{}",
             marked.why
         );
