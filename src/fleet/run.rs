@@ -437,3 +437,6 @@ fn gone(snapshot: &Seen, name: &str, created_at: u64) -> Option<Missing> {
         list_error: snapshot.error.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests;

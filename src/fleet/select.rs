@@ -589,4 +589,68 @@ mod tests {
         let user = c.iter().find(|c| c.facts.name == "user-new").expect("user");
         assert_eq!(user.eligible, Some(Ok(())));
     }
+
+    #[test]
+    fn every_reason_says_the_words_the_report_has_always_said() {
+        let leaving = |all_nodes| ChoiceReason::Leaving {
+            out: "taint karpenter.sh/disrupted:NoSchedule".into(),
+            all_nodes,
+        };
+        let words = [
+            (ChoiceReason::Undecided, ""),
+            (ChoiceReason::Landed, "the node the pod landed on"),
+            (ChoiceReason::PoolNotWanted, "pool not in --pools"),
+            (ChoiceReason::NotReady, "not Ready"),
+            (
+                leaving(true),
+                "--all-nodes; on its way out (taint karpenter.sh/disrupted:NoSchedule), not a fresh node",
+            ),
+            (
+                leaving(false),
+                "on its way out (taint karpenter.sh/disrupted:NoSchedule): never a pool's newest node",
+            ),
+            (ChoiceReason::AllNodes, "--all-nodes"),
+            (
+                ChoiceReason::Newest { rank: 1 },
+                "the pool's newest Ready node",
+            ),
+            (
+                ChoiceReason::Newest { rank: 2 },
+                "the pool's newest Ready node no. 2",
+            ),
+            (
+                ChoiceReason::Older,
+                "an older node of a pool already probed",
+            ),
+            (
+                ChoiceReason::Nodeless { fresh: true },
+                "no node yet: probed on the node its autoscaler makes (--fresh-node)",
+            ),
+            (
+                ChoiceReason::Nodeless { fresh: false },
+                "no node yet: --fresh-node probes it on the node its autoscaler makes",
+            ),
+            (
+                ChoiceReason::NotLinux(NotLinux::Windows),
+                "a Windows node: the probe pod is Linux",
+            ),
+            (
+                ChoiceReason::NotLinux(NotLinux::OtherOs {
+                    os: "freebsd".into(),
+                }),
+                "a freebsd node: the probe pod is Linux",
+            ),
+            (
+                ChoiceReason::NotLinux(NotLinux::Virtual),
+                "a virtual node (virtual-kubelet): no node filesystem or runtime to probe",
+            ),
+            (
+                ChoiceReason::NotLinux(NotLinux::Fargate),
+                "an EKS Fargate node: no hostNetwork or hostPath pods",
+            ),
+        ];
+        for (reason, said) in words {
+            assert_eq!(reason.to_string(), said);
+        }
+    }
 }
