@@ -11,10 +11,10 @@ use kube::api::Api;
 use super::answer::Answer;
 use super::config::{FleetConfig, ProbeSource};
 use super::deliver;
-use super::plan::plan;
+use super::plan::{Plan, plan};
 use super::pod_base::MANAGED_BY;
 use super::report::{self, FleetReport};
-use super::run::{self, RunOutcome};
+use super::run::{self, FreshRun, NodeRun, RunOutcome};
 use super::run_objects::{Cleanup, delete_run};
 use crate::cluster::{self, ClusterError, Target};
 
@@ -28,29 +28,7 @@ pub async fn fleet(
     let plan = plan(config).await?;
     let mut interrupt = std::pin::pin!(interrupt);
     let namespace = &config.probe_namespace;
-    // No registry: the binaries first, shared by every probe pod of the run.
-    let sent = if plan.payloads.is_empty() || plan.pods.is_empty() {
-        None
-    } else {
-        let creating = deliver::send::create(&plan.client, namespace, &plan.run_id, &plan.payloads);
-        let created = tokio::select! {
-            created = creating => Some(created),
-            () = &mut interrupt => None,
-        };
-        match created {
-            Some(Ok(sent)) => Some(sent),
-            Some(Err(why)) => {
-                let _ = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
-                return Err(ClusterError::Api {
-                    code: 0,
-                    what: format!("create configmaps in {namespace}"),
-                    message: format!("{why} (see deploy/rbac-fleet.yaml)"),
-                });
-            }
-            // Interrupted: the pods are not created; the run below ends at once.
-            None => None,
-        }
-    };
+    let sent = send_binaries(&plan, namespace, &mut interrupt).await?;
     let mut outcome = run::run(
         plan.client.clone(),
         &config.settings,
@@ -63,31 +41,77 @@ pub async fn fleet(
         let deleted = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
         outcome.cleanup = Cleanup::both(outcome.cleanup, deleted);
     }
-    outcome
-        .runs
-        .extend(plan.unprobed.iter().map(|(node, problem)| {
-            run::NodeRun {
-                node: Some(node.clone()),
-                pod: String::new(),
-                answer: Answer::Problem(problem.clone()),
-                kubelet_pull: None,
-                elapsed: std::time::Duration::ZERO,
-                // A pool with no node stands as its fresh node's row.
-                fresh: plan
-                    .candidates
-                    .iter()
-                    .find(|c| c.nodeless && c.facts.name == *node)
-                    .map(|c| run::FreshRun {
-                        pool: c.pool.clone(),
-                        beside: node.clone(),
-                        ..run::FreshRun::default()
-                    }),
-            }
-        }));
+    outcome.runs.extend(unprobed_runs(&plan));
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
         return Err(refused);
     }
-    let header = report::Header {
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let header = header(config, &plan, sent, now(), elapsed_ms);
+    Ok(report::build(header, &plan.candidates, &outcome))
+}
+
+/// No registry: the binaries first, shared by every probe pod of the run; what was sent, or
+/// `None` when nothing is to be sent or the run was interrupted meanwhile (its pods are then
+/// not created: the run ends at once). A refusal ends the run before any pod.
+async fn send_binaries(
+    plan: &Plan,
+    namespace: &str,
+    interrupt: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<Option<deliver::send::Sent>, ClusterError> {
+    if plan.payloads.is_empty() || plan.pods.is_empty() {
+        return Ok(None);
+    }
+    let creating = deliver::send::create(&plan.client, namespace, &plan.run_id, &plan.payloads);
+    let created = tokio::select! {
+        created = creating => created,
+        () = interrupt => return Ok(None),
+    };
+    match created {
+        Ok(sent) => Ok(Some(sent)),
+        Err(why) => {
+            let _ = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
+            Err(ClusterError::Api {
+                code: 0,
+                what: format!("create configmaps in {namespace}"),
+                message: format!("{why} (see deploy/rbac-fleet.yaml)"),
+            })
+        }
+    }
+}
+
+/// A run of its own for each chosen node no probe pod was made for: its problem as the answer.
+/// A pool with no node stands as its fresh node's row.
+pub fn unprobed_runs(plan: &Plan) -> Vec<NodeRun> {
+    plan.unprobed
+        .iter()
+        .map(|(node, problem)| NodeRun {
+            node: Some(node.clone()),
+            pod: String::new(),
+            answer: Answer::Problem(problem.clone()),
+            kubelet_pull: None,
+            elapsed: std::time::Duration::ZERO,
+            fresh: plan
+                .candidates
+                .iter()
+                .find(|c| c.nodeless && c.facts.name == *node)
+                .map(|c| FreshRun {
+                    pool: c.pool.clone(),
+                    beside: node.clone(),
+                    ..FreshRun::default()
+                }),
+        })
+        .collect()
+}
+
+/// The report's header: what was asked, how the probe came to the nodes, when and how long.
+fn header(
+    config: &FleetConfig,
+    plan: &Plan,
+    sent: Option<deliver::send::Sent>,
+    now: i64,
+    elapsed_ms: u64,
+) -> report::Header {
+    report::Header {
         image: config.image.clone(),
         run_id: plan.run_id.clone(),
         probe_namespace: config.probe_namespace.clone(),
@@ -101,10 +125,9 @@ pub async fn fleet(
         pull_secrets: plan.pull_secrets.clone(),
         node_pools_unread: plan.node_pools_unread.as_ref().map(|u| u.to_string()),
         unmatched_pools: plan.unmatched_pools.clone(),
-        now: now(),
-        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    };
-    Ok(report::build(header, &plan.candidates, &outcome))
+        now,
+        elapsed_ms,
+    }
 }
 
 /// `pullpath fleet --cleanup`: delete every probe pod pullpath left in the probe namespace.

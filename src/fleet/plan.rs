@@ -468,3 +468,6 @@ pub fn manifest(plan: &Plan, namespace: &str) -> serde_json::Value {
         .collect();
     serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
+
+#[cfg(test)]
+mod tests;

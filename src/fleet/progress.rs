@@ -1,6 +1,7 @@
 //! What a run says while it waits: one step at a time per probe pod, sent by `run` and drawn
 //! by the command line (a line per pod on a terminal: the pinned probe of a pool's node, and
-//! with `--fresh-node` the pool's fresh probe). Data only: `text::progress_line` words it.
+//! with `--fresh-node` the pool's fresh probe). Data and its words (`Display`); `progress_view`
+//! draws them.
 
 use super::answer::Answer;
 

@@ -1,6 +1,7 @@
 //! fleet's progress on a terminal: a line per probe pod (a pool's node, a pool's fresh node),
 //! each step of the run drawn over the last, the answer left standing. On stderr, so the
 //! report on stdout stays whole; every word made safe for the terminal (`terminal::inline`).
+//! Here, not in `render`: it reads fleet's steps, and `render` sits below fleet.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
