@@ -71,14 +71,26 @@ fn a_failed_list_keeps_what_was_seen_and_says_why() {
     let seen = watch::next_seen(
         &previous,
         2,
-        Err("cannot list the probe pods (pullpath/run=ab12): 403 Forbidden: no".into()),
-        Err("cannot list the probe pods' events in pullpath: 403 Forbidden: no".into()),
+        Err(watch::ListFailed::Pods {
+            selector: "pullpath/run=ab12".into(),
+            error: "403 Forbidden: no".into(),
+        }),
+        Err(watch::ListFailed::Events {
+            namespace: "pullpath".into(),
+            error: "403 Forbidden: no".into(),
+        }),
         &names,
     );
     assert_eq!(seen.generation, 2);
     assert!(seen.pods.contains_key("p0"));
-    assert!(seen.error.as_deref().is_some_and(|e| e.contains("403")));
-    assert!(seen.events_error.is_some());
+    assert_eq!(
+        seen.error.as_deref(),
+        Some("cannot list the probe pods (pullpath/run=ab12): 403 Forbidden: no")
+    );
+    assert_eq!(
+        seen.events_error.as_deref(),
+        Some("cannot list the probe pods' events in pullpath: 403 Forbidden: no")
+    );
 }
 
 #[test]

@@ -29,6 +29,15 @@ pub(super) struct Seen {
 /// A pod missing from this many lists after it was created was deleted by someone else.
 pub(super) const GONE_AFTER_LISTS: u64 = 3;
 
+/// A list of the run's pods, or of their events, that failed: what was listed, the API's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ListFailed {
+    #[error("cannot list the probe pods ({selector}): {error}")]
+    Pods { selector: String, error: String },
+    #[error("cannot list the probe pods' events in {namespace}: {error}")]
+    Events { namespace: String, error: String },
+}
+
 /// Every poll interval, the run's pods and the namespace's pod events listed (together), into
 /// what the node tasks see.
 pub(super) async fn poll_lists(
@@ -47,16 +56,16 @@ pub(super) async fn poll_lists(
         tokio::time::sleep(settings.poll).await;
         generation += 1;
         let (pods, events) = tokio::join!(api.list(&params), events_api.list(&event_params));
-        let pods = pods
-            .map(|list| list.items)
-            .map_err(|e| format!("cannot list the probe pods ({selector}): {}", api_error(&e)));
-        let events = events.map(|list| list.items).map_err(|e| {
-            format!(
-                "cannot list the probe pods' events in {}: {}",
-                settings.namespace,
-                api_error(&e)
-            )
+        let pods = pods.map(|list| list.items).map_err(|e| ListFailed::Pods {
+            selector: selector.to_string(),
+            error: api_error(&e),
         });
+        let events = events
+            .map(|list| list.items)
+            .map_err(|e| ListFailed::Events {
+                namespace: settings.namespace.clone(),
+                error: api_error(&e),
+            });
         let next = next_seen(&seen.borrow(), generation, pods, events, names);
         seen.send_replace(next);
     }
@@ -68,13 +77,13 @@ pub(super) async fn poll_lists(
 pub(super) fn next_seen(
     previous: &Seen,
     generation: u64,
-    pods: Result<Vec<Pod>, String>,
-    events: Result<Vec<Event>, String>,
+    pods: Result<Vec<Pod>, ListFailed>,
+    events: Result<Vec<Event>, ListFailed>,
     names: &BTreeSet<String>,
 ) -> Seen {
     let (events, events_error) = match events {
         Ok(items) => (events_by_pod(items, names), None),
-        Err(error) => (previous.events.clone(), Some(error)),
+        Err(failed) => (previous.events.clone(), Some(failed.to_string())),
     };
     match pods {
         Ok(items) => Seen {
@@ -94,9 +103,9 @@ pub(super) fn next_seen(
             error: None,
             events_error,
         },
-        Err(error) => Seen {
+        Err(failed) => Seen {
             generation,
-            error: Some(error),
+            error: Some(failed.to_string()),
             events,
             events_error,
             ..previous.clone()
