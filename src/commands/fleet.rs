@@ -67,7 +67,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
         steps
     });
     let report = runtime.block_on(async move {
-        let drawing = steps.map(|steps| tokio::spawn(render::fleet_progress::draw(steps)));
+        let drawing = steps.map(|steps| tokio::spawn(fleet::progress_view::draw(steps)));
         let report = fleet::fleet(&config, interrupted()).await;
         // The last sender goes with the configuration: the drawing ends once it has drawn all.
         drop(config);

@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 
+use super::ending::Ending;
 use crate::advice::advise;
 use crate::failure_text;
 use crate::pod;
@@ -139,15 +140,15 @@ pub enum Answer {
     },
     /// No report: the pod failed otherwise, its log held none, or the deadline came first.
     Missing {
-        why: String,
+        why: Missing,
     },
     /// The run could not ask this node (its pod refused, unmountable, never started, …): a
     /// problem of the run, named with its evidence, not a verdict on the pool.
-    Problem(super::life::RunProblem),
+    Problem(super::run_problem::RunProblem),
     /// The API refused the probe pod for pullpath's own reasons (RBAC, a missing namespace).
     NotCreated {
         code: Option<u16>,
-        why: String,
+        why: CreateRefused,
     },
 }
 
@@ -189,6 +190,106 @@ impl std::fmt::Display for UnreadableReport {
             ),
             UnreadableReport::FailedWithoutLayer => {
                 f.write_str("the probe report failed without naming a layer")
+            }
+        }
+    }
+}
+
+/// The API's refusal of a probe pod's create: the pod, and the API's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateRefused {
+    pub pod: String,
+    pub error: String,
+}
+
+impl std::fmt::Display for CreateRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot create probe pod {}: {}", self.pod, self.error)
+    }
+}
+
+/// Why a node has no answer, with its evidence; `Display` words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// The run ended before this node answered; the last list of the run's pods, when it
+    /// failed (a lister that kept failing is why nobody heard back).
+    Unanswered {
+        ending: Ending,
+        last_list_error: Option<String>,
+    },
+    /// The run's lister stopped while this node waited.
+    StoppedListing,
+    /// The probe pod is gone from the run's lists before it finished; the lists' own failure
+    /// when they failed instead.
+    Gone {
+        pod: String,
+        list_error: Option<String>,
+    },
+    /// The probe pod's log could not be read: the API's words.
+    LogUnread { pod: String, error: String },
+    /// The log holds no probe report; how the probe container ended, when the pod says.
+    NoReport {
+        why: UnreadableReport,
+        ended: Option<Ended>,
+    },
+}
+
+/// How a probe container (or its pod) ended, as the pod's status says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The container's exit code and reason (`137`, `OOMKilled`).
+    Exited { code: i32, reason: Option<String> },
+    /// No container state, but the pod's own reason.
+    Pod { reason: String },
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Unanswered {
+                ending,
+                last_list_error,
+            } => {
+                f.write_str(match ending {
+                    Ending::Finished => "the probe task ended without an answer",
+                    Ending::Deadline => {
+                        "the run's deadline (--deadline) came before this node answered"
+                    }
+                    Ending::Interrupted => "the run was interrupted before this node answered",
+                })?;
+                match last_list_error {
+                    Some(error) => write!(f, "; the last list of the run's pods failed: {error}"),
+                    None => Ok(()),
+                }
+            }
+            Missing::StoppedListing => f.write_str("the run stopped listing its probe pods"),
+            Missing::Gone {
+                list_error: Some(error),
+                ..
+            } => f.write_str(error),
+            Missing::Gone {
+                pod,
+                list_error: None,
+            } => write!(
+                f,
+                "probe pod {pod} disappeared before it finished (deleted by someone else, or evicted)"
+            ),
+            Missing::LogUnread { pod, error } => {
+                write!(f, "cannot read the log of probe pod {pod}: {error}")
+            }
+            Missing::NoReport { why, ended } => {
+                write!(f, "{why}")?;
+                match ended {
+                    Some(Ended::Exited { code, reason }) => {
+                        write!(f, "; the probe exited {code}")?;
+                        match reason {
+                            Some(reason) => write!(f, " ({reason})"),
+                            None => Ok(()),
+                        }
+                    }
+                    Some(Ended::Pod { reason }) => write!(f, "; the pod ended: {reason}"),
+                    None => Ok(()),
+                }
             }
         }
     }
@@ -339,167 +440,4 @@ pub fn probe_image_pull(probe_pod: &k8s_openapi::api::core::v1::Pod) -> Option<A
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_report_among_other_lines_with_unknown_fields() {
-        let log = "pullpath: warning: something\n{\n  \"schema\": \"pullpath.report/v1\", \"command\": \"probe\", \"future\": [1],\n  \"verdict\": {\"passed\": false, \"decided\": true, \"layer\": \"refused\", \"hop\": \"registry\", \"host\": \"r.example:5000\", \"cause\": \"connection refused\"},\n  \"hand_fixes\": [\"/etc/hosts maps r.example\"], \"elapsed_ms\": 12\n}\n";
-        let a = from_log(log).expect("parsed");
-        let Verdict::Failed(failure) = &a.verdict else {
-            panic!("not a failure: {:?}", a.verdict);
-        };
-        assert_eq!(failure.fault.layer(), Layer::Refused);
-        assert_eq!(failure.seen.hop, Some(Hop::Registry));
-        assert_eq!(failure.seen.host.as_deref(), Some("r.example:5000"));
-        assert_eq!(a.hand_fixes.len(), 1);
-    }
-
-    #[test]
-    fn an_unknown_authority_is_read_from_the_problems_kind_not_its_words() {
-        let report = |tls: &str| {
-            format!(
-                r#"{{"schema": "pullpath.report/v1", "command": "probe", "verdict": {{"passed": false, "decided": true, "layer": "tls"}},
-                "hosts": [{{"host": "r.example", "port": 443, "tls": {tls}}}]}}"#
-            )
-        };
-        let unknown = from_log(&report(
-            r#"{"ok": false, "problem": "certificate signed by unknown authority: issuer \"CN=Corp\" is not in the trusted roots", "problem_kind": "unknown-authority", "chain": [{"issuer": "CN=Corp"}]}"#,
-        ))
-        .expect("report");
-        assert_eq!(
-            unknown.trust,
-            [TrustSeen {
-                host: "r.example:443".into(),
-                issuer: "CN=Corp".into(),
-                verified: false,
-                unknown_authority: true,
-            }]
-        );
-        // The words alone decide nothing; another kind is not an unknown authority.
-        for tls in [
-            r#"{"ok": false, "problem": "unknown authority", "chain": [{"issuer": "CN=Corp"}]}"#,
-            r#"{"ok": false, "problem": "certificate expired", "problem_kind": "expired", "chain": [{"issuer": "CN=Corp"}]}"#,
-        ] {
-            let read = from_log(&report(tls)).expect("report");
-            assert!(!read.trust[0].unknown_authority, "{tls}");
-        }
-    }
-
-    #[test]
-    fn garbage_other_schemas_and_unknown_layers_are_clear_errors() {
-        assert_eq!(
-            from_log("").expect_err("empty"),
-            UnreadableReport::NoReport {
-                last_line: "empty".into()
-            }
-        );
-        assert_eq!(
-            from_log("exec format error\n").expect_err("none"),
-            UnreadableReport::NoReport {
-                last_line: "last line: \"exec format error\"".into()
-            }
-        );
-        assert!(matches!(
-            from_log("{not json").expect_err("bad"),
-            UnreadableReport::Malformed { .. }
-        ));
-        let other = r#"{"schema": "pullpath.findings/v1", "command": "scan", "verdict": {"passed": true, "decided": true}}"#;
-        let refused = from_log(other).expect_err("other");
-        assert_eq!(
-            refused,
-            UnreadableReport::OtherSchema {
-                schema: "pullpath.findings/v1".into(),
-                command: "scan".into()
-            }
-        );
-        assert!(refused.to_string().contains("another version"));
-        let unknown = r#"{"schema": "pullpath.report/v1", "command": "probe", "verdict": {"passed": false, "decided": true, "layer": "quantum"}}"#;
-        assert_eq!(
-            from_log(unknown).expect_err("layer"),
-            UnreadableReport::UnknownLayer {
-                name: "quantum".into()
-            }
-        );
-    }
-
-    #[test]
-    fn the_verdict_reads_back_into_its_states_and_a_failure_without_a_layer_is_refused() {
-        let report = |verdict: &str| {
-            format!(
-                r#"{{"schema": "pullpath.report/v1", "command": "probe", "verdict": {verdict}}}"#
-            )
-        };
-        let passed = from_log(&report(r#"{"passed": true, "decided": true}"#)).expect("passed");
-        assert_eq!(passed.verdict, Verdict::Passed);
-        let blob = from_log(&report(
-            r#"{"passed": false, "decided": true, "layer": "blob", "hop": "blob", "host": "s.example", "mechanism": "route"}"#,
-        ))
-        .expect("blob");
-        let fault = blob.verdict.fault().expect("a fault");
-        assert_eq!(
-            (fault.layer(), fault.mechanism(), fault.owner()),
-            (
-                Layer::Blob,
-                Some(Layer::Route),
-                crate::vocab::Owner::NetworkTeam
-            )
-        );
-        // An undecided report keeps its leaning; without `decided` a failure is undecided.
-        let leaning = from_log(&report(r#"{"passed": false, "layer": "dns"}"#)).expect("leaning");
-        assert!(
-            matches!(&leaning.verdict, Verdict::Undecided(u) if u.leaning.map(|f| f.layer()) == Some(Layer::Dns))
-        );
-        let nameless = report(r#"{"passed": false, "decided": true, "cause": "x"}"#);
-        assert_eq!(
-            from_log(&nameless).expect_err("no layer"),
-            UnreadableReport::FailedWithoutLayer
-        );
-    }
-
-    #[test]
-    fn the_probe_images_own_pull_failure_is_explained() {
-        let message = "rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/tools/pullpath:0.1.0\": failed to resolve reference \"r.example/tools/pullpath:0.1.0\": failed to do request: Head \"https://r.example/v2/tools/pullpath/manifests/0.1.0\": dial tcp 10.0.0.5:443: i/o timeout";
-        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
-            "metadata": {"name": "p", "namespace": "pullpath"},
-            "spec": {"containers": [{"name": "probe", "image": "r.example/tools/pullpath:0.1.0"}]},
-            "status": {"phase": "Pending", "containerStatuses": [{"name": "probe", "image": "r.example/tools/pullpath:0.1.0", "imageID": "", "ready": false, "restartCount": 0,
-                "state": {"waiting": {"reason": "ErrImagePull", "message": message}}}]}
-        }))
-        .expect("pod");
-        let Some(Answer::ProbeImagePull {
-            explained, reason, ..
-        }) = probe_image_pull(&pod)
-        else {
-            panic!("not explained");
-        };
-        assert_eq!(reason, "ErrImagePull");
-        assert_eq!(explained.verdict.layer(), Some(Layer::Route));
-        assert_eq!(
-            explained.verdict.seen().and_then(|s| s.host.as_deref()),
-            Some("r.example")
-        );
-        // A back-off that names no cause is waited past; one that carries it is explained.
-        let backoff = |text: &str| {
-            let mut p = pod.clone();
-            let waiting = p
-                .status
-                .as_mut()
-                .and_then(|s| s.container_statuses.as_mut())
-                .and_then(|c| c[0].state.as_mut())
-                .and_then(|s| s.waiting.as_mut())
-                .expect("waiting");
-            waiting.reason = Some("ImagePullBackOff".into());
-            waiting.message = Some(text.into());
-            probe_image_pull(&p)
-        };
-        assert!(backoff("Back-off pulling image \"r.example/tools/pullpath:0.1.0\"").is_none());
-        assert!(matches!(
-            backoff(&format!(
-                "Back-off pulling image \"r.example/tools/pullpath:0.1.0\": ErrImagePull: {message}"
-            )),
-            Some(Answer::ProbeImagePull { .. })
-        ));
-    }
-}
+mod tests;

@@ -15,18 +15,15 @@
 //! volumes); `run` creates and deletes.
 
 pub mod prepare;
-pub mod problem;
 pub mod send;
 
-pub use problem::{ElfProblem, Undeliverable};
+pub use super::undeliverable::{CONFIGMAP_LIMIT, ElfProblem, Undeliverable, WithFix};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use serde_json::{Value, json};
 
-use super::pod_spec::{MANAGED_BY, RUN_LABEL};
+use super::pod_base::{MANAGED_BY, RUN_LABEL};
 
-/// The most data one ConfigMap may hold (`core.MaxSecretSize`, summed over data and binaryData).
-pub const CONFIGMAP_LIMIT: usize = 1 << 20;
 /// One part of the compressed binary: one ConfigMap's whole allowance.
 pub const PART_BYTES: usize = CONFIGMAP_LIMIT;
 /// The first stage's file name (its ConfigMap key and the second binary target's name).

@@ -227,48 +227,5 @@ pub fn difference(
     ))
 }
 
-/// Per chosen pool, a fresh probe pod beside its newest probed node (`started`, each with its
-/// start): the same start (a pool's nodes share their image and architecture), placed on a
-/// node the autoscaler creates. A pool without a pool label gets none: there is nothing to ask
-/// a node for.
-pub fn plans(
-    run_id: &str,
-    started: &[(&super::select::NodeChoice, super::pod_spec::Start)],
-    nodes: &[k8s_openapi::api::core::v1::Node],
-    constraints: Option<&super::eligibility::Constraints>,
-    config: &super::FleetConfig,
-) -> Vec<super::pod_spec::PodPlan> {
-    let existing: Vec<String> = nodes
-        .iter()
-        .filter_map(|n| n.metadata.name.clone())
-        .collect();
-    let mut pools = std::collections::BTreeSet::new();
-    started
-        .iter()
-        .filter(|(c, _)| pools.insert(c.pool.clone()))
-        .filter_map(|(c, start)| Some((c, start, c.facts.pool.clone()?)))
-        .enumerate()
-        .map(|(i, (c, start, pool_label))| super::pod_spec::PodPlan {
-            name: format!("pullpath-fleet-{run_id}-fresh-{i}"),
-            namespace: config.probe_namespace.clone(),
-            node: c.facts.name.clone(),
-            fresh: Some(FreshPlacement {
-                pool_label,
-                existing: existing.clone(),
-                tolerations: constraints.map(|k| k.tolerations.clone()),
-                arch: c.arch.clone(),
-            }),
-            run_id: run_id.to_string(),
-            start: start.clone(),
-            image: config.image.clone(),
-            full: config.full,
-            runtime_pull: config.runtime_pull,
-            deadline_seconds: config.settings.budgets.probe.as_secs().max(10),
-            runtime_version: c.facts.runtime.clone(),
-            kubelet_pull: None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 use serde_json::json;
 
-use super::pod_spec::{extend, pinned_spec, run_pod_metadata};
+use super::pod_base::{extend, pinned_spec, run_pod_metadata};
 use crate::failure_text;
 use crate::report;
 use crate::verdict::{Failure, Verdict};
@@ -99,7 +99,36 @@ pub enum KubeletPull {
         layer: Option<Layer>,
     },
     /// No answer: the pod could not be made, or said nothing in time.
-    NoAnswer { why: String },
+    NoAnswer { why: NoKubeletAnswer },
+}
+
+/// Why the kubelet-pull pod gave no answer; `Display` words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoKubeletAnswer {
+    /// The API refused its create (`namespace/name`, the API's words).
+    NotCreated { pod: String, error: String },
+    /// The API would not give it back (the API's words).
+    Unread { error: String },
+    /// Its status said nothing of the pull within the start budget.
+    Silent { budget: std::time::Duration },
+}
+
+impl std::fmt::Display for NoKubeletAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoKubeletAnswer::NotCreated { pod, error } => {
+                write!(f, "cannot create the kubelet-pull pod {pod}: {error}")
+            }
+            NoKubeletAnswer::Unread { error } => {
+                write!(f, "cannot read the kubelet-pull pod: {error}")
+            }
+            NoKubeletAnswer::Silent { budget } => write!(
+                f,
+                "the kubelet said nothing of its pull within the start budget ({}s)",
+                budget.as_secs()
+            ),
+        }
+    }
 }
 
 /// The kubelet's waiting reasons of a failed pull (`pkg/kubelet/images/types.go`).
@@ -207,7 +236,7 @@ pub fn report(pull: &KubeletPull, probe: &Verdict, pod: String) -> KubeletPullRe
         }
         KubeletPull::NoAnswer { why } => KubeletPullReport {
             outcome: "no-answer",
-            message: why.clone(),
+            message: why.to_string(),
             layer: None,
             agrees: None,
             pod,
@@ -314,7 +343,35 @@ mod tests {
         assert_eq!(at(&failed(Layer::Tls), &tls), Some(true));
         assert_eq!(at(&failed(Layer::Auth), &tls), Some(false));
         assert_eq!(at(&failed(Layer::Tls), &passed), Some(false));
-        let none = KubeletPull::NoAnswer { why: "w".into() };
+        let none = KubeletPull::NoAnswer {
+            why: NoKubeletAnswer::Unread { error: "w".into() },
+        };
         assert_eq!(at(&none, &passed), None);
+    }
+
+    #[test]
+    fn no_answer_says_why_in_the_words_the_report_has_always_said() {
+        let created = NoKubeletAnswer::NotCreated {
+            pod: "shop/k".into(),
+            error: "403 Forbidden: no".into(),
+        };
+        assert_eq!(
+            created.to_string(),
+            "cannot create the kubelet-pull pod shop/k: 403 Forbidden: no"
+        );
+        let unread = NoKubeletAnswer::Unread {
+            error: "500 x: y".into(),
+        };
+        assert_eq!(
+            unread.to_string(),
+            "cannot read the kubelet-pull pod: 500 x: y"
+        );
+        let silent = NoKubeletAnswer::Silent {
+            budget: std::time::Duration::from_secs(90),
+        };
+        assert_eq!(
+            silent.to_string(),
+            "the kubelet said nothing of its pull within the start budget (90s)"
+        );
     }
 }

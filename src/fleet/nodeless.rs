@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use serde::Deserialize;
 
 use super::eligibility::{self, Constraints};
-use super::select::NodeChoice;
+use super::select::{ChoiceReason, NodeChoice, wanted};
 use crate::cluster::nodes::{self, NodeFacts};
 
 /// The pool label of Karpenter's nodes.
@@ -100,15 +100,6 @@ struct Requirement {
 /// compare with, read once per run.
 pub fn pools_with_nodes(nodes: &[Node]) -> Vec<(String, String)> {
     nodes.iter().filter_map(|n| nodes::facts(n).pool).collect()
-}
-
-/// Whether `--pools` (empty: every pool) wants pool `name` of label `key`: by name, or as
-/// `key=name`.
-pub fn wanted(pools: &[String], key: &str, name: &str) -> bool {
-    pools.is_empty()
-        || pools
-            .iter()
-            .any(|p| p == name || p.split_once('=') == Some((key, name)))
 }
 
 /// The NodePools (each a `karpenter.sh/v1` object as JSON) that no pool of `existing`
@@ -237,10 +228,6 @@ impl NodelessPool {
     ) -> NodeChoice {
         let mut facts = NodeFacts::named(&format!("(no node of pool {})", self.name));
         facts.pool = Some(self.label.clone());
-        let why = match fresh {
-            true => "no node yet: probed on the node its autoscaler makes (--fresh-node)",
-            false => "no node yet: --fresh-node probes it on the node its autoscaler makes",
-        };
         NodeChoice {
             facts,
             pool: self.name.clone(),
@@ -249,7 +236,7 @@ impl NodelessPool {
             listed: false,
             running: false,
             chosen: false,
-            why: why.to_string(),
+            why: ChoiceReason::Nodeless { fresh },
             evidence: Some(self.evidence()),
             arch,
             nodeless: true,

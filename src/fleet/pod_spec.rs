@@ -7,12 +7,9 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-/// `app.kubernetes.io/managed-by=pullpath`: every pod pullpath creates carries it.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "pullpath");
-/// The run a probe pod belongs to.
-pub const RUN_LABEL: &str = "pullpath/run";
-/// The node a probe pod was made for (an annotation: node names can exceed a label's 63).
-pub const NODE_ANNOTATION: &str = "pullpath/node";
+pub use super::pod_base::{MANAGED_BY, NODE_ANNOTATION, RUN_LABEL};
+use super::pod_base::{extend, pinned_spec, run_pod_metadata};
+
 /// The container's name.
 pub const CONTAINER: &str = "probe";
 /// Where the probe image keeps the binary (scripts/image.sh's `Entrypoint`).
@@ -111,53 +108,6 @@ fn probe_args(plan: &PodPlan) -> Vec<String> {
         args.push("--full".into());
     }
     args
-}
-
-/// The metadata of every pod a run creates: pullpath's labels (the run's, by which the run's
-/// cleanup finds it), its `component`, and the node it is for.
-pub fn run_pod_metadata(
-    name: &str,
-    namespace: &str,
-    node: &str,
-    run_id: &str,
-    component: &str,
-) -> Value {
-    json!({
-        "name": name,
-        "namespace": namespace,
-        "labels": {
-            MANAGED_BY.0: MANAGED_BY.1,
-            "app.kubernetes.io/name": "pullpath",
-            "app.kubernetes.io/component": component,
-            RUN_LABEL: run_id,
-        },
-        "annotations": {NODE_ANNOTATION: node},
-    })
-}
-
-/// What every pod a run pins to a node shares: the node by `nodeName` (no scheduler), Linux
-/// (the kubelet refuses a pod whose OS is not its own, PodOSNotSupported, instead of running a
-/// Linux binary on, say, Windows; fleet skips such nodes before this), one run within
-/// `deadline_seconds`, no API token or service links, gone at once when deleted, and every
-/// taint tolerated as `kubectl debug node` does.
-pub fn pinned_spec(node: &str, deadline_seconds: u64) -> Value {
-    json!({
-        "nodeName": node,
-        "os": {"name": "linux"},
-        "restartPolicy": "Never",
-        "activeDeadlineSeconds": deadline_seconds,
-        "automountServiceAccountToken": false,
-        "enableServiceLinks": false,
-        "terminationGracePeriodSeconds": 0,
-        "tolerations": [{"operator": "Exists"}],
-    })
-}
-
-/// `fields` added to the object `base`.
-pub fn extend(base: &mut Value, fields: Value) {
-    if let (Some(base), Value::Object(fields)) = (base.as_object_mut(), fields) {
-        base.extend(fields);
-    }
 }
 
 /// The probe pod for `plan.node`.

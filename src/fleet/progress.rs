@@ -1,6 +1,7 @@
 //! What a run says while it waits: one step at a time per probe pod, sent by `run` and drawn
 //! by the command line (a line per pod on a terminal: the pinned probe of a pool's node, and
-//! with `--fresh-node` the pool's fresh probe). Data only: `text::progress_line` words it.
+//! with `--fresh-node` the pool's fresh probe). Data and its words (`Display`); `progress_view`
+//! draws them.
 
 use super::answer::Answer;
 
@@ -94,7 +95,8 @@ fn answered(answer: &Answer) -> String {
             }
         }
         Answer::ProbeImagePull { reason, .. } => format!("the probe pod's own image: {reason}"),
-        Answer::Missing { why } | Answer::NotCreated { why, .. } => format!("no answer: {why}"),
+        Answer::Missing { why } => format!("no answer: {why}"),
+        Answer::NotCreated { why, .. } => format!("no answer: {why}"),
         Answer::Problem(problem) => format!("run problem: {}", problem.describe()),
     }
 }

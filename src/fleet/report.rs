@@ -110,6 +110,20 @@ pub fn with_pull_secrets(
     }
 }
 
+/// A row's status, verdict, hand fixes, source and message when the run could not hear from
+/// its node: no layer, only why.
+fn no_answer(
+    why: &str,
+) -> (
+    &'static str,
+    Verdict,
+    Vec<String>,
+    &'static str,
+    Option<String>,
+) {
+    ("no-answer", undecided(why), Vec::new(), "run", None)
+}
+
 fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Header) -> NodeRow {
     let now = header.now;
     let cached = candidate.listed || candidate.running;
@@ -134,23 +148,10 @@ fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Heade
             "probe-pod",
             Some(message.clone()),
         ),
-        Some(Answer::Missing { why } | Answer::NotCreated { why, .. }) => {
-            ("no-answer", undecided(why), Vec::new(), "run", None)
-        }
-        Some(Answer::Problem(problem)) => (
-            "no-answer",
-            undecided(&problem.describe()),
-            Vec::new(),
-            "run",
-            None,
-        ),
-        None => (
-            "no-answer",
-            undecided("not probed"),
-            Vec::new(),
-            "run",
-            None,
-        ),
+        Some(Answer::Missing { why }) => no_answer(&why.to_string()),
+        Some(Answer::NotCreated { why, .. }) => no_answer(&why.to_string()),
+        Some(Answer::Problem(problem)) => no_answer(&problem.describe()),
+        None => no_answer("not probed"),
     };
     // Beside the probe's own verdict, before the pull secrets' reading of it.
     let probe_verdict = match run.map(|r| &r.answer) {
@@ -176,7 +177,7 @@ fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Heade
             .eligible
             .as_ref()
             .and_then(|e| e.as_ref().err().map(ToString::to_string)),
-        chosen_because: candidate.why.clone(),
+        chosen_because: candidate.why.to_string(),
         status,
         verdict,
         cached,
@@ -219,10 +220,10 @@ fn fresh_row(
     header: &Header,
 ) -> NodeRow {
     let mut row = row(beside, Some(run), header);
-    let came = !run.node.is_empty();
-    row.node = match came {
-        true => run.node.clone(),
-        false => format!("(a fresh node of pool {})", way.pool),
+    let came = run.node.is_some();
+    row.node = match &run.node {
+        Some(node) => node.clone(),
+        None => format!("(a fresh node of pool {})", way.pool),
     };
     row.created = None;
     row.age_seconds = None;
@@ -402,7 +403,7 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
             let run = outcome
                 .runs
                 .iter()
-                .find(|r| r.node == c.facts.name && r.fresh.is_none());
+                .find(|r| r.node.as_ref() == Some(&c.facts.name) && r.fresh.is_none());
             row(c, run, &header)
         })
         .collect();
@@ -425,8 +426,9 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
         .iter()
         .filter_map(|r| match &r.answer {
             Answer::Probe(p) => {
-                let pool = nodes.iter().find(|n| n.node == r.node)?.pool.as_str();
-                Some((r.node.as_str(), pool, p.trust.as_slice()))
+                let node = r.node.as_deref()?;
+                let pool = nodes.iter().find(|n| n.node == node)?.pool.as_str();
+                Some((node, pool, p.trust.as_slice()))
             }
             _ => None,
         })
@@ -487,7 +489,7 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
         .map(|c| SkippedNode {
             node: c.facts.name.clone(),
             pool: c.pool.clone(),
-            why: c.why.clone(),
+            why: c.why.to_string(),
             evidence: c.evidence.clone(),
         })
         .collect();

@@ -14,76 +14,41 @@
 //! it instead of up to a poll interval later (a run of many waves pays that once per wave). The
 //! lists stay the ground truth: a watch the API refuses or drops only costs that latency.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use kube::api::{Api, LogParams, PostParams};
 
-use super::answer::{self, Answer};
+use super::answer::{self, Answer, CreateRefused, Ended, Missing};
 use super::kubelet_pull::{KubeletPull, KubeletPullPlan};
-use super::life::{self, Budgets, Clocks, ProbeOrigin, Reading, RunProblem};
+use super::life::{self, Clocks, Reading, RunProblem};
 use super::pod_spec::{self, PodPlan};
 use super::progress::{Doing, tell};
+use super::run_objects::{api_error, at_once, delete_run};
 
 mod fresh_node;
 mod kubelet;
-mod refused;
 mod watch;
 
+pub use super::config::RunSettings;
+pub use super::ending::Ending;
+pub use super::run_objects::{Cleanup, RunObjectsRefused};
 use kubelet::kubelet_pull_on;
-pub use refused::RunObjectsRefused;
-use watch::{finished, watch_pods};
+use watch::{GONE_AFTER_LISTS, Seen, poll_lists, watch_pods};
 
 /// A pod log beyond this is not a probe report (the report is a few KiB).
 const MAX_LOG_BYTES: i64 = 4 << 20;
-
-#[derive(Debug, Clone)]
-pub struct RunSettings {
-    pub namespace: String,
-    pub parallel: usize,
-    /// The whole run's deadline, pod starts and probes included.
-    pub deadline: Duration,
-    /// How often a running probe pod is asked for its phase.
-    pub poll: Duration,
-    /// Each probe pod's own time to start and to answer, apart from the run's deadline.
-    pub budgets: Budgets,
-    /// Whether the probe image shares the image's registry host.
-    pub origin: ProbeOrigin,
-    /// The client's request timeout: a watch is renewed within it.
-    pub request_timeout: Duration,
-    /// `--fresh-node-timeout`: how long a fresh probe pod may wait for its node.
-    pub fresh_wait: Duration,
-    /// Where each pod's steps are told while the run waits (a terminal's progress lines).
-    pub progress: Option<super::progress::Sink>,
-}
-
-/// What the lister last saw: the run's pods by name, or why it could not list them.
-#[derive(Debug, Clone, Default)]
-struct Seen {
-    /// Counts lists; a pod absent from a list that began after its create is gone.
-    generation: u64,
-    pods: BTreeMap<String, Pod>,
-    /// The events of each of the run's pods (`involvedObject.name`).
-    events: BTreeMap<String, Vec<Event>>,
-    error: Option<String>,
-    /// Why the events could not be listed (a pod that cannot mount is then only seen when its
-    /// start budget runs out).
-    events_error: Option<String>,
-}
-
-/// A pod missing from this many lists after it was created was deleted by someone else.
-const GONE_AFTER_LISTS: u64 = 3;
 
 /// One node's answer and how long it took (pod created → answer read).
 #[derive(Debug, Clone)]
 pub struct NodeRun {
     /// The node asked: the one its pod was pinned to, or the fresh node it was scheduled on
-    /// (empty when none came).
-    pub node: String,
+    /// (`None`: none came).
+    pub node: Option<String>,
     pub pod: String,
     pub answer: Answer,
     /// `--kubelet-pull`: the kubelet's own pull on that node.
@@ -108,16 +73,6 @@ pub struct FreshRun {
     pub node_ready: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// Every node answered.
-    Finished,
-    /// The run's deadline came first.
-    Deadline,
-    /// Ctrl-C (SIGINT) or SIGTERM.
-    Interrupted,
-}
-
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     /// One per plan, in plan order.
@@ -129,33 +84,10 @@ pub struct RunOutcome {
     pub events_unread: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cleanup {
-    pub deleted: usize,
-    /// Pods still listed after the delete (deleted but not yet gone, or created meanwhile).
-    pub remaining: usize,
-    /// Why the list after the delete failed: the delete went through, but nothing proves no
-    /// pod is left.
-    pub unverified: Option<String>,
-}
-
-impl Cleanup {
-    /// Two deletes of one run (pods in two namespaces, pods and ConfigMaps) as one; the first
-    /// failure when either failed.
-    pub fn both(
-        a: Result<Cleanup, RunObjectsRefused>,
-        b: Result<Cleanup, RunObjectsRefused>,
-    ) -> Result<Cleanup, RunObjectsRefused> {
-        let (a, b) = (a?, b?);
-        Ok(Cleanup {
-            deleted: a.deleted + b.deleted,
-            remaining: a.remaining + b.remaining,
-            unverified: a.unverified.or(b.unverified),
-        })
-    }
-}
-
-/// Probe every plan's node; `interrupt` resolving ends the run early.
+/// Probe every plan's node; `interrupt` resolving ends the run early. The sequence: the
+/// lister and a task per node start together, the first of every answer, the deadline and the
+/// interrupt ends the wait, every pod of the run is deleted, and each node without an answer
+/// is told why.
 pub async fn run(
     client: Client,
     settings: &RunSettings,
@@ -165,72 +97,12 @@ pub async fn run(
 ) -> RunOutcome {
     let api: Api<Pod> = Api::namespaced(client, &settings.namespace);
     let deadline = Instant::now() + settings.deadline;
-    let results: Arc<Mutex<Vec<Option<NodeRun>>>> = Arc::new(Mutex::new(vec![None; plans.len()]));
-    let permits = Arc::new(tokio::sync::Semaphore::new(settings.parallel.max(1)));
     let selector = format!("{}={run_id}", pod_spec::RUN_LABEL);
     let (seen_tx, seen_rx) = tokio::sync::watch::channel(Seen::default());
-    let events_api: Api<Event> = Api::namespaced(api.clone().into_client(), &settings.namespace);
-    let names: std::collections::BTreeSet<String> = plans.iter().map(|p| p.name.clone()).collect();
-    let poller = async {
-        let params = ListParams::default().labels(&selector);
-        // Events carry no labels: every pod event of the namespace, kept for the run's pods.
-        let event_params = ListParams::default().fields("involvedObject.kind=Pod");
-        let mut generation = 0;
-        loop {
-            tokio::time::sleep(settings.poll).await;
-            generation += 1;
-            let (pods, events) = tokio::join!(api.list(&params), events_api.list(&event_params));
-            let previous = seen_tx.borrow().clone();
-            let (events, events_error) = match events {
-                Ok(list) => (events_by_pod(list.items, &names), None),
-                Err(e) => (
-                    previous.events.clone(),
-                    Some(format!(
-                        "cannot list the probe pods' events in {}: {}",
-                        settings.namespace,
-                        api_error(&e)
-                    )),
-                ),
-            };
-            let seen = match pods {
-                Ok(list) => Seen {
-                    generation,
-                    pods: list
-                        .items
-                        .into_iter()
-                        .filter_map(|p| Some((p.metadata.name.clone()?, p)))
-                        .map(|(name, listed)| {
-                            // A list that began before the watch's news must not undo it.
-                            let pod = match previous.pods.get(&name) {
-                                Some(known) if finished(known) && !finished(&listed) => {
-                                    known.clone()
-                                }
-                                _ => listed,
-                            };
-                            (name, pod)
-                        })
-                        .collect(),
-                    events,
-                    error: None,
-                    events_error,
-                },
-                Err(e) => Seen {
-                    generation,
-                    error: Some(format!(
-                        "cannot list the probe pods ({selector}): {}",
-                        api_error(&e)
-                    )),
-                    events,
-                    events_error,
-                    ..previous
-                },
-            };
-            seen_tx.send_replace(seen);
-        }
-    };
+    let names: BTreeSet<String> = plans.iter().map(|p| p.name.clone()).collect();
     let lister = async {
         tokio::join!(
-            poller,
+            poll_lists(&api, settings, &selector, &names, &seen_tx),
             watch_pods(
                 &api,
                 &selector,
@@ -241,61 +113,29 @@ pub async fn run(
         );
     };
     let mut tasks = tokio::task::JoinSet::new();
+    let permits = Arc::new(tokio::sync::Semaphore::new(settings.parallel.max(1)));
     for (index, plan) in plans.iter().cloned().enumerate() {
-        let (api, results, permits, seen) = (
+        let node = probe_in_turn(
             api.clone(),
-            results.clone(),
-            permits.clone(),
+            plan,
+            settings.clone(),
             seen_rx.clone(),
+            permits.clone(),
+            deadline,
         );
-        let settings = settings.clone();
-        tasks.spawn(async move {
-            // A node that waits for a permit starts in a later wave, with less of the run left.
-            let (_permit, queued) = match permits.clone().try_acquire_owned() {
-                Ok(permit) => (permit, false),
-                // A closed semaphore cannot happen: it is never closed.
-                Err(_) => match permits.acquire_owned().await {
-                    Ok(permit) => (permit, true),
-                    Err(_) => return,
-                },
-            };
-            let started = Instant::now();
-            let left = deadline.saturating_duration_since(started);
-            let (answer, fresh) = match life::time_for_a_probe(left, settings.budgets.probe) {
-                Err(late) if queued => (Answer::Problem(late), None),
-                _ => probe_node(&api, &plan, &settings, seen).await,
-            };
-            // After the probe, so that its pull does not warm the cache the probe reads.
-            let kubelet_pull = match &plan.kubelet_pull {
-                Some(pull) => {
-                    let api = Api::namespaced(api.clone().into_client(), &pull.namespace);
-                    let answer = kubelet_pull_on(&api, pull, &settings).await;
-                    Some((pull.clone(), answer))
-                }
-                None => None,
-            };
-            let run = NodeRun {
-                node: match (&plan.fresh, &fresh) {
-                    (Some(_), Some((node, _))) => node.clone().unwrap_or_default(),
-                    (Some(_), None) => String::new(),
-                    (None, _) => plan.node.clone(),
-                },
-                pod: plan.name.clone(),
-                answer,
-                kubelet_pull,
-                elapsed: started.elapsed(),
-                fresh: plan.fresh.as_ref().map(|placement| FreshRun {
-                    pool: placement.pool_label.1.clone(),
-                    beside: plan.node.clone(),
-                    ..fresh.map(|(_, run)| run).unwrap_or_default()
-                }),
-            };
-            if let Ok(mut slots) = results.lock() {
-                slots[index] = Some(run);
-            }
-        });
+        tasks.spawn(async move { (index, node.await) });
     }
-    let all_answered = async { while tasks.join_next().await.is_some() {} };
+    let mut slots: Vec<Option<NodeRun>> = vec![None; plans.len()];
+    let mut keep = |joined: Result<(usize, Option<NodeRun>), tokio::task::JoinError>| {
+        if let Ok((index, run)) = joined {
+            slots[index] = run;
+        }
+    };
+    let all_answered = async {
+        while let Some(joined) = tasks.join_next().await {
+            keep(joined);
+        }
+    };
     let ending = tokio::select! {
         () = all_answered => Ending::Finished,
         () = lister => Ending::Finished,
@@ -304,80 +144,132 @@ pub async fn run(
     };
     // Stops every node still running: its pod is deleted below with the rest.
     tasks.abort_all();
-    while tasks.join_next().await.is_some() {}
-    let mut cleanup = delete_run(&api, &selector).await;
-    // The kubelet-pull pods live in the workload's namespace.
-    if let Some(namespace) = plans
-        .iter()
-        .find_map(|p| p.kubelet_pull.as_ref())
-        .map(|k| k.namespace.clone())
-        .filter(|ns| *ns != settings.namespace)
-    {
-        let workload: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace);
-        cleanup = Cleanup::both(cleanup, delete_run(&workload, &selector).await);
+    while let Some(joined) = tasks.join_next().await {
+        keep(joined);
     }
-    let events_unread = seen_rx.borrow().events_error.clone();
-    let slots = results.lock().map(|s| s.clone()).unwrap_or_default();
-    let mut unanswered = match ending {
-        Ending::Finished => "the probe task ended without an answer",
-        Ending::Deadline => "the run's deadline (--deadline) came before this node answered",
-        Ending::Interrupted => "the run was interrupted before this node answered",
-    }
-    .to_string();
-    // A lister that kept failing is why nobody heard back: say so.
-    if let Some(error) = seen_rx.borrow().error.clone() {
-        unanswered.push_str(&format!(
-            "; the last list of the run's pods failed: {error}"
-        ));
-    }
-    let runs = plans
-        .iter()
-        .zip(slots)
-        .map(|(plan, slot)| {
-            slot.unwrap_or_else(|| NodeRun {
-                node: match plan.fresh {
-                    Some(_) => String::new(),
-                    None => plan.node.clone(),
-                },
-                pod: plan.name.clone(),
-                answer: Answer::Missing {
-                    why: unanswered.clone(),
-                },
-                kubelet_pull: None,
-                elapsed: Duration::ZERO,
-                fresh: plan.fresh.as_ref().map(|placement| FreshRun {
-                    pool: placement.pool_label.1.clone(),
-                    beside: plan.node.clone(),
-                    ..FreshRun::default()
-                }),
-            })
-        })
-        .collect();
+    let cleanup = delete_every_pod(&api, settings, &selector, &plans).await;
+    let seen = seen_rx.borrow().clone();
+    let unanswered = Missing::Unanswered {
+        ending,
+        last_list_error: seen.error,
+    };
     RunOutcome {
-        runs,
+        runs: every_run(&plans, slots, &unanswered),
         ending,
         cleanup,
-        events_unread,
+        events_unread: seen.events_error,
     }
 }
 
-/// The run's pod events, by pod, only for the run's pods.
-fn events_by_pod(
-    events: Vec<Event>,
-    names: &std::collections::BTreeSet<String>,
-) -> BTreeMap<String, Vec<Event>> {
-    let mut by_pod: BTreeMap<String, Vec<Event>> = BTreeMap::new();
-    for event in events {
-        if let Some(name) = event
-            .involved_object
-            .name
-            .clone()
-            .filter(|n| names.contains(n))
-        {
-            by_pod.entry(name).or_default().push(event);
+/// One node's turn: a permit (a node that waits for one starts in a later wave, with less of
+/// the run left, and only if a probe still fits), its probe, then its kubelet's own pull.
+async fn probe_in_turn(
+    api: Api<Pod>,
+    plan: PodPlan,
+    settings: RunSettings,
+    seen: tokio::sync::watch::Receiver<Seen>,
+    permits: Arc<tokio::sync::Semaphore>,
+    deadline: Instant,
+) -> Option<NodeRun> {
+    let (_permit, queued) = match permits.clone().try_acquire_owned() {
+        Ok(permit) => (permit, false),
+        // A closed semaphore cannot happen: it is never closed.
+        Err(_) => (permits.acquire_owned().await.ok()?, true),
+    };
+    let started = Instant::now();
+    let left = deadline.saturating_duration_since(started);
+    let (answer, fresh) = match life::time_for_a_probe(left, settings.budgets.probe) {
+        Err(late) if queued => (Answer::Problem(late), None),
+        _ => probe_node(&api, &plan, &settings, seen).await,
+    };
+    // After the probe, so that its pull does not warm the cache the probe reads.
+    let kubelet_pull = match &plan.kubelet_pull {
+        Some(pull) => {
+            let api = Api::namespaced(api.clone().into_client(), &pull.namespace);
+            let answer = kubelet_pull_on(&api, pull, &settings).await;
+            Some((pull.clone(), answer))
         }
+        None => None,
+    };
+    Some(node_run(
+        &plan,
+        answer,
+        fresh,
+        kubelet_pull,
+        started.elapsed(),
+    ))
+}
+
+/// One node's run as the report reads it: the node asked (a fresh pod's, once it came), its
+/// answer, and a fresh pod's way to its node.
+pub fn node_run(
+    plan: &PodPlan,
+    answer: Answer,
+    fresh: FreshSeen,
+    kubelet_pull: Option<(KubeletPullPlan, KubeletPull)>,
+    elapsed: Duration,
+) -> NodeRun {
+    NodeRun {
+        node: match (&plan.fresh, &fresh) {
+            (Some(_), Some((node, _))) => node.clone(),
+            (Some(_), None) => None,
+            (None, _) => Some(plan.node.clone()),
+        },
+        pod: plan.name.clone(),
+        answer,
+        kubelet_pull,
+        elapsed,
+        fresh: plan.fresh.as_ref().map(|placement| FreshRun {
+            pool: placement.pool_label.1.clone(),
+            beside: plan.node.clone(),
+            ..fresh.map(|(_, run)| run).unwrap_or_default()
+        }),
     }
-    by_pod
+}
+
+/// Every plan's run, in plan order: its slot, else no answer, for the reason `unanswered`.
+pub fn every_run(
+    plans: &[PodPlan],
+    slots: Vec<Option<NodeRun>>,
+    unanswered: &Missing,
+) -> Vec<NodeRun> {
+    plans
+        .iter()
+        .zip(slots)
+        .map(|(plan, slot)| {
+            slot.unwrap_or_else(|| {
+                let why = unanswered.clone();
+                node_run(plan, Answer::Missing { why }, None, None, Duration::ZERO)
+            })
+        })
+        .collect()
+}
+
+/// Delete every pod of the run by its label: in the probe namespace, and the kubelet-pull
+/// pods in the workload's.
+async fn delete_every_pod(
+    api: &Api<Pod>,
+    settings: &RunSettings,
+    selector: &str,
+    plans: &[PodPlan],
+) -> Result<Cleanup, RunObjectsRefused> {
+    let cleanup = delete_run(api, selector).await;
+    match kubelet_pull_namespace(plans, &settings.namespace) {
+        Some(namespace) => {
+            let workload: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace);
+            Cleanup::both(cleanup, delete_run(&workload, selector).await)
+        }
+        None => cleanup,
+    }
+}
+
+/// The kubelet-pull pods' namespace (the workload's), when it is not the probe namespace.
+pub fn kubelet_pull_namespace(plans: &[PodPlan], probe_namespace: &str) -> Option<String> {
+    plans
+        .iter()
+        .find_map(|p| p.kubelet_pull.as_ref())
+        .map(|k| k.namespace.clone())
+        .filter(|ns| ns != probe_namespace)
 }
 
 /// A fresh probe pod's node (when one came) and its way there.
@@ -402,7 +294,10 @@ async fn probe_node(
                 kube::Error::Api(status) => Some(status.code),
                 _ => None,
             },
-            why: format!("cannot create probe pod {}: {}", plan.name, api_error(&e)),
+            why: CreateRefused {
+                pod: plan.name.clone(),
+                error: api_error(&e),
+            },
         };
         return (answer, None);
     }
@@ -415,7 +310,7 @@ async fn probe_node(
     // (a request per node in every wave); the run's cleanup deletes by label whatever is left.
     let (api, name) = (api.clone(), plan.name.clone());
     tokio::spawn(async move {
-        let _ = api.delete(&name, &now()).await;
+        let _ = api.delete(&name, &at_once()).await;
     });
     (answer, fresh)
 }
@@ -437,19 +332,15 @@ async fn wait_and_read(
     loop {
         if seen.changed().await.is_err() {
             return Answer::Missing {
-                why: "the run stopped listing its probe pods".to_string(),
+                why: Missing::StoppedListing,
             };
         }
         let snapshot = seen.borrow_and_update().clone();
         let Some(pod) = snapshot.pods.get(name) else {
-            if snapshot.generation > created_at + GONE_AFTER_LISTS {
-                return Answer::Missing {
-                    why: snapshot.error.unwrap_or_else(|| {
-                        format!("probe pod {name} disappeared before it finished (deleted by someone else, or evicted)")
-                    }),
-                };
+            match gone(&snapshot, name, created_at) {
+                Some(why) => return Answer::Missing { why },
+                None => continue,
             }
-            continue;
         };
         let events = snapshot.events.get(name).map(Vec::as_slice).unwrap_or(&[]);
         if let Some((node, way)) = fresh.as_deref_mut()
@@ -497,7 +388,10 @@ async fn read_log(api: &Api<Pod>, name: &str, pod: &Pod) -> Answer {
         Ok(log) => log,
         Err(e) => {
             return Answer::Missing {
-                why: format!("cannot read the log of probe pod {name}: {}", api_error(&e)),
+                why: Missing::LogUnread {
+                    pod: name.to_string(),
+                    error: api_error(&e),
+                },
             };
         }
     };
@@ -507,82 +401,42 @@ async fn read_log(api: &Api<Pod>, name: &str, pod: &Pod) -> Answer {
     match answer::from_log(&log) {
         Ok(probe) => Answer::Probe(Box::new(probe)),
         Err(why) => Answer::Missing {
-            why: format!("{why}{}", terminated(pod)),
+            why: Missing::NoReport {
+                why,
+                ended: ended(pod),
+            },
         },
     }
 }
 
-/// How the probe container ended, when the pod says (`; exited 137 (OOMKilled)`).
-fn terminated(pod: &Pod) -> String {
+/// How the probe container ended, when the pod says (exited 137, OOMKilled).
+fn ended(pod: &Pod) -> Option<Ended> {
     let status = pod.status.as_ref();
-    let ended = status
+    let terminated = status
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|c| c.first())
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.terminated.as_ref());
-    match (ended, status.and_then(|s| s.reason.as_deref())) {
-        (Some(t), _) => format!(
-            "; the probe exited {}{}",
-            t.exit_code,
-            t.reason
-                .as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        ),
-        (None, Some(reason)) => format!("; the pod ended: {reason}"),
-        (None, None) => String::new(),
+    match (terminated, status.and_then(|s| s.reason.as_deref())) {
+        (Some(t), _) => Some(Ended::Exited {
+            code: t.exit_code,
+            reason: t.reason.clone(),
+        }),
+        (None, Some(reason)) => Some(Ended::Pod {
+            reason: reason.to_string(),
+        }),
+        (None, None) => None,
     }
 }
 
-fn now() -> DeleteParams {
-    DeleteParams {
-        grace_period_seconds: Some(0),
-        ..DeleteParams::default()
-    }
-}
-
-/// Delete every object (pods, the delivered ConfigMaps) matching `selector` in the probe
-/// namespace, then count what is left.
-pub async fn delete_run<K>(api: &Api<K>, selector: &str) -> Result<Cleanup, RunObjectsRefused>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let params = ListParams::default().labels(selector);
-    let deleted = match api.delete_collection(&now(), &params).await {
-        Ok(either) => either.left().map_or(0, |list| list.items.len()),
-        Err(e) => {
-            return Err(RunObjectsRefused::Delete {
-                plural: K::plural(&Default::default()).into_owned(),
-                selector: selector.to_string(),
-                error: Arc::new(e),
-            });
-        }
-    };
-    Ok(match api.list(&params).await {
-        Ok(list) => Cleanup {
-            deleted,
-            remaining: list.items.len(),
-            unverified: None,
-        },
-        Err(e) => Cleanup {
-            deleted,
-            remaining: 0,
-            unverified: Some(format!(
-                "cannot list the run's {} ({selector}): {}",
-                K::plural(&Default::default()),
-                api_error(&e)
-            )),
-        },
+/// A pod missing from `snapshot`: gone when lists that began after its create (`created_at`)
+/// kept missing it; `None` while it may yet show.
+fn gone(snapshot: &Seen, name: &str, created_at: u64) -> Option<Missing> {
+    (snapshot.generation > created_at + GONE_AFTER_LISTS).then(|| Missing::Gone {
+        pod: name.to_string(),
+        list_error: snapshot.error.clone(),
     })
 }
 
-/// An API error in one line: the apiserver's own message when it sent a Status.
-pub(crate) fn api_error(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) => {
-            format!("{} {}: {}", status.code, status.reason, status.message)
-        }
-        other => other.to_string(),
-    }
-}
+#[cfg(test)]
+mod tests;

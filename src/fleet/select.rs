@@ -41,8 +41,8 @@ pub struct NodeChoice {
     pub running: bool,
     /// Chosen to be probed.
     pub chosen: bool,
-    /// Why this node was (or was not) chosen, in words.
-    pub why: String,
+    /// Why this node was (or was not) chosen.
+    pub why: ChoiceReason,
     /// The label, taint or field behind `why` when one decided it (`kubernetes.io/os=windows`,
     /// `spec.unschedulable=true`, `taint ToBeDeletedByClusterAutoscaler:NoSchedule`).
     pub evidence: Option<String>,
@@ -51,6 +51,96 @@ pub struct NodeChoice {
     /// A pool with no node yet (`nodeless`): the row stands for the node its autoscaler would
     /// make, not for a node that exists.
     pub nodeless: bool,
+}
+
+/// Why a node was (or was not) chosen, with its evidence; `Display` gives the report's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChoiceReason {
+    /// Not decided yet: a row before its pool is read.
+    Undecided,
+    /// A node a Linux probe pod cannot run on.
+    NotLinux(NotLinux),
+    /// The node a `--for pod/NAME` landed on: always probed.
+    Landed,
+    /// `--pools` leaves its pool out.
+    PoolNotWanted,
+    NotReady,
+    /// Cordoned or tainted for deletion (`out`: the field or taint); `--all-nodes` probes it
+    /// all the same.
+    Leaving {
+        out: String,
+        all_nodes: bool,
+    },
+    AllNodes,
+    /// The pool's `rank`-th newest Ready node (from 1).
+    Newest {
+        rank: usize,
+    },
+    /// Older than the `--nodes-per-pool` newest of its pool.
+    Older,
+    /// A pool with no node yet; `fresh`: `--fresh-node` probes it on the node its autoscaler
+    /// makes.
+    Nodeless {
+        fresh: bool,
+    },
+}
+
+impl std::fmt::Display for ChoiceReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChoiceReason::Undecided => Ok(()),
+            ChoiceReason::NotLinux(kind) => write!(f, "{kind}"),
+            ChoiceReason::Landed => f.write_str("the node the pod landed on"),
+            ChoiceReason::PoolNotWanted => f.write_str("pool not in --pools"),
+            ChoiceReason::NotReady => f.write_str("not Ready"),
+            ChoiceReason::Leaving {
+                out,
+                all_nodes: true,
+            } => write!(f, "--all-nodes; on its way out ({out}), not a fresh node"),
+            ChoiceReason::Leaving {
+                out,
+                all_nodes: false,
+            } => write!(f, "on its way out ({out}): never a pool's newest node"),
+            ChoiceReason::AllNodes => f.write_str("--all-nodes"),
+            ChoiceReason::Newest { rank: 1 } => f.write_str("the pool's newest Ready node"),
+            ChoiceReason::Newest { rank } => write!(f, "the pool's newest Ready node no. {rank}"),
+            ChoiceReason::Older => f.write_str("an older node of a pool already probed"),
+            ChoiceReason::Nodeless { fresh: true } => {
+                f.write_str("no node yet: probed on the node its autoscaler makes (--fresh-node)")
+            }
+            ChoiceReason::Nodeless { fresh: false } => {
+                f.write_str("no node yet: --fresh-node probes it on the node its autoscaler makes")
+            }
+        }
+    }
+}
+
+/// What kind of node cannot run a Linux probe pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotLinux {
+    Windows,
+    /// Another `status.nodeInfo.operatingSystem`.
+    OtherOs {
+        os: String,
+    },
+    /// A virtual-kubelet node.
+    Virtual,
+    Fargate,
+}
+
+impl std::fmt::Display for NotLinux {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotLinux::Windows => f.write_str("a Windows node: the probe pod is Linux"),
+            NotLinux::OtherOs { os } => write!(f, "a {os} node: the probe pod is Linux"),
+            NotLinux::Virtual => f.write_str(
+                "a virtual node (virtual-kubelet): no node filesystem or runtime to probe",
+            ),
+            NotLinux::Fargate => {
+                f.write_str("an EKS Fargate node: no hostNetwork or hostPath pods")
+            }
+        }
+    }
 }
 
 /// A label of `node`, as `key=value`, when it has that key with one of `values`.
@@ -75,9 +165,9 @@ fn label_is(node: &Node, key: &str, values: &[&str]) -> Option<String> {
 ///
 /// GKE Autopilot nodes carry no label verified here; Autopilot refuses hostPath pods at create
 /// time with its policy webhook, which the run names as an admission-webhook refusal.
-pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
+pub fn cannot_run_linux_probe(node: &Node) -> Option<(NotLinux, String)> {
     if let Some(label) = label_is(node, "kubernetes.io/os", &["windows"]) {
-        return Some(("a Windows node: the probe pod is Linux".into(), label));
+        return Some((NotLinux::Windows, label));
     }
     let os = node
         .status
@@ -87,7 +177,7 @@ pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
         .filter(|os| !os.is_empty() && !os.eq_ignore_ascii_case("linux"));
     if let Some(os) = os {
         return Some((
-            format!("a {os} node: the probe pod is Linux"),
+            NotLinux::OtherOs { os: os.to_string() },
             format!("status.nodeInfo.operatingSystem={os}"),
         ));
     }
@@ -98,16 +188,10 @@ pub fn cannot_run_linux_probe(node: &Node) -> Option<(String, String)> {
             .map(|p| format!("virtual-kubelet.io/provider={p}"))
     });
     if let Some(label) = virtual_node {
-        return Some((
-            "a virtual node (virtual-kubelet): no node filesystem or runtime to probe".into(),
-            label,
-        ));
+        return Some((NotLinux::Virtual, label));
     }
     if let Some(label) = label_is(node, "eks.amazonaws.com/compute-type", &["fargate"]) {
-        return Some((
-            "an EKS Fargate node: no hostNetwork or hostPath pods".into(),
-            label,
-        ));
+        return Some((NotLinux::Fargate, label));
     }
     None
 }
@@ -182,7 +266,7 @@ pub fn choose(
 ) -> Vec<NodeChoice> {
     let mut by_pool: BTreeMap<String, Vec<NodeChoice>> = BTreeMap::new();
     let mut leaving: BTreeMap<String, String> = BTreeMap::new();
-    let mut not_linux: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut not_linux: BTreeMap<String, (NotLinux, String)> = BTreeMap::new();
     for node in nodes {
         let facts = nodes::facts(node);
         let pool = pool_of(&facts);
@@ -201,7 +285,7 @@ pub fn choose(
             listed: nodes::lists_image(node, image),
             running: running_on.contains(&facts.name),
             chosen: false,
-            why: String::new(),
+            why: ChoiceReason::Undecided,
             nodeless: false,
             facts,
         });
@@ -216,51 +300,40 @@ pub fn choose(
                 .cmp(&a.facts.created_seconds.unwrap_or(i64::MIN))
                 .then(a.facts.name.cmp(&b.facts.name))
         });
-        let wanted = members.first().is_some_and(|m| {
+        let pool_wanted = members.first().is_some_and(|m| {
             let key = m.facts.pool.as_ref().map_or("", |p| p.0.as_str());
-            super::nodeless::wanted(&choice.pools, key, &pool)
+            wanted(&choice.pools, key, &pool)
         });
         let mut taken = 0;
         for c in &mut members {
             let named = choice.also.as_deref() == Some(c.facts.name.as_str());
             let leaving = leaving.get(&c.facts.name);
             if let Some((why, label)) = not_linux.get(&c.facts.name) {
-                (c.chosen, c.why, c.evidence) = (false, why.clone(), Some(label.clone()));
+                (c.chosen, c.why, c.evidence) = (
+                    false,
+                    ChoiceReason::NotLinux(why.clone()),
+                    Some(label.clone()),
+                );
                 continue;
             }
             (c.chosen, c.why) = if named {
-                (true, "the node the pod landed on".to_string())
-            } else if !wanted {
-                (false, "pool not in --pools".to_string())
+                (true, ChoiceReason::Landed)
+            } else if !pool_wanted {
+                (false, ChoiceReason::PoolNotWanted)
             } else if !c.ready {
-                (false, "not Ready".to_string())
+                (false, ChoiceReason::NotReady)
             } else if let Some(out) = leaving {
                 c.evidence = Some(out.clone());
-                if choice.all_nodes {
-                    (
-                        true,
-                        format!("--all-nodes; on its way out ({out}), not a fresh node"),
-                    )
-                } else {
-                    (
-                        false,
-                        format!("on its way out ({out}): never a pool's newest node"),
-                    )
-                }
+                let all_nodes = choice.all_nodes;
+                let out = out.clone();
+                (all_nodes, ChoiceReason::Leaving { out, all_nodes })
             } else if choice.all_nodes {
-                (true, "--all-nodes".to_string())
+                (true, ChoiceReason::AllNodes)
             } else if taken < choice.nodes_per_pool {
                 taken += 1;
-                (
-                    true,
-                    if taken == 1 {
-                        "the pool's newest Ready node".to_string()
-                    } else {
-                        format!("the pool's newest Ready node no. {taken}")
-                    },
-                )
+                (true, ChoiceReason::Newest { rank: taken })
             } else {
-                (false, "an older node of a pool already probed".to_string())
+                (false, ChoiceReason::Older)
             };
         }
         out.extend(members);
@@ -268,243 +341,14 @@ pub fn choose(
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn node(name: &str, pool: &str, created: &str, ready: bool) -> Node {
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "creationTimestamp": created,
-                "labels": {"kubernetes.azure.com/agentpool": pool}},
-            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
-                "images": [{"names": ["r.example/app:1"], "sizeBytes": 1}]}
-        }))
-        .expect("node")
-    }
-
-    fn world() -> Vec<Node> {
-        vec![
-            node("user-old", "user", "2026-10-01T00:00:00Z", true),
-            node("user-new", "user", "2026-12-01T00:00:00Z", true),
-            node(
-                "user-newest-notready",
-                "user",
-                "2026-12-02T00:00:00Z",
-                false,
-            ),
-            node("system-1", "system", "2026-09-01T00:00:00Z", true),
-        ]
-    }
-
-    fn default_choice() -> Choice {
-        Choice {
-            nodes_per_pool: 1,
-            all_nodes: false,
-            pools: vec![],
-            also: None,
-        }
-    }
-
-    fn chosen(c: &[NodeChoice]) -> Vec<&str> {
-        c.iter()
-            .filter(|c| c.chosen)
-            .map(|c| c.facts.name.as_str())
-            .collect()
-    }
-
-    fn image() -> ImageRef {
-        ImageRef::parse("r.example/app:1").expect("ref")
-    }
-
-    #[test]
-    fn by_default_the_newest_ready_node_of_each_pool() {
-        let c = choose(
-            &world(),
-            &image(),
-            &BTreeSet::new(),
-            None,
-            &default_choice(),
-        );
-        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
-        let skipped = c
+/// Whether `--pools` (empty: every pool) wants pool `name` of label `key`: by name, or as
+/// `key=name`.
+pub fn wanted(pools: &[String], key: &str, name: &str) -> bool {
+    pools.is_empty()
+        || pools
             .iter()
-            .find(|c| c.facts.name == "user-newest-notready")
-            .expect("listed");
-        assert_eq!(skipped.why, "not Ready");
-        assert!(c.iter().all(|c| c.listed && c.eligible.is_none()));
-    }
-
-    #[test]
-    fn per_pool_count_all_nodes_pools_and_the_pods_node() {
-        let two = Choice {
-            nodes_per_pool: 2,
-            ..default_choice()
-        };
-        assert_eq!(
-            chosen(&choose(&world(), &image(), &BTreeSet::new(), None, &two)),
-            vec!["system-1", "user-new", "user-old"]
-        );
-        let all = Choice {
-            all_nodes: true,
-            ..default_choice()
-        };
-        assert_eq!(
-            chosen(&choose(&world(), &image(), &BTreeSet::new(), None, &all)).len(),
-            3
-        );
-        let only_user = Choice {
-            pools: vec!["user".into()],
-            also: Some("system-1".into()),
-            ..default_choice()
-        };
-        let c = choose(&world(), &image(), &BTreeSet::new(), None, &only_user);
-        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
-        assert_eq!(c[0].why, "the node the pod landed on");
-    }
-
-    fn with(mut n: Node, labels: serde_json::Value, spec: serde_json::Value) -> Node {
-        let extra: BTreeMap<String, String> = serde_json::from_value(labels).expect("labels");
-        n.metadata.labels.get_or_insert_default().extend(extra);
-        n.spec = serde_json::from_value(spec).expect("spec");
-        n
-    }
-
-    #[test]
-    fn nodes_that_cannot_run_a_linux_probe_are_skipped_with_their_label() {
-        let newest = "2026-12-24T00:00:00Z";
-        let mut nodes = world();
-        nodes.push(with(
-            node("win-1", "user", newest, true),
-            json!({"kubernetes.io/os": "windows"}),
-            json!({}),
-        ));
-        nodes.push(with(
-            node("virtual-node-aci-linux", "user", newest, true),
-            json!({"type": "virtual-kubelet"}),
-            json!({}),
-        ));
-        nodes.push(with(
-            node("fargate-ip-10-0-1-5", "user", newest, true),
-            json!({"eks.amazonaws.com/compute-type": "fargate"}),
-            json!({}),
-        ));
-        let all = Choice {
-            all_nodes: true,
-            also: Some("win-1".into()),
-            ..default_choice()
-        };
-        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &all);
-        let evidence = |name: &str| {
-            let n = c.iter().find(|c| c.facts.name == name).expect("listed");
-            assert!(!n.chosen, "{name} chosen");
-            n.evidence.clone()
-        };
-        // Not even --all-nodes or being the pod's node makes a Windows node probeable.
-        assert_eq!(
-            evidence("win-1").as_deref(),
-            Some("kubernetes.io/os=windows")
-        );
-        assert_eq!(
-            evidence("virtual-node-aci-linux").as_deref(),
-            Some("type=virtual-kubelet")
-        );
-        assert_eq!(
-            evidence("fargate-ip-10-0-1-5").as_deref(),
-            Some("eks.amazonaws.com/compute-type=fargate")
-        );
-        assert_eq!(chosen(&c), vec!["system-1", "user-new", "user-old"]);
-    }
-
-    #[test]
-    fn a_node_on_its_way_out_is_never_the_newest_but_is_listed_with_all_nodes() {
-        let mut nodes = world();
-        nodes.push(with(
-            node("user-cordoned", "user", "2026-12-20T00:00:00Z", true),
-            json!({}),
-            json!({"unschedulable": true}),
-        ));
-        nodes.push(with(
-            node("user-scaling-down", "user", "2026-12-19T00:00:00Z", true),
-            json!({}),
-            json!({"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1734567890", "effect": "NoSchedule"}]}),
-        ));
-        nodes.push(with(
-            node("user-disrupted", "user", "2026-12-18T00:00:00Z", true),
-            json!({}),
-            json!({"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}),
-        ));
-        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &default_choice());
-        assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
-        let cordoned = c
-            .iter()
-            .find(|c| c.facts.name == "user-cordoned")
-            .expect("listed");
-        assert_eq!(
-            cordoned.evidence.as_deref(),
-            Some("spec.unschedulable=true (cordoned)")
-        );
-        assert!(cordoned.why.contains("never a pool's newest"));
-        let taint = |name: &str| {
-            c.iter()
-                .find(|c| c.facts.name == name)
-                .and_then(|c| c.evidence.clone())
-        };
-        assert_eq!(
-            taint("user-scaling-down").as_deref(),
-            Some("taint ToBeDeletedByClusterAutoscaler:NoSchedule")
-        );
-        assert_eq!(
-            taint("user-disrupted").as_deref(),
-            Some("taint karpenter.sh/disrupted:NoSchedule")
-        );
-        let all = Choice {
-            all_nodes: true,
-            ..default_choice()
-        };
-        let c = choose(&nodes, &image(), &BTreeSet::new(), None, &all);
-        let marked = c
-            .iter()
-            .find(|c| c.facts.name == "user-cordoned")
-            .expect("listed");
-        assert!(
-            marked.chosen && marked.why.contains("on its way out"),
-            "{}",
-            marked.why
-        );
-    }
-
-    #[test]
-    fn eligibility_is_marked_not_used_to_skip() {
-        let constraints = Constraints {
-            from: "Deployment/web".into(),
-            node_selector: [(
-                "kubernetes.azure.com/agentpool".to_string(),
-                "user".to_string(),
-            )]
-            .into(),
-            ..Constraints::default()
-        };
-        let c = choose(
-            &world(),
-            &image(),
-            &BTreeSet::new(),
-            Some(&constraints),
-            &default_choice(),
-        );
-        let system = c
-            .iter()
-            .find(|c| c.facts.name == "system-1")
-            .expect("system");
-        assert!(
-            system.chosen,
-            "a pool it can never land on is still checked"
-        );
-        assert!(matches!(
-            &system.eligible,
-            Some(Err(super::eligibility::Ineligible::NodeSelector { .. }))
-        ));
-        let user = c.iter().find(|c| c.facts.name == "user-new").expect("user");
-        assert_eq!(user.eligible, Some(Ok(())));
-    }
+            .any(|p| p == name || p.split_once('=') == Some((key, name)))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,6 @@
 //! Renderers read a report and print it; they never look at the engine.
 
 pub mod findings;
-pub mod fleet_progress;
 pub mod json;
 pub mod terminal;
 pub mod text;

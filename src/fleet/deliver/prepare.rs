@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Node;
 use super::{
     Delivered, Payload, Undeliverable, binaries, common_sandbox_image, objects, pack, sandbox_image,
 };
-use crate::fleet::life::RunProblem;
+use crate::fleet::run_problem::RunProblem;
 use crate::fleet::select::NodeChoice;
 
 /// `--node-image` and `--probe-binary`, as given.

@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 
 use super::{Payload, config_map, objects};
-use crate::fleet::pod_spec::RUN_LABEL;
-use crate::fleet::run::{self, Cleanup, RunObjectsRefused};
+use crate::fleet::pod_base::RUN_LABEL;
+use crate::fleet::run_objects::{self, Cleanup, RunObjectsRefused};
 
 /// What a run sent to the API to deliver its binaries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,5 +51,5 @@ pub async fn delete(
     run_id: &str,
 ) -> Result<Cleanup, RunObjectsRefused> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    run::delete_run(&api, &format!("{RUN_LABEL}={run_id}")).await
+    run_objects::delete_run(&api, &format!("{RUN_LABEL}={run_id}")).await
 }

@@ -48,7 +48,7 @@ fn candidate(
         listed,
         running: false,
         chosen: true,
-        why: "the pool's newest Ready node".into(),
+        why: crate::fleet::select::ChoiceReason::Newest { rank: 1 },
         evidence: None,
         arch: None,
         nodeless: false,
@@ -129,7 +129,7 @@ fn build_of(candidates: &[NodeChoice], answers: Vec<(&str, Answer)>) -> FleetRep
         runs: answers
             .into_iter()
             .map(|(node, answer)| NodeRun {
-                node: node.into(),
+                node: Some(node.into()),
                 pod: format!("pullpath-fleet-x-{node}"),
                 answer,
                 kubelet_pull: None,
@@ -224,7 +224,7 @@ fn hand_fixes_no_answers_and_an_all_passing_run() {
             (
                 "b",
                 Answer::Missing {
-                    why: "the pod's log holds no JSON report".into(),
+                    why: crate::fleet::answer::Missing::StoppedListing,
                 },
             ),
         ],
@@ -261,7 +261,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
     let c = vec![candidate("aks-user-2", "user", None, false)];
     let report_of = |fresh_answer: Answer, node: &str| {
         let mut outcome_runs = vec![NodeRun {
-            node: "aks-user-2".into(),
+            node: Some("aks-user-2".into()),
             pod: "pullpath-fleet-x-0".into(),
             answer: probe(None, &["/etc/hosts maps r.example"]),
             kubelet_pull: None,
@@ -269,7 +269,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
             fresh: None,
         }];
         outcome_runs.push(NodeRun {
-            node: node.into(),
+            node: (!node.is_empty()).then(|| node.into()),
             pod: "pullpath-fleet-x-fresh-0".into(),
             answer: fresh_answer,
             kubelet_pull: None,
@@ -385,7 +385,7 @@ fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
         events_unread: None,
     };
     let existing = NodeRun {
-        node: "aks-user-1".into(),
+        node: Some("aks-user-1".into()),
         pod: "p-0".into(),
         answer: probe(None, &[]),
         kubelet_pull: None,
@@ -406,7 +406,7 @@ fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
     assert!(without.pools.iter().all(|p| p.pool != "gpu"));
 
     let fresh = NodeRun {
-        node: "aks-gpu-x7k2p".into(),
+        node: Some("aks-gpu-x7k2p".into()),
         pod: "p-fresh-0".into(),
         answer: probe(Some(Layer::Auth), &[]),
         kubelet_pull: None,

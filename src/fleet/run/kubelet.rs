@@ -5,8 +5,9 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 
-use super::{RunSettings, api_error, now};
-use crate::fleet::kubelet_pull::{self, KubeletPull, KubeletPullPlan};
+use super::RunSettings;
+use crate::fleet::kubelet_pull::{self, KubeletPull, KubeletPullPlan, NoKubeletAnswer};
+use crate::fleet::run_objects::{api_error, at_once};
 
 /// The kubelet's own pull on one node: create the kubelet-pull pod, read it each poll interval
 /// until its status says how the pull went (within the start budget), delete it. One get per
@@ -21,12 +22,10 @@ pub(super) async fn kubelet_pull_on(
         .await
     {
         return KubeletPull::NoAnswer {
-            why: format!(
-                "cannot create the kubelet-pull pod {}/{}: {}",
-                plan.namespace,
-                plan.name,
-                api_error(&e)
-            ),
+            why: NoKubeletAnswer::NotCreated {
+                pod: format!("{}/{}", plan.namespace, plan.name),
+                error: api_error(&e),
+            },
         };
     }
     let until = Instant::now() + settings.budgets.start;
@@ -40,19 +39,20 @@ pub(super) async fn kubelet_pull_on(
             }
             Err(e) => {
                 break KubeletPull::NoAnswer {
-                    why: format!("cannot read the kubelet-pull pod: {}", api_error(&e)),
+                    why: NoKubeletAnswer::Unread {
+                        error: api_error(&e),
+                    },
                 };
             }
         }
         if Instant::now() > until {
             break KubeletPull::NoAnswer {
-                why: format!(
-                    "the kubelet said nothing of its pull within the start budget ({}s)",
-                    settings.budgets.start.as_secs()
-                ),
+                why: NoKubeletAnswer::Silent {
+                    budget: settings.budgets.start,
+                },
             };
         }
     };
-    let _ = api.delete(&plan.name, &now()).await;
+    let _ = api.delete(&plan.name, &at_once()).await;
     answer
 }

@@ -1,13 +1,15 @@
 //! fleet's progress on a terminal: a line per probe pod (a pool's node, a pool's fresh node),
 //! each step of the run drawn over the last, the answer left standing. On stderr, so the
 //! report on stdout stays whole; every word made safe for the terminal (`terminal::inline`).
+//! Here, not in `render`: it reads fleet's steps, and `render` sits below fleet.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::fleet::progress::{Doing, Step};
+use super::progress::{Doing, Step};
+use crate::render::terminal::inline;
 
 /// Draw every step `steps` brings until the run drops its senders.
 pub async fn draw(mut steps: tokio::sync::mpsc::UnboundedReceiver<Step>) {
@@ -22,7 +24,7 @@ pub async fn draw(mut steps: tokio::sync::mpsc::UnboundedReceiver<Step>) {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        let words = super::terminal::inline(&step.to_string());
+        let words = inline(&step.to_string());
         match step.doing {
             Doing::Answered(_) => bar.finish_with_message(words),
             _ => bar.set_message(words),

@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+/// The most data one ConfigMap may hold (`core.MaxSecretSize`, summed over data and binaryData).
+pub const CONFIGMAP_LIMIT: usize = 1 << 20;
+
 /// What is wrong with a file offered as an ELF executable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElfProblem {
@@ -107,7 +110,7 @@ impl fmt::Display for Undeliverable {
             Undeliverable::StageTooLarge { arch, bytes } => write!(
                 f,
                 "the first stage for {arch} is {bytes} bytes, more than a ConfigMap holds ({}): build it with the release profile (scripts/release.sh)",
-                super::CONFIGMAP_LIMIT
+                CONFIGMAP_LIMIT
             )?,
         }
         Ok(())

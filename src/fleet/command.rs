@@ -1,0 +1,174 @@
+//! `pullpath fleet` as a whole: the plan, the delivered binaries sent, the run, the chosen
+//! nodes that could not start standing as rows of their own, and the report; and
+//! `pullpath fleet --cleanup`.
+
+use std::future::Future;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+
+use super::answer::Answer;
+use super::config::{FleetConfig, ProbeSource};
+use super::deliver;
+use super::plan::{Plan, plan};
+use super::pod_base::MANAGED_BY;
+use super::report::{self, FleetReport};
+use super::run::{self, FreshRun, NodeRun, RunOutcome};
+use super::run_objects::{Cleanup, delete_run};
+use crate::cluster::{self, ClusterError, Target};
+
+/// Read the cluster, probe the chosen nodes, report. `interrupt` ends the run early (its pods
+/// are deleted all the same).
+pub async fn fleet(
+    config: &FleetConfig,
+    interrupt: impl Future<Output = ()>,
+) -> Result<FleetReport, ClusterError> {
+    let started = Instant::now();
+    let plan = plan(config).await?;
+    let mut interrupt = std::pin::pin!(interrupt);
+    let namespace = &config.probe_namespace;
+    let sent = send_binaries(&plan, namespace, &mut interrupt).await?;
+    let mut outcome = run::run(
+        plan.client.clone(),
+        &config.settings,
+        &plan.run_id,
+        plan.pods.clone(),
+        interrupt,
+    )
+    .await;
+    if !plan.payloads.is_empty() {
+        let deleted = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
+        outcome.cleanup = Cleanup::both(outcome.cleanup, deleted);
+    }
+    outcome.runs.extend(unprobed_runs(&plan));
+    if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
+        return Err(refused);
+    }
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let header = header(config, &plan, sent, now(), elapsed_ms);
+    Ok(report::build(header, &plan.candidates, &outcome))
+}
+
+/// No registry: the binaries first, shared by every probe pod of the run; what was sent, or
+/// `None` when nothing is to be sent or the run was interrupted meanwhile (its pods are then
+/// not created: the run ends at once). A refusal ends the run before any pod.
+async fn send_binaries(
+    plan: &Plan,
+    namespace: &str,
+    interrupt: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<Option<deliver::send::Sent>, ClusterError> {
+    if plan.payloads.is_empty() || plan.pods.is_empty() {
+        return Ok(None);
+    }
+    let creating = deliver::send::create(&plan.client, namespace, &plan.run_id, &plan.payloads);
+    let created = tokio::select! {
+        created = creating => created,
+        () = interrupt => return Ok(None),
+    };
+    match created {
+        Ok(sent) => Ok(Some(sent)),
+        Err(why) => {
+            let _ = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
+            Err(ClusterError::Api {
+                code: 0,
+                what: format!("create configmaps in {namespace}"),
+                message: format!("{why} (see deploy/rbac-fleet.yaml)"),
+            })
+        }
+    }
+}
+
+/// A run of its own for each chosen node no probe pod was made for: its problem as the answer.
+/// A pool with no node stands as its fresh node's row.
+pub fn unprobed_runs(plan: &Plan) -> Vec<NodeRun> {
+    plan.unprobed
+        .iter()
+        .map(|(node, problem)| NodeRun {
+            node: Some(node.clone()),
+            pod: String::new(),
+            answer: Answer::Problem(problem.clone()),
+            kubelet_pull: None,
+            elapsed: std::time::Duration::ZERO,
+            fresh: plan
+                .candidates
+                .iter()
+                .find(|c| c.nodeless && c.facts.name == *node)
+                .map(|c| FreshRun {
+                    pool: c.pool.clone(),
+                    beside: node.clone(),
+                    ..FreshRun::default()
+                }),
+        })
+        .collect()
+}
+
+/// The report's header: what was asked, how the probe came to the nodes, when and how long.
+fn header(
+    config: &FleetConfig,
+    plan: &Plan,
+    sent: Option<deliver::send::Sent>,
+    now: i64,
+    elapsed_ms: u64,
+) -> report::Header {
+    report::Header {
+        image: config.image.clone(),
+        run_id: plan.run_id.clone(),
+        probe_namespace: config.probe_namespace.clone(),
+        probe_image: config.probe.describe(),
+        probe_arches: config.probe_arches.clone(),
+        delivery: match &config.probe {
+            ProbeSource::Image(_) => None,
+            ProbeSource::Delivered(_) => Some(report::DeliveryReport::new(&plan.payloads, sent)),
+        },
+        workload: plan.workload.clone(),
+        pull_secrets: plan.pull_secrets.clone(),
+        node_pools_unread: plan.node_pools_unread.as_ref().map(|u| u.to_string()),
+        unmatched_pools: plan.unmatched_pools.clone(),
+        now,
+        elapsed_ms,
+    }
+}
+
+/// `pullpath fleet --cleanup`: delete every probe pod pullpath left in the probe namespace.
+pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<Cleanup, ClusterError> {
+    let session = cluster::read::connect(target).await?;
+    let api: Api<Pod> = Api::namespaced(session.client(), probe_namespace);
+    let selector = format!("{}={}", MANAGED_BY.0, MANAGED_BY.1);
+    let failed = |message| ClusterError::Api {
+        code: 0,
+        what: format!("delete pods and configmaps in {probe_namespace} ({selector})"),
+        message,
+    };
+    let pods = delete_run(&api, &selector).await;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(session.client(), probe_namespace);
+    Cleanup::both(pods, delete_run(&maps, &selector).await)
+        .map_err(|refused| failed(refused.to_string()))
+}
+
+/// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own
+/// error (exit 70), not a finding about the nodes.
+fn none_created(outcome: &RunOutcome, namespace: &str) -> Option<ClusterError> {
+    let mut refusals = outcome.runs.iter().map(|r| match &r.answer {
+        Answer::NotCreated { code, why } => Some((*code, why.clone())),
+        _ => None,
+    });
+    let (code, why) = refusals.next()??;
+    if !refusals.all(|r| r.is_some()) {
+        return None;
+    }
+    Some(ClusterError::Api {
+        code: code.unwrap_or(0),
+        what: format!("create pods in {namespace}"),
+        message: format!(
+            "{why} (every probe pod was refused: see deploy/rbac-fleet.yaml and deploy/namespace.yaml)"
+        ),
+    })
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
