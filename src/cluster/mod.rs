@@ -16,9 +16,6 @@ pub mod keyring;
 /// The API read: the pod or workload's pods, events, nodes, service accounts, pull secrets.
 pub mod read;
 
-// Until fleet reads node facts from `pod::node` itself.
-pub use crate::pod::node as nodes;
-
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, bail};
 
-use crate::cli::{ExplainArgs, FleetArgs, FleetRunArgs, Output};
+use crate::cli::{ExplainArgs, FleetArgs, FleetRunArgs, KubeArgs, Output};
 use crate::cluster::ObjectRef;
 use crate::render::{self, Style};
 use crate::{exit, failure_text, report};
@@ -61,7 +61,11 @@ fn explain_object(args: &ExplainArgs, only: &str, object: &ObjectRef) -> anyhow:
 fn fleet_args(args: &ExplainArgs, object: &str, image: &str) -> anyhow::Result<FleetArgs> {
     Ok(FleetArgs {
         image: Some(image.to_string()),
-        kube: args.kube.clone(),
+        // The pull secrets are read for the findings (explain's own); the probe pods need none.
+        kube: KubeArgs {
+            read_secrets: false,
+            ..args.kube.clone()
+        },
         probe_namespace: args.probe_namespace.clone(),
         probe_image: args.probe_image.clone(),
         node_image: args.node_image.clone(),
@@ -206,6 +210,16 @@ mod tests {
     }
 
     /// No registry through explain: its node image and binaries reach fleet as given.
+    /// `--read-secrets` is explain's (the findings' pull secrets): fleet refuses it, so the probe
+    /// that follows must not be handed it.
+    #[test]
+    fn explain_probe_reads_secrets_for_its_findings_not_for_the_probe() {
+        let args = explain_args(&["pod/web", "--probe", "--read-secrets"]);
+        assert!(args.kube.read_secrets);
+        let fleet = fleet_args(&args, "pod/web", "r.example/team/app:v1").expect("fleet arguments");
+        assert!(!fleet.kube.read_secrets);
+    }
+
     #[test]
     fn explain_probe_hands_fleet_its_registry_less_start() {
         let args = explain_args(&[

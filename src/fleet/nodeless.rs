@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::eligibility::{self, Constraints};
 use super::select::{ChoiceReason, NodeChoice, wanted};
-use crate::cluster::nodes::{self, NodeFacts};
+use crate::pod::node::{self as nodes, NodeFacts};
 
 /// The pool label of Karpenter's nodes.
 pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";

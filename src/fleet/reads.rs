@@ -67,7 +67,7 @@ pub async fn running_on(
         .iter()
         .filter(|p| {
             crate::pod::running_image_ids(p).iter().any(|(running, _)| {
-                ImageRef::parse(running).is_ok_and(|r| crate::cluster::nodes::same_image(&r, image))
+                ImageRef::parse(running).is_ok_and(|r| crate::pod::node::same_image(&r, image))
             })
         })
         .filter_map(crate::pod::node_name)

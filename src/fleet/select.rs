@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Node;
 
 use super::eligibility::{self, Constraints};
-use crate::cluster::nodes::{self, NodeFacts};
 use crate::image_ref::ImageRef;
+use crate::pod::node::{self as nodes, NodeFacts};
 
 /// The pool name of nodes no provider label names.
 pub const NO_POOL: &str = "(no pool label)";

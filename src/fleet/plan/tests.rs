@@ -1,9 +1,9 @@
 use super::*;
 use crate::cluster::Target;
-use crate::cluster::nodes::NodeFacts;
 use crate::fleet::config::RunSettings;
 use crate::fleet::life::{Budgets, ProbeOrigin};
 use crate::fleet::select::ChoiceReason;
+use crate::pod::node::NodeFacts;
 use std::time::Duration;
 
 fn config(probe: ProbeSource) -> FleetConfig {

@@ -1,7 +1,7 @@
 use super::*;
-use crate::cluster::nodes::NodeFacts;
 use crate::fleet::answer::ProbeAnswer;
 use crate::fleet::run::{Cleanup, NodeRun};
+use crate::pod::node::NodeFacts;
 use crate::verdict::{Failure, Fault};
 use crate::vocab::Hop;
 use std::time::Duration;
