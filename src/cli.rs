@@ -436,8 +436,9 @@ pub struct FleetArgs {
     /// them: read-only, nothing is created.
     #[arg(long, conflicts_with = "cleanup")]
     pub dry_run: bool,
-    /// Delete every probe pod pullpath left in the probe namespace (label
-    /// app.kubernetes.io/managed-by=pullpath), then exit.
+    /// Delete every probe pod and ConfigMap pullpath left in the probe namespace (label
+    /// app.kubernetes.io/managed-by=pullpath) and the --kubelet-pull pods it left in workload
+    /// namespaces, then exit.
     #[arg(long, conflicts_with_all = ["for_workload", "all_nodes", "pools", "selector", "full", "runtime_pull"])]
     pub cleanup: bool,
     #[arg(short, long, value_enum, default_value_t = Output::Text)]

@@ -559,18 +559,39 @@ async fn cleanup_removes_the_leftovers_of_a_killed_run() {
     signal(&child, "KILL");
     let _ = child.wait();
     assert_eq!(f.pods_left().len(), 2, "{:?}", f.pods_left());
+    // A `--kubelet-pull` pod a killed run left in the workload's namespace, and a pod of
+    // pullpath's that is no run's (another component): only the first is the run's to delete.
+    for (name, component) in [
+        ("pullpath-kubelet-pull-left", "fleet-kubelet-pull"),
+        ("pullpath-controller", "controller"),
+    ] {
+        let file = f.scratch.path().join(format!("{name}.json"));
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "shop", "labels": {
+                "app.kubernetes.io/managed-by": "pullpath", "app.kubernetes.io/component": component}},
+            "spec": {"nodeName": "no-such-node", "containers": [{"name": "c", "image": "registry.fleet.test/team/app:v1"}]}});
+        std::fs::write(&file, pod.to_string()).expect("pod file");
+        kube_api::run_kubectl(
+            &f.config,
+            &["create", "--validate=false", "-f", &file.to_string_lossy()],
+        );
+    }
     let out = f.run(&["--cleanup"]).await;
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("deleted 2 probe pods from pullpath"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        said.contains("deleted 2 probe pods from pullpath"),
+        "{said}"
     );
-    assert!(f.pods_left().is_empty(), "{:?}", f.pods_left());
+    assert!(
+        said.contains("deleted 1 kubelet-pull pod from shop"),
+        "{said}"
+    );
+    assert_eq!(f.pods_left(), ["shop/pullpath-controller"]);
     let served = f.server.served();
     assert!(
         served.iter().any(

@@ -22,20 +22,13 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
         return Ok(
             match runtime.block_on(fleet::cleanup(&target, &args.probe_namespace)) {
                 Ok(done) => {
-                    println!(
-                        "deleted {} probe pod{} from {} ({})",
-                        done.deleted,
-                        if done.deleted == 1 { "" } else { "s" },
-                        args.probe_namespace,
-                        match &done.unverified {
-                            Some(why) => format!(
-                                "whether any is left is unknown: {}",
-                                render::terminal::inline(why)
-                            ),
-                            None => format!("{} still terminating", done.remaining),
-                        }
-                    );
-                    exit::PASSED
+                    print!("{}", cleanup_text(&done, &args.probe_namespace));
+                    // A namespace whose leftovers the API would not delete: they are still there.
+                    if done.kubelet_pull.iter().any(|(_, d)| d.is_err()) {
+                        exit::INTERNAL
+                    } else {
+                        exit::PASSED
+                    }
                 }
                 Err(e) => super::internal(&e),
             },
@@ -130,4 +123,37 @@ async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
         }
         None => std::future::pending::<()>().await,
     }
+}
+
+/// What `--cleanup` did, a line per namespace.
+fn cleanup_text(done: &fleet::CleanupDone, probe_namespace: &str) -> String {
+    use std::fmt::Write;
+    let inline = render::terminal::inline;
+    let deleted = |what: &str, c: &fleet::run_objects::Cleanup, namespace: &str| {
+        format!(
+            "deleted {} {what}{} from {} ({})",
+            c.deleted,
+            if c.deleted == 1 { "" } else { "s" },
+            inline(namespace),
+            match &c.unverified {
+                Some(why) => format!("whether any is left is unknown: {}", inline(why)),
+                None => format!("{} still terminating", c.remaining),
+            }
+        )
+    };
+    let mut out = deleted("probe pod", &done.probe_namespace, probe_namespace) + "\n";
+    for (namespace, result) in &done.kubelet_pull {
+        let _ = match result {
+            Ok(c) => writeln!(out, "{}", deleted("kubelet-pull pod", c, namespace)),
+            Err(refused) => writeln!(out, "{}", inline(&refused.to_string())),
+        };
+    }
+    if let Some(why) = &done.kubelet_pull_unlisted {
+        let _ = writeln!(
+            out,
+            "whether kubelet-pull pods are left in other namespaces is unknown: {}",
+            inline(why)
+        );
+    }
+    out
 }

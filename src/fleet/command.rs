@@ -2,20 +2,21 @@
 //! nodes that could not start standing as rows of their own, and the report; and
 //! `pullpath fleet --cleanup`.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 
 use super::answer::Answer;
 use super::config::{FleetConfig, ProbeSource};
 use super::deliver;
 use super::plan::{Plan, plan};
-use super::pod_base::MANAGED_BY;
+use super::pod_base::{COMPONENT_LABEL, KUBELET_PULL_COMPONENT, MANAGED_BY};
 use super::report::{self, FleetReport};
 use super::run::{self, FreshRun, NodeRun, RunOutcome};
-use super::run_objects::{Cleanup, delete_run};
+use super::run_objects::{Cleanup, RunObjectsRefused, api_error, delete_run};
 use crate::cluster::{self, ClusterError, Target};
 
 /// Read the cluster, probe the chosen nodes, report. `interrupt` ends the run early (its pods
@@ -130,8 +131,22 @@ fn header(
     }
 }
 
-/// `pullpath fleet --cleanup`: delete every probe pod pullpath left in the probe namespace.
-pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<Cleanup, ClusterError> {
+/// What `pullpath fleet --cleanup` removed: pullpath's probe pods and delivered ConfigMaps in the
+/// probe namespace, and the `--kubelet-pull` pods a killed run left in workload namespaces.
+#[derive(Debug)]
+pub struct CleanupDone {
+    pub probe_namespace: Cleanup,
+    /// Each workload namespace that held kubelet-pull pods, and how deleting them went (the
+    /// fleet role reaches a workload namespace only where an admin applied its kubelet-pull Role).
+    pub kubelet_pull: Vec<(String, Result<Cleanup, RunObjectsRefused>)>,
+    /// Why the kubelet-pull pods of other namespaces could not be looked for.
+    pub kubelet_pull_unlisted: Option<String>,
+}
+
+/// `pullpath fleet --cleanup`: delete every probe pod and delivered ConfigMap pullpath left in
+/// the probe namespace, then the kubelet-pull pods it left elsewhere (found cluster-wide by their
+/// component label: only those, never another pod of pullpath's).
+pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<CleanupDone, ClusterError> {
     let session = cluster::read::connect(target).await?;
     let api: Api<Pod> = Api::namespaced(session.client(), probe_namespace);
     let selector = format!("{}={}", MANAGED_BY.0, MANAGED_BY.1);
@@ -143,8 +158,39 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<Cleanup, 
     let pods = delete_run(&api, &selector).await;
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(session.client(), probe_namespace);
-    Cleanup::both(pods, delete_run(&maps, &selector).await)
-        .map_err(|refused| failed(refused.to_string()))
+    let probe = Cleanup::both(pods, delete_run(&maps, &selector).await)
+        .map_err(|refused| failed(refused.to_string()))?;
+    let kubelet_pull = format!("{selector},{COMPONENT_LABEL}={KUBELET_PULL_COMPONENT}");
+    let everywhere: Api<Pod> = Api::all(session.client());
+    let (mut done, mut unlisted) = (Vec::new(), None);
+    match everywhere
+        .list(&ListParams::default().labels(&kubelet_pull))
+        .await
+    {
+        Ok(list) => {
+            let namespaces: BTreeSet<String> = list
+                .items
+                .into_iter()
+                .filter_map(|pod| pod.metadata.namespace)
+                .filter(|ns| ns != probe_namespace)
+                .collect();
+            for namespace in namespaces {
+                let api: Api<Pod> = Api::namespaced(session.client(), &namespace);
+                done.push((namespace, delete_run(&api, &kubelet_pull).await));
+            }
+        }
+        Err(e) => {
+            unlisted = Some(format!(
+                "cannot list kubelet-pull pods in every namespace ({kubelet_pull}): {}",
+                api_error(&e)
+            ))
+        }
+    }
+    Ok(CleanupDone {
+        probe_namespace: probe,
+        kubelet_pull: done,
+        kubelet_pull_unlisted: unlisted,
+    })
 }
 
 /// When the API refused every probe pod, fleet cannot work at all: that is pullpath's own

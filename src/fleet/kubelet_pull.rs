@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 use serde_json::json;
 
-use super::pod_base::{extend, pinned_spec, run_pod_metadata};
+use super::pod_base::{KUBELET_PULL_COMPONENT, extend, pinned_spec, run_pod_metadata};
 use crate::failure_text;
 use crate::report;
 use crate::verdict::{Failure, Verdict};
@@ -79,7 +79,7 @@ pub fn pod(plan: &KubeletPullPlan) -> Pod {
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, "fleet-kubelet-pull"),
+        "metadata": run_pod_metadata(&plan.name, &plan.namespace, &plan.node, &plan.run_id, KUBELET_PULL_COMPONENT),
         "spec": spec,
     });
     // Every field above is a Pod field of the right type: deserializing cannot fail.

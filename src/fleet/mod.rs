@@ -83,7 +83,7 @@ pub mod text;
 /// The run's progress on a terminal: a line per probe pod.
 pub mod progress_view;
 
-pub use command::{cleanup, fleet};
+pub use command::{CleanupDone, cleanup, fleet};
 pub use config::{FleetConfig, ProbeSource, probe_origin, probe_source};
 pub use plan::{Plan, manifest, plan, run_id};
 

@@ -8,6 +8,10 @@ use serde_json::{Value, json};
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "pullpath");
 /// The run a probe pod belongs to.
 pub const RUN_LABEL: &str = "pullpath/run";
+/// What a pod of the run is: `fleet-probe` or [`KUBELET_PULL_COMPONENT`].
+pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+/// The component of a `--kubelet-pull` pod (in the workload's namespace, not the probe's).
+pub const KUBELET_PULL_COMPONENT: &str = "fleet-kubelet-pull";
 /// The node a probe pod was made for (an annotation: node names can exceed a label's 63).
 pub const NODE_ANNOTATION: &str = "pullpath/node";
 
@@ -26,7 +30,7 @@ pub fn run_pod_metadata(
         "labels": {
             MANAGED_BY.0: MANAGED_BY.1,
             "app.kubernetes.io/name": "pullpath",
-            "app.kubernetes.io/component": component,
+            COMPONENT_LABEL: component,
             RUN_LABEL: run_id,
         },
         "annotations": {NODE_ANNOTATION: node},
