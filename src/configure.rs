@@ -9,11 +9,12 @@ use anyhow::{Context, anyhow, bail};
 
 use crate::cli::{FleetArgs, KubeArgs, ProbeArgs};
 use crate::cluster::{self, ObjectRef};
+use crate::credentials::Credentials;
 use crate::fleet;
 use crate::image_ref::ImageRef;
 use crate::node_root::NodeRoot;
 use crate::probe::process::RunningProcess;
-use crate::probe::{self, Platform, ProbeConfig, Timeouts, creds};
+use crate::probe::{self, Platform, ProbeConfig, Timeouts};
 use crate::runtime::version::RuntimeIdentity;
 
 /// `pullpath probe`'s configuration: `credentials` from `--username`/`--password-stdin` when
@@ -21,7 +22,7 @@ use crate::runtime::version::RuntimeIdentity;
 /// `progress` when a terminal shows it.
 pub fn probe(
     args: &ProbeArgs,
-    credentials: Option<creds::Credentials>,
+    credentials: Option<Credentials>,
     proc: &Path,
     progress: bool,
 ) -> anyhow::Result<ProbeConfig> {
@@ -183,7 +184,7 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
         target,
         image,
         probe_arches: (!args.probe_image_arch.is_empty()).then(|| args.probe_image_arch.clone()),
-        settings: fleet::run::RunSettings {
+        settings: fleet::config::RunSettings {
             namespace: args.probe_namespace.clone(),
             parallel: usize::from(run.parallel),
             deadline,
@@ -485,7 +486,7 @@ mod tests {
             Some("/root")
         );
         // `--username` names the one credential: no kubelet sources then.
-        let given = creds::Credentials {
+        let given = Credentials {
             username: "alice".into(),
             password: "secret".into(),
         };

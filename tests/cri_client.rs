@@ -10,7 +10,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pullpath::runtime::cri::{Credentials, CriError, ImageService, PullOutcome};
+use pullpath::credentials::Credentials;
+use pullpath::runtime::cri::{CriError, ImageService, PullOutcome};
 use pullpath::runtime::cri_api::{
     Image, ImageStatusRequest, ImageStatusResponse, PullImageRequest, PullImageResponse,
 };

@@ -10,7 +10,8 @@ mod support;
 
 use std::time::Duration;
 
-use pullpath::runtime::cri::{Credentials, ImageService, PullOutcome};
+use pullpath::credentials::Credentials;
+use pullpath::runtime::cri::{ImageService, PullOutcome};
 use support::{catalog, lab, login, mask_code, normalise, repo};
 
 /// containerd's own dial timeout is 30 s and it may retry once; the CRI call gets room for both.

@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     if let Ok(image) = ImageRef::parse(&text) {
         let _ = (image.api_host(), image.reference(), image.to_string());
-        let _ = pullpath::probe::kubelet_creds::lookup_image(&image);
+        let _ = pullpath::keyring::lookup_image(&image);
         let _ = ImageRef::parse(&image.to_string());
     }
     let _ = Digest::parse(&text);

@@ -5,7 +5,8 @@ use std::io::Read;
 use anyhow::{Context, bail};
 
 use crate::cli::{Output, ProbeArgs};
-use crate::probe::{self, creds};
+use crate::credentials::Credentials;
+use crate::probe;
 use crate::render::{self, Style};
 use crate::{configure, exit, report};
 
@@ -34,7 +35,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
 }
 
 /// `--username` with `--password-stdin`: the password is stdin's text, its line end trimmed.
-fn password_from_stdin(args: &ProbeArgs) -> anyhow::Result<creds::Credentials> {
+fn password_from_stdin(args: &ProbeArgs) -> anyhow::Result<Credentials> {
     let mut password = String::new();
     std::io::stdin()
         .take(64 * 1024)
@@ -44,7 +45,7 @@ fn password_from_stdin(args: &ProbeArgs) -> anyhow::Result<creds::Credentials> {
     if password.is_empty() {
         bail!("--password-stdin: stdin held no password");
     }
-    Ok(creds::Credentials {
+    Ok(Credentials {
         username: args.username.clone().unwrap_or_default(),
         password,
     })

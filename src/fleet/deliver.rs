@@ -17,12 +17,11 @@
 pub mod prepare;
 pub mod send;
 
-pub use super::undeliverable::{CONFIGMAP_LIMIT, ElfProblem, Undeliverable, WithFix};
-
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use serde_json::{Value, json};
 
 use super::pod_base::{MANAGED_BY, RUN_LABEL};
+use super::undeliverable::{CONFIGMAP_LIMIT, ElfProblem, Undeliverable};
 
 /// One part of the compressed binary: one ConfigMap's whole allowance.
 pub const PART_BYTES: usize = CONFIGMAP_LIMIT;

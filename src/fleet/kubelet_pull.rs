@@ -283,7 +283,7 @@ mod tests {
         assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
         assert_eq!(c.command.as_deref(), Some(&[NEVER_RUNS.to_string()][..]));
         let labels = pod.metadata.labels.as_ref().expect("labels");
-        assert_eq!(labels[super::super::pod_spec::RUN_LABEL], "ab12");
+        assert_eq!(labels[super::super::pod_base::RUN_LABEL], "ab12");
         // Without --for: the namespace's default service account, no secrets named.
         let bare = super::pod(&KubeletPullPlan {
             service_account: None,

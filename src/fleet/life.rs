@@ -32,7 +32,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::answer::{self, Answer};
-pub use super::run_problem::{Refusal, RunProblem};
+use super::run_problem::{Refusal, RunProblem};
 
 /// An API refusal of the create, read as an admission refusal when it is one; `None` for
 /// anything else (RBAC, a missing namespace: pullpath's own errors).

@@ -7,7 +7,6 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-pub use super::pod_base::{MANAGED_BY, NODE_ANNOTATION, RUN_LABEL};
 use super::pod_base::{extend, pinned_spec, run_pod_metadata};
 
 /// The container's name.
@@ -184,6 +183,7 @@ pub fn probe_pod(plan: &PodPlan) -> Pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::pod_base::{MANAGED_BY, NODE_ANNOTATION, RUN_LABEL};
 
     fn plan() -> PodPlan {
         PodPlan {

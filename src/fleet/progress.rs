@@ -104,7 +104,7 @@ fn answered(answer: &Answer) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::life::RunProblem;
+    use crate::fleet::run_problem::RunProblem;
 
     fn step(doing: Doing) -> String {
         Step {

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::answer::{Answer, TrustSeen};
+use super::ending::Ending;
 use super::kubelet_pull;
-use super::run::{Ending, RunOutcome};
+use super::run::RunOutcome;
 use super::select::NodeChoice;
 use crate::verdict::{Seen, Undecided, Verdict};
 use crate::vocab::Layer;

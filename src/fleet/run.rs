@@ -24,19 +24,20 @@ use kube::Client;
 use kube::api::{Api, LogParams, PostParams};
 
 use super::answer::{self, Answer, CreateRefused, Ended, Missing};
+use super::config::RunSettings;
+use super::ending::Ending;
 use super::kubelet_pull::{KubeletPull, KubeletPullPlan};
-use super::life::{self, Clocks, Reading, RunProblem};
+use super::life::{self, Clocks, Reading};
+use super::pod_base;
 use super::pod_spec::{self, PodPlan};
 use super::progress::{Doing, tell};
-use super::run_objects::{api_error, at_once, delete_run};
+use super::run_objects::{Cleanup, RunObjectsRefused, api_error, at_once, delete_run};
+use super::run_problem::RunProblem;
 
 mod fresh_node;
 mod kubelet;
 mod watch;
 
-pub use super::config::RunSettings;
-pub use super::ending::Ending;
-pub use super::run_objects::{Cleanup, RunObjectsRefused};
 use kubelet::kubelet_pull_on;
 use watch::{GONE_AFTER_LISTS, Seen, poll_lists, watch_pods};
 
@@ -97,7 +98,7 @@ pub async fn run(
 ) -> RunOutcome {
     let api: Api<Pod> = Api::namespaced(client, &settings.namespace);
     let deadline = Instant::now() + settings.deadline;
-    let selector = format!("{}={run_id}", pod_spec::RUN_LABEL);
+    let selector = format!("{}={run_id}", pod_base::RUN_LABEL);
     let (seen_tx, seen_rx) = tokio::sync::watch::channel(Seen::default());
     let names: BTreeSet<String> = plans.iter().map(|p| p.name.clone()).collect();
     let lister = async {

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use super::authority::Authority;
 use super::net::Body;
-pub use super::observed::body::{BodyProblem, Trickle};
+use super::observed::body::{BodyProblem, Trickle};
 use crate::vocab::Hop;
 
 /// One body being read: where from, how much of it, since when.

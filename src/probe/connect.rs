@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
-pub use super::observed::connect::{ConnectAttempt, ConnectOutcome, worst};
+use super::observed::connect::{ConnectAttempt, ConnectOutcome};
 
 /// Connect to every address in parallel; return the first stream that connects and every
 /// attempt's evidence (the others are dropped, closing their connections).
@@ -74,6 +74,7 @@ fn classify(error: &std::io::Error) -> ConnectOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::observed::connect::worst;
     use crate::vocab::Layer;
 
     #[tokio::test]

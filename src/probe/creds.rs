@@ -5,7 +5,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-pub use crate::credentials::Credentials;
+use crate::credentials::Credentials;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CredsError {

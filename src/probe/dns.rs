@@ -13,9 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
 use super::evidence::Evidence;
-pub use super::observed::dns::{
-    NameSource, PublicBehindPrivateLink, Resolution, ServerAnswer, ServerReply, is_private,
-};
+use super::observed::dns::{NameSource, Resolution, ServerAnswer, ServerReply};
 use super::resolv::ResolverConfig;
 
 impl Resolution {

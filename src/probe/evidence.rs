@@ -352,7 +352,7 @@ fn attempt_words(a: &ConnectAttempt) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::tls::TlsProblem;
+    use crate::probe::observed::tls::TlsProblem;
 
     fn attempt(outcome: ConnectOutcome, error: Option<&str>) -> ConnectAttempt {
         ConnectAttempt {

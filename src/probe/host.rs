@@ -3,11 +3,11 @@
 
 use std::net::SocketAddr;
 
-pub use super::check::{HostCheck, StepFailure, Timeouts, unchecked};
+use super::check::{HostCheck, StepFailure, Timeouts, unchecked};
 use super::connect;
 use super::dns;
 use super::evidence::Evidence;
-pub use super::observed::tunnel::Tunnel;
+use super::observed::tunnel::Tunnel;
 use super::resolv::ResolverConfig;
 use super::route;
 use super::step::Step;

@@ -111,6 +111,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::credentials::Credentials;
 use crate::image_ref::ImageRef;
 use crate::node_root::NodeRoot;
 use crate::runtime::version::{RuntimeIdentity, VersionSource};
@@ -124,7 +125,7 @@ pub struct ProbeConfig {
     pub image: ImageRef,
     pub platform: Platform,
     /// `--username`: the only credential tried, instead of the kubelet's sources.
-    pub credentials: Option<creds::Credentials>,
+    pub credentials: Option<Credentials>,
     /// Where the kubelet's credentials come from; `None` with no `--username`: anonymous.
     pub credential_sources: Option<kubelet_creds::Sources>,
     pub timeouts: Timeouts,
@@ -371,7 +372,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
 /// The credential the kubelet sends with its pull: the one its loop ended with (the verdict's),
 /// except containerd's own `registry.configs` auth, which the kubelet never sends — containerd
 /// uses it when the pull comes with none (k3s keeps registries.yaml's credentials there).
-fn kubelet_sends(attempts: &[kubelet_creds::CredentialAttempt]) -> Option<&creds::Credentials> {
+fn kubelet_sends(attempts: &[kubelet_creds::CredentialAttempt]) -> Option<&Credentials> {
     attempts
         .last()
         .and_then(|a| a.candidate.as_ref())
@@ -388,7 +389,7 @@ fn kubelet_sends(attempts: &[kubelet_creds::CredentialAttempt]) -> Option<&creds
 /// kubelet found; anonymous only when it found none (k/k `kuberuntime_image.go`). The first
 /// try, then the rest.
 fn credential_tries(
-    explicit: Option<&creds::Credentials>,
+    explicit: Option<&Credentials>,
     plan: Option<&kubelet_creds::CredentialPlan>,
 ) -> (
     Option<kubelet_creds::MatchedCredential>,
@@ -456,7 +457,7 @@ mod tests {
             candidate: Some(MatchedCredential {
                 source,
                 key: "registry.example.test".into(),
-                credentials: creds::Credentials {
+                credentials: Credentials {
                     username: "alice".into(),
                     password: "alice-secret".into(),
                 },

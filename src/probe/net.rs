@@ -15,7 +15,7 @@ use url::Url;
 
 use super::authority::{Authority, Scheme};
 use super::check::HostCheck;
-pub use super::observed::transport::Transport;
+use super::observed::transport::Transport;
 use crate::vocab::Hop;
 
 /// Which trust (CA set and `skip_verify`) a host is checked and spoken to with: containerd

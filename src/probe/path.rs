@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::authority::Authority;
 use super::check::HostCheck;
-use super::dns::{NameSource, is_private};
+use super::observed::dns::{NameSource, is_private};
 use super::step::Step;
 use crate::vocab::Hop;
 

@@ -319,8 +319,7 @@ pub fn redact_proxy(url: &Url) -> String {
     shown.to_string()
 }
 
-/// Variables with the file each came from.
-pub use super::systemd::SourcedVars;
+use super::systemd::SourcedVars;
 
 /// The runtime's environment as far as a pull depends on it (its proxy and its trust), value by
 /// value with where each was found.

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-pub use super::authority::is_metadata_address;
 use super::refusal::{HttpRefusal, Refused, Said};
 
 /// Limits on what a registry may send.
@@ -263,6 +262,7 @@ pub fn shorten(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::authority::is_metadata_address;
     use crate::vocab::Layer;
 
     #[test]

@@ -9,7 +9,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-pub use super::observed::route::RouteLookup;
+use super::observed::route::RouteLookup;
 
 /// Look up the route for `destination`. Runs a blocking netlink exchange: call from a blocking
 /// task (it answers in microseconds; the kernel does not go to the network).

@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::credentials::Credentials;
 use crate::image_ref::ImageRef;
-use crate::runtime::cri::{self, HeldImage, ImageService, PullOutcome};
+use crate::runtime::cri::{HeldImage, ImageService, PullOutcome};
 
 /// What the runtime said, and what was done to leave the node as found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +72,7 @@ pub fn removal(before: Option<&HeldImage>, after: &HeldImage, repository: &str) 
 pub async fn ask(
     socket: &Path,
     image: &ImageRef,
-    credentials: Option<&cri::Credentials>,
+    credentials: Option<&Credentials>,
     timeout: Duration,
 ) -> RuntimePull {
     let repository = format!("{}/{}", image.registry, image.repository);

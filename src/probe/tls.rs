@@ -15,7 +15,7 @@ use rustls::{
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-pub use super::observed::tls::{CertSummary, TlsEvidence, TlsProblem};
+use super::observed::tls::{CertSummary, TlsEvidence, TlsProblem};
 
 use super::system_trust::{SystemTrust, pem_certificates};
 use crate::node_root::NodeRoot;

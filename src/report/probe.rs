@@ -569,7 +569,7 @@ mod tests {
                 Hop::Registry,
                 endpoint,
                 crate::probe::step::Step::Tls,
-                crate::probe::tls::TlsProblem::PlainHttp,
+                crate::probe::observed::tls::TlsProblem::PlainHttp,
             ),
             then,
         };

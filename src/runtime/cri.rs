@@ -79,9 +79,7 @@ fn go_code_name(code: tonic::Code) -> &'static str {
     }
 }
 
-/// Credentials as the kubelet passes them from an `imagePullSecret` (the probe's type too: its
-/// `Debug` never shows the password).
-pub use crate::credentials::Credentials;
+use crate::credentials::Credentials;
 
 /// A connection to one runtime's image service.
 pub struct ImageService {

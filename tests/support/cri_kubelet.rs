@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use pullpath::runtime::cri::{Credentials, ImageService, PullOutcome, channel};
+use pullpath::credentials::Credentials;
+use pullpath::runtime::cri::{ImageService, PullOutcome, channel};
 use pullpath::runtime::cri_api::runtime_service_client::RuntimeServiceClient;
 use pullpath::runtime::cri_api::{
     Capability, ContainerConfig, ContainerMetadata, ContainerState, ContainerStatusRequest,

@@ -1,6 +1,7 @@
 use super::*;
 use crate::fleet::answer::ProbeAnswer;
-use crate::fleet::run::{Cleanup, NodeRun};
+use crate::fleet::run::NodeRun;
+use crate::fleet::run_objects::Cleanup;
 use crate::pod::node::NodeFacts;
 use crate::verdict::{Failure, Fault};
 use crate::vocab::Hop;
@@ -333,7 +334,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
     );
     // No node came: a run problem, no difference claimed.
     let r = report_of(
-        Answer::Problem(crate::fleet::life::RunProblem::ScaleUpRefused {
+        Answer::Problem(crate::fleet::run_problem::RunProblem::ScaleUpRefused {
             reason: "NotTriggerScaleUp".into(),
             message: "pod didn't trigger scale-up: 1 max node group size reached".into(),
         }),

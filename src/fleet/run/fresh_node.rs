@@ -7,10 +7,12 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::Api;
 
-use super::{Answer, FreshRun, RunProblem, RunSettings};
+use super::{Answer, FreshRun};
+use crate::fleet::config::RunSettings;
 use crate::fleet::fresh::{self, Scheduling};
 use crate::fleet::pod_spec::PodPlan;
 use crate::fleet::progress::{Doing, tell};
+use crate::fleet::run_problem::RunProblem;
 
 /// What one look at a pending fresh pod decides.
 pub(super) enum Look {

@@ -5,7 +5,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 
-use super::RunSettings;
+use crate::fleet::config::RunSettings;
 use crate::fleet::kubelet_pull::{self, KubeletPull, KubeletPullPlan, NoKubeletAnswer};
 use crate::fleet::run_objects::{api_error, at_once};
 

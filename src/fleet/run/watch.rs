@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 
-use super::RunSettings;
+use crate::fleet::config::RunSettings;
 use crate::fleet::run_objects::api_error;
 
 /// What the lister last saw: the run's pods by name, or why it could not list them.

@@ -1,7 +1,8 @@
 //! containerd's own deprecated per-registry credential, the CRI's fallback when the kubelet
 //! sends none, read from its config.toml.
 
-use crate::probe::creds::{self, Credentials, CredsError};
+use crate::credentials::Credentials;
+use crate::probe::creds::{self, CredsError};
 
 /// Why containerd's config gives no usable credential for the host.
 #[derive(Debug, thiserror::Error)]

@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::credentials::Credentials;
 use crate::node_root::NodeRoot;
-use crate::probe::creds::{self, Credentials, CredsError};
+use crate::probe::creds::{self, CredsError};
 
 /// The kubelet's search paths for the node's docker config (k/k `config.go`:
 /// `DefaultDockerConfigJSONPaths` and `DefaultDockercfgPaths`, the preferred path being the

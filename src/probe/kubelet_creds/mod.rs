@@ -41,7 +41,7 @@ use exec_plugin::run_providers;
 use super::stop::Stop;
 use crate::credentials::Credentials;
 use crate::image_ref::ImageRef;
-pub use crate::keyring::lookup_image;
+use crate::keyring::lookup_image;
 use crate::node_root::NodeRoot;
 use crate::vocab::Layer;
 

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::host_order::Fetch;
-use super::{Blob, BlobKind, RANGE_BYTES, Walk};
+use super::{Blob, RANGE_BYTES, Walk};
 use crate::probe::authority::Authority;
-use crate::probe::body::{BodyProblem, Meter, next_chunk};
+use crate::probe::body::{Meter, next_chunk};
 use crate::probe::net::{Body, Network};
+use crate::probe::observed::body::BodyProblem;
 use crate::probe::oci::{BlobCheck, Descriptor};
-use crate::probe::step::Step;
+use crate::probe::step::{BlobKind, Step};
 use crate::probe::stop::Stop;
 use crate::vocab::Hop;
 

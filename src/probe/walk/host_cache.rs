@@ -3,9 +3,9 @@
 
 use super::Walk;
 use crate::probe::net::{Network, Target};
+use crate::probe::observed::tls::TlsEvidence;
 use crate::probe::step::Step;
 use crate::probe::stop::Stop;
-use crate::probe::tls::TlsEvidence;
 use crate::vocab::Hop;
 
 impl<N: Network> Walk<N> {

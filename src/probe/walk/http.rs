@@ -166,7 +166,7 @@ mod tests {
 
     use super::super::scripted::*;
     use super::*;
-    use crate::probe::net::Transport;
+    use crate::probe::observed::transport::Transport;
     use crate::probe::oci::sha256_digest;
     use crate::vocab::Layer;
 

@@ -36,11 +36,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::authority::Authority;
-use super::body::{BodyProblem, Meter};
+use super::body::Meter;
 use super::check::{HostCheck, Timeouts};
 use super::evidence::{ConfigProblem, Evidence};
 use super::hosts_toml::Endpoint;
 use super::net::{Network, Target, TrustId};
+use super::observed::body::BodyProblem;
 use super::oci::{self, Manifest, Platform};
 use super::path::{PathHop, PullPath};
 use super::proxy::ProxyConfig;
@@ -50,8 +51,8 @@ use crate::credentials::Credentials;
 use crate::image_ref::{Digest, ImageRef};
 use crate::vocab::Hop;
 
-pub use super::body::read_limited;
-pub use super::step::BlobKind;
+use super::body::read_limited;
+use super::step::BlobKind;
 
 /// How much of each layer a quick probe reads.
 pub const RANGE_BYTES: usize = 1024;

@@ -17,9 +17,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use super::*;
 use crate::probe::authority::Scheme;
 use crate::probe::check::StepFailure;
-use crate::probe::dns::Resolution;
 use crate::probe::hosts_toml::Capabilities;
-use crate::probe::net::{Body, Request, Response, Transport};
+use crate::probe::net::{Body, Request, Response};
+use crate::probe::observed::dns::Resolution;
+use crate::probe::observed::transport::Transport;
 use crate::probe::oci::sha256_digest;
 use crate::probe::step::Step;
 use crate::vocab::Layer;
@@ -108,11 +109,11 @@ fn broken_evidence(layer: Layer, name: &str) -> crate::probe::evidence::Evidence
         Layer::Dns => Evidence::Dns {
             name: name.to_string(),
             server: std::net::Ipv4Addr::new(10, 0, 0, 10).into(),
-            outcome: crate::probe::dns::ServerReply::NxDomain,
+            outcome: crate::probe::observed::dns::ServerReply::NxDomain,
             elapsed_ms: 1,
         },
         Layer::Tls => Evidence::Tls {
-            problem: crate::probe::tls::TlsProblem::NotTls,
+            problem: crate::probe::observed::tls::TlsProblem::NotTls,
             through_proxy: false,
         },
         _ => Evidence::NoRoute(Vec::new()),
@@ -214,7 +215,7 @@ impl Network for Scripted {
             let mut check =
                 crate::probe::check::unchecked(&target.authority.host, target.authority.port, hop);
             let status = self.refused_tunnels.get(&name).copied().unwrap_or(200);
-            check.tunnel = Some(crate::probe::host::Tunnel {
+            check.tunnel = Some(crate::probe::observed::tunnel::Tunnel {
                 proxy: proxy.clone(),
                 status: Some(status),
                 detail: format!("{status}"),
@@ -245,12 +246,12 @@ impl Network for Scripted {
         if self.plain_http.contains(&name) && target.scheme == Scheme::Https {
             failure = Some(StepFailure {
                 step: Step::Tls,
-                evidence: crate::probe::tls::TlsProblem::PlainHttp.into(),
+                evidence: crate::probe::observed::tls::TlsProblem::PlainHttp.into(),
             });
-            tls = Some(crate::probe::tls::TlsEvidence {
+            tls = Some(crate::probe::observed::tls::TlsEvidence {
                 server_name: target.authority.host.clone(),
                 ok: false,
-                problem: Some(crate::probe::tls::TlsProblem::PlainHttp),
+                problem: Some(crate::probe::observed::tls::TlsProblem::PlainHttp),
                 chain: vec![],
                 trusted: vec![],
                 skipped: None,
@@ -265,7 +266,7 @@ impl Network for Scripted {
             hop,
             dns: Resolution {
                 host: target.authority.host.clone(),
-                source: crate::probe::dns::NameSource::Dns,
+                source: crate::probe::observed::dns::NameSource::Dns,
                 addresses: vec!["10.9.9.9".parse().expect("ip")],
                 cname_chain: vec![],
                 answered_by: None,

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use serde::Serialize;
 
 use crate::probe::check::HostCheck;
-use crate::probe::{connect, dns, route, tls};
+use crate::probe::observed::{connect, dns, route, tls};
 use crate::vocab::{Hop, Layer};
 
 /// One host checked from DNS up.
