@@ -143,6 +143,100 @@ fn no_parameter_object_decides_what_is_admitted() {
     }
 }
 
+/// `scripts/render-deploy.sh ARGS`: its exit status and the YAML documents it printed.
+fn render(args: &[&str]) -> (i32, Vec<Value>) {
+    let out = std::process::Command::new("bash")
+        .arg(support::repo().join("scripts/render-deploy.sh"))
+        .args(args)
+        .output()
+        .expect("bash runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let documents = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).expect("YAML"))
+        .filter(|d| !d.is_null())
+        .collect();
+    (out.status.code().unwrap_or(-1), documents)
+}
+
+#[test]
+fn the_rendered_deploy_pins_this_release_and_nothing_else() {
+    let (code, documents) = render(&[
+        "--probe-image-digest",
+        DIGEST,
+        "--node-images",
+        "rancher/mirrored-pause:3.6,registry.k8s.io/pause:3.9",
+        "--group",
+        "platform-oncall",
+    ]);
+    assert_eq!(code, 0);
+    let kinds: Vec<&str> = documents
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "Role",
+            "RoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"
+        ]
+    );
+    let policy = documents
+        .iter()
+        .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
+        .expect("the policy");
+    assert_eq!(refusals(policy, &from_image()), Vec::<String>::new());
+    assert!(refusals(policy, &delivered_on("rancher/mirrored-pause:3.6")).is_empty());
+    // The default list is replaced, not extended.
+    assert!(!refusals(policy, &delivered_on("registry.k8s.io/pause:3.10")).is_empty());
+    for binding in documents.iter().filter(|d| {
+        d["kind"]
+            .as_str()
+            .is_some_and(|k| k.ends_with("RoleBinding"))
+    }) {
+        assert_eq!(
+            binding["subjects"][0]["name"], "platform-oncall",
+            "{binding:#}"
+        );
+        assert!(
+            binding["roleRef"]["name"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("pullpath-fleet")),
+            "{binding:#}"
+        );
+    }
+    // No node image at all: only the probe image by digest runs.
+    let (_, documents) = render(&["--probe-image-digest", DIGEST, "--node-images", "none"]);
+    let policy = documents
+        .iter()
+        .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
+        .expect("the policy");
+    assert!(refusals(policy, &from_image()).is_empty());
+    assert!(!refusals(policy, &delivered()).is_empty());
+}
+
+#[test]
+fn render_deploy_refuses_what_would_write_a_rule_of_its_own() {
+    for args in [
+        &["--probe-image-digest", "sha256:abc"][..],
+        &[
+            "--probe-image-digest",
+            DIGEST,
+            "--node-images",
+            "x' || true || '",
+        ],
+        &["--probe-image-digest", DIGEST, "--group", "a\nkind: User"],
+        &[],
+    ] {
+        let (code, documents) = render(args);
+        assert_eq!((code, documents.len()), (64, 0), "{args:?}");
+    }
+}
+
 /// One attack: `$pod` (built from an admitted pod) must be refused.
 macro_rules! refused {
     ($($name:ident: $pod:expr;)*) => {$(

@@ -665,3 +665,55 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
         "no parameter ConfigMap: {objects:#?}"
     );
 }
+
+/// The one-command install (`scripts/render-deploy.sh … | kubectl apply -f -`): kubectl reads
+/// every object it prints, the policy among them.
+#[test]
+fn the_rendered_deploy_is_what_kubectl_applies() {
+    let scratch = Scratch::new("render-deploy");
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/render-deploy.sh"))
+        .args(["--probe-image-digest", &digest])
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rendered = scratch.path().join("pullpath.yaml");
+    std::fs::write(&rendered, &out.stdout).expect("write");
+    let (out, _) = kubectl_dry_run(&rendered);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let parsed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let kinds: BTreeSet<String> = parsed["items"]
+        .as_array()
+        .expect("a List")
+        .iter()
+        .filter_map(|o| o["kind"].as_str().map(String::from))
+        .collect();
+    assert!(
+        kinds.contains("ValidatingAdmissionPolicy") && kinds.contains("Namespace"),
+        "{kinds:?}"
+    );
+    assert!(text(&out.stdout).contains(&digest));
+}
+
+#[test]
+fn every_manifest_in_deploy_is_checked() {
+    let mut files: Vec<String> = std::fs::read_dir(repo().join("deploy"))
+        .expect("deploy/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "admission-policy.yaml",
+            "namespace.yaml",
+            "probe-pod.yaml",
+            "rbac-fleet.yaml",
+            "rbac-read-secrets.yaml",
+            "rbac-read.yaml"
+        ],
+        "a new manifest in deploy/ needs its test here"
+    );
+}
