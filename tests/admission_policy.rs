@@ -9,7 +9,7 @@ mod support;
 use pullpath::fleet::deliver::Delivered;
 use pullpath::fleet::pod_spec::{PodPlan, Start, probe_pod};
 use serde_json::{Value, json};
-use support::admission::{policy, refusals};
+use support::admission::{documents, policy, refusals};
 
 const DIGEST: &str = "sha256:5f2bb2b94c3d2a1e1c8b5e1e9d1d0d6a8e0f6b7c8d9e0f1a2b3c4d5e6f708192";
 const CONTAINER: &str = "/spec/containers/0";
@@ -129,8 +129,7 @@ fn no_parameter_object_decides_what_is_admitted() {
     // And the role can touch no admission object.
     let rbac = std::fs::read_to_string(support::repo().join("deploy/rbac-fleet.yaml"))
         .expect("deploy/rbac-fleet.yaml");
-    for document in serde_yaml_ng::Deserializer::from_str(&rbac) {
-        let object = <Value as serde::Deserialize>::deserialize(document).expect("YAML");
+    for object in documents(&rbac) {
         for rule in object["rules"].as_array().into_iter().flatten() {
             let groups = rule["apiGroups"].to_string();
             let resources = rule["resources"].to_string();
@@ -150,12 +149,8 @@ fn render(args: &[&str]) -> (i32, Vec<Value>) {
         .args(args)
         .output()
         .expect("bash runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let documents = serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).expect("YAML"))
-        .filter(|d| !d.is_null())
-        .collect();
-    (out.status.code().unwrap_or(-1), documents)
+    let text = String::from_utf8_lossy(&out.stdout);
+    (out.status.code().unwrap_or(-1), documents(&text))
 }
 
 #[test]

@@ -34,7 +34,7 @@ fn no_source_file_has_over_600_lines_of_code_outside_its_tests() {
         .into_iter()
         .filter(|m| !m.test_only && !m.file.to_string_lossy().contains("cri_api"))
         .filter_map(|m| {
-            let lines = without_test_modules(&m.text).lines().count();
+            let lines = m.code.lines().count();
             (lines > 600).then(|| format!("{} ({lines} lines)", m.file.display()))
         })
         .collect();
@@ -94,7 +94,7 @@ fn no_module_has_a_circle_among_its_children() {
 #[test]
 fn the_import_reader_sees_trees_inline_paths_and_skips_comments_strings_and_tests() {
     let text = "use crate::{a::X, b::{self, Y as Z}};\n// crate::c::Z\nfn f() { super::d::g(\"crate::e\"); let c = '\"'; crate::f::h() }\n#[cfg(test)]\nmod tests {\n    use crate::g::T;\n}\n";
-    let paths = imports(&strip_comments_and_strings(&without_test_modules(text)));
+    let paths = imports(&code_of(text));
     let shown: BTreeSet<String> = paths.iter().map(|p| p.join("::")).collect();
     assert_eq!(
         shown,
@@ -123,6 +123,9 @@ struct Module {
     /// Its path in the crate: `src/fleet/run.rs` is `["fleet", "run"]`, `lib.rs` is `[]`.
     path: Vec<String>,
     text: String,
+    /// Its code outside `#[cfg(test)]` modules, comments and literals blanked: what imports
+    /// and line counts are read from, made once.
+    code: String,
     /// Declared under `#[cfg(test)]` (a `tests.rs`, a scripted network): not part of the flow.
     test_only: bool,
 }
@@ -149,6 +152,7 @@ fn modules() -> Vec<Module> {
             Module {
                 file,
                 path,
+                code: code_of(&text),
                 text,
                 test_only: false,
             }
@@ -195,8 +199,8 @@ fn declared_children(modules: &[Module], parent: &[&str]) -> BTreeMap<String, us
         .iter()
         .find(|m| m.path == parent)
         .expect("the parent module's file");
-    let code = strip_comments_and_strings(&without_test_modules(&file.text));
-    code.lines()
+    file.code
+        .lines()
         .filter_map(|line| {
             let line = line.trim();
             let rest = line
@@ -219,8 +223,7 @@ fn sibling_imports(modules: &[Module], parent: &[&str]) -> BTreeSet<(String, Str
             continue;
         }
         let from = &m.path[parent.len()];
-        let code = strip_comments_and_strings(&without_test_modules(&m.text));
-        for import in imports(&code) {
+        for import in imports(&m.code) {
             let Some(absolute) = absolute(&m.path, &import) else {
                 continue;
             };
@@ -348,6 +351,12 @@ fn expand_use_tree(prefix: &str, tree: &str, into: &mut Vec<Vec<String>>) {
     if from < body.len() {
         expand_use_tree(&head, &body[from..], into);
     }
+}
+
+/// `text`'s code: its `#[cfg(test)] mod NAME { … }` blocks removed, comments and the contents
+/// of literals blanked.
+fn code_of(text: &str) -> String {
+    strip_comments_and_strings(&without_test_modules(text))
 }
 
 /// `text` without its `#[cfg(test)] mod NAME { … }` blocks.

@@ -11,6 +11,7 @@ mod support;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use pullpath::render::terminal::PALETTE;
 use support::scratch::Scratch;
 
 /// Set a terminal's title, clear it, clear it again with a one-character C1 CSI, forge a line.
@@ -54,7 +55,6 @@ fn in_a_terminal(command: &Command) -> String {
 /// Every escape sequence in `text` that is not one of the renderer's colour codes, and every
 /// other control character but a line break.
 fn raw_sequences(text: &str) -> Vec<String> {
-    let palette = ["0", "1", "1;31", "1;32", "1;33", "31", "32", "33"];
     let mut raw = Vec::new();
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
@@ -64,7 +64,7 @@ fn raw_sequences(text: &str) -> Vec<String> {
                 .and_then(|r| r.split_once('m'))
                 .map(|(code, _)| code);
             match code {
-                Some(code) if palette.contains(&code) => {
+                Some(code) if PALETTE.contains(&code) => {
                     rest = &rest[2 + code.len() + 1..];
                     continue;
                 }

@@ -15,10 +15,18 @@ use serde_json::Value;
 pub fn policy() -> Value {
     let text = std::fs::read_to_string(super::repo().join("deploy/admission-policy.yaml"))
         .expect("deploy/admission-policy.yaml");
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|document| Value::deserialize(document).expect("a YAML document"))
+    documents(&text)
+        .into_iter()
         .find(|document| document["kind"] == "ValidatingAdmissionPolicy")
         .expect("the ValidatingAdmissionPolicy")
+}
+
+/// Every YAML document of `text` (a manifest file, or what a script printed), empty ones left out.
+pub fn documents(text: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|document| Value::deserialize(document).expect("a YAML document"))
+        .filter(|document| !document.is_null())
+        .collect()
 }
 
 /// The validations `object` fails (each as its expression and what it gave): empty when the
