@@ -95,10 +95,10 @@ fn links_glibc_with_dt_relr() -> bool {
 }
 
 /// `stage/pullpath-stage.rs` built for the target with rustc alone: no std, `panic=abort` (which
-/// a cargo profile cannot give one target), the C library linked statically, stripped; written
+/// a cargo profile cannot give one target), no C library, stripped; written
 /// to `OUT_DIR/pullpath-stage` behind a marker and its length, which pullpath embeds and
 /// `fleet::deliver::embedded_stage` finds again (in this binary or another architecture's).
-/// Where it cannot be built (no static C library for the target), a warning, and an empty
+/// Where it cannot be built (no core library or linker for the target), a warning, and an empty
 /// stage: fleet then says so and asks for `--probe-image`.
 fn stage() {
     println!("cargo:rerun-if-changed=stage");
@@ -126,22 +126,19 @@ fn stage() {
             "strip=symbols",
         ])
         .args(["-C", "target-feature=+crt-static", "-C", "codegen-units=1"])
-        // The C library and libgcc's unwinder it names, statically, whatever rustc put before.
+        // No C library and no start files: the stage brings its own `_start` and system calls
+        // (stage/sys.rs); a position-dependent executable, so nothing needs relocating at start.
+        .args(["-C", "relocation-model=static"])
         .args([
             "-C",
-            "link-arg=-Wl,-Bstatic",
+            "link-arg=-nostartfiles",
             "-C",
-            "link-arg=-Wl,--start-group",
+            "link-arg=-nostdlib",
+            "-C",
+            "link-arg=-static",
+            "-C",
+            "link-arg=-Wl,--build-id=none",
         ])
-        .args([
-            "-C",
-            "link-arg=-lc",
-            "-C",
-            "link-arg=-lgcc_eh",
-            "-C",
-            "link-arg=-lgcc",
-        ])
-        .args(["-C", "link-arg=-Wl,--end-group"])
         .arg("-o")
         .arg(&built)
         .env_remove("CARGO_ENCODED_RUSTFLAGS");

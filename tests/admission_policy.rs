@@ -6,19 +6,39 @@
 
 mod support;
 
-use pullpath::fleet::deliver::Delivered;
+use pullpath::fleet::deliver::{Delivered, STAGE, config_map, embedded_stage, sha256_hex};
 use pullpath::fleet::pod_spec::{PodPlan, Start, probe_pod};
 use serde_json::{Value, json};
-use support::admission::{documents, policy, refusals};
+use support::admission::{documents, policy, policy_named, refusals};
 
 const DIGEST: &str = "sha256:5f2bb2b94c3d2a1e1c8b5e1e9d1d0d6a8e0f6b7c8d9e0f1a2b3c4d5e6f708192";
+/// The SHA-256 of the release's static pullpath, as render-deploy.sh pins it.
+const PROBE_SHA256: &str = "0d6a8e0f6b7c8d9e0f1a2b3c4d5e6f7081925f2bb2b94c3d2a1e1c8b5e1e9d1d";
 const CONTAINER: &str = "/spec/containers/0";
 
-/// The policy with the release's probe image digest rendered in, as the install does.
+/// The pod policy with the release's probe image digest and probe binary rendered in, as the
+/// install does.
 fn rendered_policy() -> Value {
-    let text = serde_json::to_string(&policy()).expect("JSON");
-    serde_json::from_str(&text.replace("sha256:REPLACE-WITH-THE-PROBE-IMAGE-DIGEST", DIGEST))
-        .expect("JSON")
+    let mut policy = policy();
+    let text = serde_json::to_string(&policy).expect("JSON");
+    policy =
+        serde_json::from_str(&text.replace("sha256:REPLACE-WITH-THE-PROBE-IMAGE-DIGEST", DIGEST))
+            .expect("JSON");
+    let binaries = variable(&mut policy, "probeBinaries");
+    assert_eq!(*binaries, "[]", "unrendered, nothing is delivered");
+    *binaries = json!(format!("['{PROBE_SHA256}']"));
+    policy
+}
+
+/// The expression of the policy's variable `name`.
+fn variable<'a>(policy: &'a mut Value, name: &str) -> &'a mut Value {
+    policy["spec"]["variables"]
+        .as_array_mut()
+        .expect("variables")
+        .iter_mut()
+        .find(|v| v["name"] == name)
+        .map(|v| &mut v["expression"])
+        .unwrap_or_else(|| panic!("variable {name}"))
 }
 
 fn plan(start: Start) -> PodPlan {
@@ -57,6 +77,7 @@ fn delivered_on(node_image: &str) -> Value {
             ("pullpath-ab12-amd64-1".into(), "part-0001-of-0002".into()),
         ],
         size: 14_000_000,
+        sha256: PROBE_SHA256.into(),
     }))
 }
 
@@ -153,13 +174,45 @@ fn render(args: &[&str]) -> (i32, Vec<Value>) {
     (out.status.code().unwrap_or(-1), documents(&text))
 }
 
+/// The first stage this build of pullpath carries (build.rs), as render-deploy.sh finds it.
+fn release_binary() -> (std::path::PathBuf, Vec<u8>, String) {
+    let path = std::path::PathBuf::from(env!("CARGO_BIN_EXE_pullpath"));
+    let bytes = std::fs::read(&path).expect("the pullpath binary");
+    let stage = embedded_stage(&bytes)
+        .expect("built with its first stage")
+        .to_vec();
+    (path, stage, sha256_hex(&bytes))
+}
+
+/// The rendered policy named `name` among `documents`.
+fn named<'a>(documents: &'a [Value], name: &str) -> &'a Value {
+    documents
+        .iter()
+        .find(|d| d["kind"] == "ValidatingAdmissionPolicy" && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("policy {name}"))
+}
+
+/// Fleet's ConfigMap of the first stage, holding `stage`.
+fn stage_config_map(stage: &[u8]) -> Value {
+    let map = config_map(
+        "ab12",
+        "pullpath",
+        "pullpath-ab12-amd64-stage",
+        STAGE,
+        stage,
+    );
+    serde_json::to_value(map).expect("JSON")
+}
+
 #[test]
 fn the_rendered_deploy_pins_this_release_and_nothing_else() {
+    let (binary, stage, sha256) = release_binary();
+    let binary = binary.to_str().expect("a UTF-8 path");
     let (code, documents) = render(&[
         "--probe-image-digest",
         DIGEST,
-        "--node-images",
-        "rancher/mirrored-pause:3.6,registry.k8s.io/pause:3.9",
+        "--probe-binary",
+        binary,
         "--group",
         "platform-oncall",
     ]);
@@ -177,17 +230,27 @@ fn the_rendered_deploy_pins_this_release_and_nothing_else() {
             "ClusterRole",
             "ClusterRoleBinding",
             "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionPolicyBinding"
         ]
     );
-    let policy = documents
-        .iter()
-        .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
-        .expect("the policy");
-    assert_eq!(refusals(policy, &from_image()), Vec::<String>::new());
-    assert!(refusals(policy, &delivered_on("rancher/mirrored-pause:3.6")).is_empty());
-    // The default list is replaced, not extended.
-    assert!(!refusals(policy, &delivered_on("registry.k8s.io/pause:3.10")).is_empty());
+    let pods = named(&documents, "pullpath-probe-pods");
+    assert_eq!(refusals(pods, &from_image()), Vec::<String>::new());
+    // The binary's own digest is what a delivered pod must name; the test's is not admitted.
+    let pinned = args(delivered(), |a| a[2] = json!(sha256));
+    assert_eq!(refusals(pods, &pinned), Vec::<String>::new());
+    assert!(!refusals(pods, &delivered()).is_empty());
+    // Its stage, byte for byte, in fleet's immutable ConfigMap; one byte changed is not.
+    let code_policy = named(&documents, "pullpath-delivered-code");
+    assert_eq!(
+        refusals(code_policy, &stage_config_map(&stage)),
+        Vec::<String>::new()
+    );
+    let mut altered = stage.clone();
+    let last = altered.len() - 1;
+    altered[last] ^= 1;
+    assert!(!refusals(code_policy, &stage_config_map(&altered)).is_empty());
     for binding in documents.iter().filter(|d| {
         d["kind"]
             .as_str()
@@ -204,32 +267,129 @@ fn the_rendered_deploy_pins_this_release_and_nothing_else() {
             "{binding:#}"
         );
     }
-    // No node image at all: only the probe image by digest runs.
-    let (_, documents) = render(&["--probe-image-digest", DIGEST, "--node-images", "none"]);
-    let policy = documents
-        .iter()
-        .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
-        .expect("the policy");
-    assert!(refusals(policy, &from_image()).is_empty());
-    assert!(!refusals(policy, &delivered()).is_empty());
+    // No probe binary: only the probe image by digest runs, and no stage is admitted.
+    let (_, documents) = render(&["--probe-image-digest", DIGEST]);
+    assert!(refusals(named(&documents, "pullpath-probe-pods"), &from_image()).is_empty());
+    assert!(!refusals(named(&documents, "pullpath-probe-pods"), &pinned).is_empty());
+    assert!(
+        !refusals(
+            named(&documents, "pullpath-delivered-code"),
+            &stage_config_map(&stage)
+        )
+        .is_empty()
+    );
 }
 
 #[test]
 fn render_deploy_refuses_what_would_write_a_rule_of_its_own() {
     for args in [
         &["--probe-image-digest", "sha256:abc"][..],
+        &["--probe-image-digest", DIGEST, "--group", "a\nkind: User"],
         &[
             "--probe-image-digest",
             DIGEST,
             "--node-images",
-            "x' || true || '",
+            "r.example/a:1",
         ],
-        &["--probe-image-digest", DIGEST, "--group", "a\nkind: User"],
         &[],
     ] {
         let (code, documents) = render(args);
         assert_eq!((code, documents.len()), (64, 0), "{args:?}");
     }
+    // A file that is no pullpath release pins nothing: refused, as is a missing one.
+    let not_pullpath = support::repo().join("deploy/namespace.yaml");
+    let (code, documents) = render(&[
+        "--probe-image-digest",
+        DIGEST,
+        "--probe-binary",
+        not_pullpath.to_str().expect("path"),
+    ]);
+    assert_eq!((code, documents.len()), (65, 0));
+    let (code, _) = render(&[
+        "--probe-image-digest",
+        DIGEST,
+        "--probe-binary",
+        "/nonexistent/pullpath",
+    ]);
+    assert_eq!(code, 66);
+}
+
+/// The delivered-code policy with `stage` pinned, as render-deploy.sh writes it.
+fn code_policy_pinning(stage: &[u8]) -> Value {
+    let mut policy = policy_named("pullpath-delivered-code");
+    let literal: String = stage.iter().map(|b| format!("\\x{b:02x}")).collect();
+    *variable(&mut policy, "stages") = json!(format!("[b'{literal}']"));
+    policy
+}
+
+#[test]
+fn only_the_pinned_first_stage_may_be_delivered_and_only_immutable() {
+    let stage = b"\x7fELF the release's stage".to_vec();
+    let policy = code_policy_pinning(&stage);
+    assert_eq!(
+        refusals(&policy, &stage_config_map(&stage)),
+        Vec::<String>::new()
+    );
+    // The parts carry no stage: any bytes, the stage checks what they inflate to.
+    let part = serde_json::to_value(config_map(
+        "ab12",
+        "pullpath",
+        "pullpath-ab12-amd64-0",
+        "part-0000-of-0001",
+        b"\x78\x9cattacker",
+    ))
+    .expect("JSON");
+    assert!(refusals(&policy, &part).is_empty());
+    let attacks = [
+        ("another stage", stage_config_map(b"\x7fELF the attacker's")),
+        (
+            "the stage with a byte more",
+            stage_config_map(&[&stage[..], b"!"].concat()),
+        ),
+        ("a mutable stage", {
+            let mut map = stage_config_map(&stage);
+            map["immutable"] = json!(false);
+            map
+        }),
+        ("immutable unset", {
+            let mut map = stage_config_map(&stage);
+            map.as_object_mut().expect("map").remove("immutable");
+            map
+        }),
+        ("the stage as text data", {
+            let mut map = stage_config_map(&stage);
+            map["data"] = json!({STAGE: "#!/bin/sh\nexec sh"});
+            map
+        }),
+    ];
+    for (name, attack) in attacks {
+        assert!(!refusals(&policy, &attack).is_empty(), "{name}: {attack:#}");
+    }
+    // Unrendered, no stage at all.
+    assert!(
+        !refusals(
+            &policy_named("pullpath-delivered-code"),
+            &stage_config_map(&stage)
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn any_image_the_node_holds_may_start_the_pinned_stage_and_nothing_of_its_own() {
+    // None of the image's code runs: the command is the delivered stage, which runs only the
+    // pinned binary, with no environment. So a DaemonSet's image serves as well as pause.
+    for image in [
+        "registry.k8s.io/pause:3.10",
+        "mcr.microsoft.com/oss/kubernetes/kube-proxy:v1.31.2",
+        "docker.io/rancher/mirrored-pause:3.6",
+    ] {
+        assert!(admitted(&delivered_on(image)), "{image}");
+    }
+    assert!(!admitted(&container(
+        delivered_on("docker.io/library/busybox:1"),
+        |c| { c["imagePullPolicy"] = json!("IfNotPresent") }
+    )));
 }
 
 /// One attack: `$pod` (built from an admitted pod) must be refused.
@@ -372,8 +532,14 @@ refused! {
         s["automountServiceAccountToken"] = json!(true);
     });
     another_service_account: with(from_image(), "/spec", |s| s["serviceAccountName"] = json!("admin"));
-    another_image_with_never: container(delivered(), |c| c["image"] = json!("docker.io/library/busybox:1"));
-    a_node_image_not_listed: delivered_on("r.example/any:1");
+    another_image_running_its_own_entrypoint: container(delivered_on("docker.io/library/busybox:1"), |c| {
+        c.as_object_mut().expect("container").remove("command");
+    });
+    an_unpinned_probe_binary: args(delivered(), |a| a[2] = json!("1".repeat(64)));
+    the_pinned_digest_not_where_the_stage_reads_it: args(delivered(), |a| {
+        let pinned = a.remove(2);
+        a.push(pinned);
+    });
     a_tag_instead_of_the_digest: pod(Start::Image("r.example/tools/pullpath:1".into()));
     the_probe_image_pulled_by_another_digest: container(from_image(), |c| {
         c["image"] = json!("r.example/tools/pullpath@sha256:0000000000000000000000000000000000000000000000000000000000000000")
@@ -402,5 +568,5 @@ refused! {
     an_argument_holding_a_space: args(from_image(), |a| a.push(json!("--full --kubelet-root-dir /host/tmp")));
     an_image_argument_that_is_a_flag: args(from_image(), |a| a[1] = json!("--kubelet-root-dir"));
     the_stage_writing_elsewhere: args(delivered(), |a| a[0] = json!("/host/usr/local/bin/pullpath"));
-    the_stage_reading_a_part_from_elsewhere: args(delivered(), |a| a[2] = json!("/host/tmp/part-0000-of-0002"));
+    the_stage_reading_a_part_from_elsewhere: args(delivered(), |a| a[3] = json!("/host/tmp/part-0000-of-0002"));
 }

@@ -603,22 +603,47 @@ fn strings_in_order(value: &Value) -> Vec<String> {
 #[test]
 fn the_admission_policy_admits_the_probe_pods_shape_only() {
     let objects = dry_run_apply("deploy/admission-policy.yaml");
-    let [policy] = by_kind(&objects, "ValidatingAdmissionPolicy")[..] else {
-        panic!("one policy: {objects:#?}");
+    let policies = by_kind(&objects, "ValidatingAdmissionPolicy");
+    let bindings = by_kind(&objects, "ValidatingAdmissionPolicyBinding");
+    let names = |objects: &[&Value]| -> Vec<String> {
+        objects
+            .iter()
+            .map(|o| {
+                o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
     };
-    let [binding] = by_kind(&objects, "ValidatingAdmissionPolicyBinding")[..] else {
-        panic!("one binding: {objects:#?}");
-    };
-    assert_eq!(binding["spec"]["policyName"], policy["metadata"]["name"]);
-    assert_eq!(binding["spec"]["validationActions"], json!(["Deny"]));
-    // The release's pins are in the policy: no parameter object the fleet role could write.
-    assert!(binding["spec"].get("paramRef").is_none(), "{binding:#}");
-    assert!(policy["spec"].get("paramKind").is_none(), "{policy:#}");
     assert_eq!(
-        binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
-        "pullpath"
+        names(&policies),
+        ["pullpath-probe-pods", "pullpath-delivered-code"]
     );
-    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    for (policy, binding) in policies.iter().zip(&bindings) {
+        assert_eq!(binding["spec"]["policyName"], policy["metadata"]["name"]);
+        assert_eq!(binding["spec"]["validationActions"], json!(["Deny"]));
+        // The release's pins are in the policy: no parameter object the fleet role could write.
+        assert!(binding["spec"].get("paramRef").is_none(), "{binding:#}");
+        assert!(policy["spec"].get("paramKind").is_none(), "{policy:#}");
+        assert_eq!(
+            binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            "pullpath"
+        );
+        assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    }
+    // The delivered code: ConfigMaps holding the stage, pinned and immutable.
+    let code = policies[1];
+    assert_eq!(
+        code["spec"]["matchConstraints"]["resourceRules"][0]["resources"],
+        json!(["configmaps"])
+    );
+    let code_rules = code["spec"]["validations"].to_string();
+    assert!(
+        code_rules.contains("variables.stages") && code_rules.contains("object.immutable"),
+        "{code_rules}"
+    );
+    let policy = policies[0];
     let expressions: Vec<&str> = ["validations", "variables"]
         .iter()
         .flat_map(|list| policy["spec"][list].as_array().expect(list).iter())
@@ -649,8 +674,9 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
         "hostPath",
         "variables.probeImageDigest",
         "hostIPC",
-        // No registry: the node image by name, never pulled, the delivered stage, read-only.
-        "variables.nodeImages",
+        // No registry: an image the node holds, never pulled, the delivered stage running only
+        // the pinned binary, read-only.
+        "variables.probeBinaries",
         "'Never'",
         "projected",
         "'Memory'",
@@ -667,7 +693,7 @@ fn the_admission_policy_admits_the_probe_pods_shape_only() {
 }
 
 /// The one-command install (`scripts/render-deploy.sh … | kubectl apply -f -`): kubectl reads
-/// every object it prints, the policy among them.
+/// every object it prints, the policies among them with this build's first stage pinned.
 #[test]
 fn the_rendered_deploy_is_what_kubectl_applies() {
     let scratch = Scratch::new("render-deploy");
@@ -675,6 +701,7 @@ fn the_rendered_deploy_is_what_kubectl_applies() {
     let out = Command::new("bash")
         .arg(repo().join("scripts/render-deploy.sh"))
         .args(["--probe-image-digest", &digest])
+        .args(["--probe-binary", env!("CARGO_BIN_EXE_pullpath")])
         .output()
         .expect("bash runs");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -694,6 +721,21 @@ fn the_rendered_deploy_is_what_kubectl_applies() {
         "{kinds:?}"
     );
     assert!(text(&out.stdout).contains(&digest));
+    // The stage's bytes literal reached kubectl as CEL text, escapes intact.
+    let code = parsed["items"]
+        .as_array()
+        .expect("a List")
+        .iter()
+        .find(|o| o["metadata"]["name"] == "pullpath-delivered-code")
+        .expect("the delivered-code policy");
+    let stages = code["spec"]["variables"][0]["expression"]
+        .as_str()
+        .expect("stages");
+    assert!(
+        stages.starts_with("[b'\\x7f\\x45\\x4c\\x46"),
+        "{}",
+        &stages[..40.min(stages.len())]
+    );
 }
 
 #[test]

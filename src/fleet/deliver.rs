@@ -219,6 +219,9 @@ pub struct Payload {
     pub parts: Vec<Vec<u8>>,
     /// The probe binary's own size (what the stage checks after inflating).
     pub size: usize,
+    /// The probe binary's SHA-256, lowercase hex (what the stage checks before it executes it,
+    /// and what an administrator pins in the admission policy).
+    pub sha256: String,
 }
 
 /// Compress the probe (zlib level 6: within 1% of level 9 on pullpath, four times faster) and cut it into parts; the stage must fit one
@@ -236,7 +239,17 @@ pub fn pack(binaries: &Binaries) -> Result<Payload, Undeliverable> {
         stage: binaries.stage.clone(),
         parts: compressed.chunks(PART_BYTES).map(<[u8]>::to_vec).collect(),
         size: binaries.probe.len(),
+        sha256: sha256_hex(&binaries.probe),
     })
+}
+
+/// `bytes`' SHA-256 as lowercase hex, as `sha256sum` prints it and the stage reads it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// `part-IIII-of-NNNN`: the name the stage orders parts by.
@@ -297,6 +310,8 @@ pub struct Delivered {
     pub config_maps: Vec<(String, String)>,
     /// The probe binary's size.
     pub size: usize,
+    /// The probe binary's SHA-256 (lowercase hex): the stage runs nothing else.
+    pub sha256: String,
 }
 
 /// The pod's volumes for a delivered start: every ConfigMap projected into one read-only
@@ -315,10 +330,14 @@ pub fn volumes(delivered: &Delivered) -> Vec<Value> {
 }
 
 /// The container's command for a delivered start: the stage, where to write the binary, its
-/// size and its parts in order, then the probe's own arguments.
+/// size, its SHA-256 and its parts in order, then the probe's own arguments.
 pub fn command(delivered: &Delivered, probe_args: &[String]) -> (Vec<String>, Vec<String>) {
     let command = vec![format!("{BINARY_DIR}/{STAGE}")];
-    let mut args = vec![format!("{RUN_DIR}/pullpath"), delivered.size.to_string()];
+    let mut args = vec![
+        format!("{RUN_DIR}/pullpath"),
+        delivered.size.to_string(),
+        delivered.sha256.clone(),
+    ];
     args.extend(
         delivered
             .config_maps
@@ -335,6 +354,11 @@ pub fn command(delivered: &Delivered, probe_args: &[String]) -> (Vec<String>, Ve
 #[cfg(test)]
 #[path = "../../stage/inflate.rs"]
 mod stage_inflate;
+
+/// The stage's SHA-256, tested here against the `sha2` crate.
+#[cfg(test)]
+#[path = "../../stage/sha256.rs"]
+mod stage_sha256;
 
 #[cfg(test)]
 mod tests {
@@ -526,8 +550,92 @@ mod tests {
             let stage = embedded_stage(&own).expect("the embedded stage");
             let facts = elf(stage).expect("an ELF stage");
             assert!(!facts.dynamic, "the stage needs no loader");
-            assert!(stage.len() < CONFIGMAP_LIMIT, "{} bytes", stage.len());
+            // Small enough for the admission policy to hold it byte for byte (no C library).
+            assert!(stage.len() < 64 * 1024, "{} bytes", stage.len());
         }
+    }
+
+    #[test]
+    fn the_stages_sha256_is_the_standards() {
+        use sha2::Digest;
+        // Lengths around the padding's one-or-two-block edge (55, 56, 63, 64) and several blocks.
+        for len in [0usize, 1, 55, 56, 57, 63, 64, 65, 119, 120, 1000, 4096 + 7] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let expected: [u8; 32] = sha2::Sha256::digest(&data).into();
+            assert_eq!(stage_sha256::digest(&data), expected, "{len} bytes");
+            let hex = sha256_hex(&data);
+            assert!(
+                stage_sha256::matches_hex(&expected, hex.as_bytes()),
+                "{hex}"
+            );
+        }
+        let digest = stage_sha256::digest(b"abc");
+        let hex = sha256_hex(b"abc");
+        assert_eq!(
+            hex,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert!(!stage_sha256::matches_hex(
+            &digest,
+            hex.to_uppercase().as_bytes()
+        ));
+        assert!(!stage_sha256::matches_hex(&digest, &hex.as_bytes()[..63]));
+        assert!(!stage_sha256::matches_hex(
+            &digest,
+            "0".repeat(64).as_bytes()
+        ));
+    }
+
+    /// The embedded stage itself, run as a probe pod runs it: the binary it assembles runs only
+    /// when its SHA-256 is the pinned one, and with no environment.
+    #[test]
+    fn the_stage_runs_only_the_binary_its_arguments_pin_with_no_environment() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::process::Command;
+        if !has_stage() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("pullpath-stage-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let stage_path = dir.join(STAGE);
+        std::fs::write(&stage_path, &EMBEDDED_STAGE[8 + 15..]).expect("stage");
+        std::fs::set_permissions(&stage_path, std::fs::Permissions::from_mode(0o755))
+            .expect("mode");
+        let probe = b"#!/bin/sh\necho \"args=$* pinned=${PINNED-unset}\"\n".to_vec();
+        let compressed = miniz_oxide::deflate::compress_to_vec_zlib(&probe, 6);
+        let (first, second) = compressed.split_at(compressed.len() / 2);
+        std::fs::write(dir.join("part-0000-of-0002"), first).expect("part");
+        std::fs::write(dir.join("part-0001-of-0002"), second).expect("part");
+        let run = |out: &str, sha256: &str| {
+            Command::new(&stage_path)
+                .arg(dir.join(out))
+                .arg(probe.len().to_string())
+                .arg(sha256)
+                .arg(dir.join("part-0000-of-0002"))
+                .arg(dir.join("part-0001-of-0002"))
+                .args(["--", "probe", "r.example/app:v1"])
+                .env("PINNED", "from the image")
+                .output()
+                .expect("the stage runs")
+        };
+        let pinned = run("pinned", &sha256_hex(&probe));
+        assert!(pinned.status.success(), "{pinned:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&pinned.stdout),
+            "args=probe r.example/app:v1 pinned=unset\n"
+        );
+        let other = run("other", &sha256_hex(b"another binary"));
+        assert_eq!(other.status.code(), Some(70), "{other:?}");
+        assert!(
+            String::from_utf8_lossy(&other.stderr).contains("not the one pinned"),
+            "{other:?}"
+        );
+        assert!(
+            !dir.join("other").exists(),
+            "nothing written when the digest differs"
+        );
+        std::fs::remove_dir_all(&dir).expect("clean");
     }
 
     #[test]

@@ -316,6 +316,7 @@ mod tests {
                 ("pullpath-ab12-amd64-0".into(), "part-0000-of-0001".into()),
             ],
             size: 123,
+            sha256: "ab".repeat(32),
         });
         let pod = probe_pod(&p);
         let spec = pod.spec.as_ref().expect("spec");
@@ -332,7 +333,7 @@ mod tests {
         let args = c.args.as_ref().expect("args").join(" ");
         assert!(
             args.starts_with(
-                "/pullpath/run/pullpath 123 /pullpath/delivered/part-0000-of-0001 -- probe r.example/team/app:v1"
+                "/pullpath/run/pullpath 123 abababababababababababababababababababababababababababababababab /pullpath/delivered/part-0000-of-0001 -- probe r.example/team/app:v1"
             ),
             "{args}"
         );

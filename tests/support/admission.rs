@@ -3,22 +3,65 @@
 //! cel-go (no API server runs here); the two functions of Kubernetes's CEL libraries the policy
 //! uses and the interpreter lacks (`split` and `join`, from cel-go's `ext.Strings`) are added with
 //! their documented meaning. An expression that errors denies, as `failurePolicy: Fail` does.
+//!
+//! Objects reach CEL typed as the API server types them from the OpenAPI schema: a ConfigMap's
+//! `binaryData` values (`type: string, format: byte`) are `bytes`, not their base64 text
+//! (k8s.io/apiserver `pkg/cel/common/schemas.go`, `SchemaDeclType`: format `byte` → `BytesType`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use cel_interpreter::extractors::This;
+use cel_interpreter::objects::{Key, Map};
 use cel_interpreter::{Context, ExecutionError, Program, Value as Cel};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The policy document of deploy/admission-policy.yaml, as YAML gives it.
+/// The pod policy of deploy/admission-policy.yaml, as YAML gives it.
 pub fn policy() -> Value {
+    policy_named("pullpath-probe-pods")
+}
+
+/// The ValidatingAdmissionPolicy named `name` in deploy/admission-policy.yaml.
+pub fn policy_named(name: &str) -> Value {
     let text = std::fs::read_to_string(super::repo().join("deploy/admission-policy.yaml"))
         .expect("deploy/admission-policy.yaml");
     documents(&text)
         .into_iter()
-        .find(|document| document["kind"] == "ValidatingAdmissionPolicy")
-        .expect("the ValidatingAdmissionPolicy")
+        .find(|document| {
+            document["kind"] == "ValidatingAdmissionPolicy" && document["metadata"]["name"] == name
+        })
+        .unwrap_or_else(|| panic!("the ValidatingAdmissionPolicy {name}"))
+}
+
+/// `object` as the API server hands it to CEL: JSON, but a ConfigMap's `binaryData` as bytes.
+fn typed(object: &Value) -> Cel {
+    let mut value = cel_interpreter::to_value(object).expect("JSON is a CEL value");
+    if object["kind"] == "ConfigMap"
+        && let Some(binary) = object["binaryData"].as_object()
+        && let Cel::Map(Map { map }) = &mut value
+    {
+        use base64::Engine;
+        let decoded: HashMap<Key, Cel> = binary
+            .iter()
+            .map(|(key, text)| {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(text.as_str().unwrap_or_default())
+                    .expect("binaryData is base64");
+                (
+                    Key::String(Arc::new(key.clone())),
+                    Cel::Bytes(Arc::new(bytes)),
+                )
+            })
+            .collect();
+        Arc::make_mut(map).insert(
+            Key::String(Arc::new("binaryData".into())),
+            Cel::Map(Map {
+                map: Arc::new(decoded),
+            }),
+        );
+    }
+    value
 }
 
 /// Every YAML document of `text` (a manifest file, or what a script printed), empty ones left out.
@@ -35,26 +78,24 @@ pub fn refusals(policy: &Value, object: &Value) -> Vec<String> {
     let mut context = Context::default();
     context.add_function("split", split);
     context.add_function("join", join);
-    context.add_variable("object", object).expect("object");
-    let mut variables = serde_json::Map::new();
+    context.add_variable_from_value("object", typed(object));
+    let mut variables: HashMap<Key, Cel> = HashMap::new();
+    let as_value = |variables: &HashMap<Key, Cel>| {
+        Cel::Map(Map {
+            map: Arc::new(variables.clone()),
+        })
+    };
     for variable in policy["spec"]["variables"].as_array().expect("variables") {
-        context
-            .add_variable("variables", &variables)
-            .expect("variables");
+        context.add_variable_from_value("variables", as_value(&variables));
         let expression = variable["expression"].as_str().expect("expression");
         let program = Program::compile(expression).expect("the variable compiles");
         // A variable that errors (a field the object lacks) is unusable: the rules that read it
         // fail, which here is a `false` no rule can pass with.
-        let value = program
-            .execute(&context)
-            .ok()
-            .and_then(|v| v.json().ok())
-            .unwrap_or(Value::Bool(false));
-        variables.insert(variable["name"].as_str().expect("name").to_string(), value);
+        let value = program.execute(&context).unwrap_or(Cel::Bool(false));
+        let name = variable["name"].as_str().expect("name").to_string();
+        variables.insert(Key::String(Arc::new(name)), value);
     }
-    context
-        .add_variable("variables", &variables)
-        .expect("variables");
+    context.add_variable_from_value("variables", as_value(&variables));
     policy["spec"]["validations"]
         .as_array()
         .expect("validations")

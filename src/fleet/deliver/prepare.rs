@@ -96,6 +96,7 @@ pub fn prepare(run_id: &str, chosen: &[&NodeChoice], nodes: &[Node], given: &Giv
                     .map(|(name, key, _)| (name, key))
                     .collect(),
                 size: payload.size,
+                sha256: payload.sha256.clone(),
             }),
             Err(why) => Err(RunProblem::NoProbeBinary {
                 arch,
