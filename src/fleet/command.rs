@@ -29,6 +29,7 @@ pub async fn fleet(
     let plan = plan(config).await?;
     let mut interrupt = std::pin::pin!(interrupt);
     let namespace = &config.probe_namespace;
+    admitted(&plan, namespace).await?;
     let sent = send_binaries(&plan, namespace, &mut interrupt).await?;
     let mut outcome = run::run(
         plan.client.clone(),
@@ -77,6 +78,57 @@ async fn send_binaries(
                 message: format!("{why} (see deploy/rbac-fleet.yaml)"),
             })
         }
+    }
+}
+
+/// Before any object is made: the run's first delivered ConfigMap (the first stage) and its
+/// first probe pod, created with `dryRun=All` (admission runs, nothing is stored), so that a
+/// cluster whose admission policies would refuse them (deploy/admission-policy.yaml pins a
+/// release's binary and stage) refuses the run before it starts, naming the policy and its rule,
+/// instead of after the binaries were sent. A webhook's or Pod Security's refusal, and any other
+/// error, is left to the run, which words it per node as before.
+async fn admitted(plan: &Plan, namespace: &str) -> Result<(), ClusterError> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::PostParams;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let refused = |what: String, e: kube::Error| match &e {
+        kube::Error::Api(status) => super::life::admission_refusal(status.code, &status.message)
+            .filter(|refusal| matches!(refusal, super::run_problem::Refusal::Policy { .. }))
+            .map(|refusal| ClusterError::Api {
+                code: status.code,
+                what,
+                message: format!(
+                    "not started: {} (docs/security.md: the policy admits a release's binaries; `scripts/render-deploy.sh` pins them)",
+                    super::run_problem::RunProblem::Refused(refusal).describe()
+                ),
+            }),
+        _ => None,
+    };
+    let Some(first) = plan.pods.first() else {
+        return Ok(());
+    };
+    if let Some(payload) = plan.payloads.first()
+        && let Some((name, key, bytes)) = deliver::objects(&plan.run_id, payload).into_iter().next()
+    {
+        let object = deliver::config_map(&plan.run_id, namespace, &name, &key, bytes);
+        let api: Api<ConfigMap> = Api::namespaced(plan.client.clone(), namespace);
+        if let Err(e) = api.create(&dry_run, &object).await
+            && let Some(refusal) = refused(format!("create configmap {name} (dry run)"), e)
+        {
+            return Err(refusal);
+        }
+    }
+    let api: Api<Pod> = Api::namespaced(plan.client.clone(), namespace);
+    let pod = super::pod_spec::probe_pod(first);
+    match api.create(&dry_run, &pod).await {
+        Err(e) => match refused(format!("create pod {} (dry run)", first.name), e) {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        },
+        Ok(_) => Ok(()),
     }
 }
 

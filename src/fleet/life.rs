@@ -25,7 +25,10 @@
 //!   webhook/errors/statuserror.go` `ToStatusErr`: `admission webhook "NAME" denied the request:
 //!   …`, 403 unless the webhook set a code of 400 or more) and Pod Security's
 //!   (`staging/src/k8s.io/pod-security-admission/admission/admission.go`: `violates PodSecurity
-//!   "baseline:latest": …`, 403 Forbidden).
+//!   "baseline:latest": …`, 403 Forbidden), and a ValidatingAdmissionPolicy's
+//!   (`staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go`:
+//!   `ValidatingAdmissionPolicy 'NAME' with binding 'BINDING' denied request: …`, 422 Invalid
+//!   unless the validation names another reason).
 
 use std::time::Duration;
 
@@ -39,6 +42,18 @@ use super::run_problem::{Refusal, RunProblem};
 pub fn admission_refusal(code: u16, message: &str) -> Option<Refusal> {
     const WEBHOOK: &str = "admission webhook \"";
     const POD_SECURITY: &str = "violates PodSecurity \"";
+    const POLICY: &str = "ValidatingAdmissionPolicy '";
+    if let Some(at) = message.find(POLICY) {
+        let rest = &message[at + POLICY.len()..];
+        let name = rest.split('\'').next()?.to_string();
+        let said = rest
+            .split_once("denied request: ")
+            .map_or(message, |(_, said)| said);
+        return Some(Refusal::Policy {
+            name,
+            message: said.to_string(),
+        });
+    }
     if let Some(at) = message.find(WEBHOOK) {
         let rest = &message[at + WEBHOOK.len()..];
         let name = rest.split('"').next()?.to_string();

@@ -74,6 +74,8 @@ pub enum Refusal {
     },
     /// Pod Security admission: the namespace's `pod-security.kubernetes.io/enforce` level.
     PodSecurity { level: String, message: String },
+    /// A ValidatingAdmissionPolicy (deploy/admission-policy.yaml, or the cluster's own).
+    Policy { name: String, message: String },
 }
 
 impl RunProblem {
@@ -82,6 +84,7 @@ impl RunProblem {
         match self {
             RunProblem::Refused(Refusal::Webhook { .. }) => "admission-webhook",
             RunProblem::Refused(Refusal::PodSecurity { .. }) => "pod-security",
+            RunProblem::Refused(Refusal::Policy { .. }) => "admission-policy",
             RunProblem::MountFailed { .. } => "mount-failed",
             RunProblem::NotAdmitted { .. } => "not-admitted",
             RunProblem::ProbeImageNeverPulled { .. } => "probe-image-never-pulled",
@@ -111,6 +114,9 @@ impl RunProblem {
             ),
             RunProblem::Refused(Refusal::PodSecurity { level, message }) => format!(
                 "Pod Security admission ({level}) refused the probe pod: {message}; the probe namespace must be `privileged` (deploy/namespace.yaml)"
+            ),
+            RunProblem::Refused(Refusal::Policy { name, message }) => format!(
+                "the admission policy {name:?} refused the run's objects: {message}"
             ),
             RunProblem::MountFailed { message } => format!(
                 "the kubelet cannot mount the probe pod's volume (FailedMount): {message}"

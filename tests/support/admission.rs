@@ -75,6 +75,35 @@ pub fn documents(text: &str) -> Vec<Value> {
 /// The validations `object` fails (each as its expression and what it gave): empty when the
 /// policy admits it.
 pub fn refusals(policy: &Value, object: &Value) -> Vec<String> {
+    let context = context(policy, object);
+    failing(policy, &context)
+        .map(|(rule, got)| format!("{} → {got:?}", rule["expression"].as_str().unwrap_or("")))
+        .collect()
+}
+
+/// What the API server answers when `policy` denies `object`: the first failing validation's
+/// `messageExpression` (when it evaluates to a string), else its `message`, else the failed
+/// expression (`validating/dispatcher.go`, `PolicyDecision.Message`). `None`: admitted.
+pub fn denial(policy: &Value, object: &Value) -> Option<String> {
+    let context = context(policy, object);
+    let (rule, _) = failing(policy, &context).next()?;
+    let from_expression = rule["messageExpression"].as_str().and_then(|expression| {
+        match Program::compile(expression).ok()?.execute(&context).ok()? {
+            Cel::String(message) => Some(message.to_string()),
+            _ => None,
+        }
+    });
+    Some(from_expression.unwrap_or_else(|| match rule["message"].as_str() {
+        Some(message) => message.to_string(),
+        None => format!(
+            "failed expression: {}",
+            rule["expression"].as_str().unwrap_or("")
+        ),
+    }))
+}
+
+/// The policy's variables evaluated in order against `object`, as its validations see them.
+fn context(policy: &Value, object: &Value) -> Context<'static> {
     let mut context = Context::default();
     context.add_function("split", split);
     context.add_function("join", join);
@@ -96,19 +125,26 @@ pub fn refusals(policy: &Value, object: &Value) -> Vec<String> {
         variables.insert(Key::String(Arc::new(name)), value);
     }
     context.add_variable_from_value("variables", as_value(&variables));
+    context
+}
+
+/// The validations that do not give `true` in `context`, with what each gave.
+fn failing<'a>(
+    policy: &'a Value,
+    context: &'a Context<'static>,
+) -> impl Iterator<Item = (&'a Value, Result<Cel, ExecutionError>)> + 'a {
     policy["spec"]["validations"]
         .as_array()
         .expect("validations")
         .iter()
-        .filter_map(|rule| {
+        .filter_map(move |rule| {
             let expression = rule["expression"].as_str().expect("expression");
             let program = Program::compile(expression).expect("the rule compiles");
-            match program.execute(&context) {
+            match program.execute(context) {
                 Ok(Cel::Bool(true)) => None,
-                other => Some(format!("{expression} → {other:?}")),
+                other => Some((rule, other)),
             }
         })
-        .collect()
 }
 
 /// `ext.Strings` `split`: `'a,b'.split(',')` → `['a', 'b']`.

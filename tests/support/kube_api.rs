@@ -234,12 +234,19 @@ pub struct World {
     store: Arc<PodStore>,
     /// Validating webhooks that refuse every pod create: (name, message).
     webhooks: Vec<(String, String)>,
+    /// ValidatingAdmissionPolicies, each with its binding's name and the namespace it selects.
+    policies: Vec<(Value, String, String)>,
+    /// What evaluates them (`support::admission::denial`: this file is also included alone).
+    policy_denial: Option<Denial>,
     /// Request body bytes received (what a run sends the API).
     received: Arc<AtomicU64>,
 }
 
 /// The apiserver's `MaxRequestBodyBytes` (staging/src/k8s.io/apiserver/pkg/server/config.go).
 const MAX_REQUEST_BODY: usize = 3 << 20;
+
+/// A policy's answer to an object: the denial's message, or `None` when it admits it.
+pub type Denial = fn(&Value, &Value) -> Option<String>;
 
 /// Plays the kubelet of every node: told of each pod created, it writes the pod's status and
 /// log back through the store (from its own thread: the server never waits on it).
@@ -446,8 +453,38 @@ impl World {
             shift_seconds: 0,
             store: Arc::default(),
             webhooks: Vec::new(),
+            policies: Vec::new(),
+            policy_denial: None,
             received: Arc::default(),
         }
+    }
+
+    /// The ValidatingAdmissionPolicies among `documents` (deploy/admission-policy.yaml, as
+    /// rendered), each where its binding's `kubernetes.io/metadata.name` selector binds it,
+    /// evaluated by `denial` (`support::admission::denial`) on every create of the resources it
+    /// matches.
+    pub fn with_policies(mut self, documents: &[Value], denial: Denial) -> World {
+        self.policy_denial = Some(denial);
+        for policy in documents
+            .iter()
+            .filter(|d| d["kind"] == "ValidatingAdmissionPolicy")
+        {
+            let binding = documents.iter().find(|d| {
+                d["kind"] == "ValidatingAdmissionPolicyBinding"
+                    && d["spec"]["policyName"] == policy["metadata"]["name"]
+            });
+            // An unbound policy applies nowhere, as in the API server.
+            if let Some(binding) = binding
+                && let Some(namespace) = binding["spec"]["matchResources"]["namespaceSelector"]
+                    ["matchLabels"]["kubernetes.io/metadata.name"]
+                    .as_str()
+            {
+                let name = binding["metadata"]["name"].as_str().unwrap_or_default();
+                self.policies
+                    .push((policy.clone(), name.to_string(), namespace.to_string()));
+            }
+        }
+        self
     }
 
     /// A validating admission webhook named `name` that refuses every pod with `message`.
@@ -1340,6 +1377,9 @@ fn write_pods(
             if let Some(refused) = admit(world, ns, &name, &pod) {
                 return refused;
             }
+            if dry_run(query) {
+                return respond(201, &pod);
+            }
             let count = store.created.fetch_add(1, Ordering::SeqCst) + 1;
             {
                 let mut pods = store.pods.lock().expect("pods");
@@ -1532,6 +1572,9 @@ fn write_config_maps(
                 };
                 binary += bytes.len();
             }
+            if let Some(refused) = policy_denial(world, ns, "configmaps", &name, &map) {
+                return refused;
+            }
             if text + binary > CONFIGMAP_LIMIT {
                 let message = format!("Too long: must have at most {CONFIGMAP_LIMIT} bytes");
                 return status(
@@ -1541,6 +1584,9 @@ fn write_config_maps(
                     json!({"name": name, "kind": "ConfigMap",
                         "causes": [{"reason": "FieldValueTooLong", "message": message, "field": "[]"}]}),
                 );
+            }
+            if dry_run(query) {
+                return respond(201, &map);
             }
             let mut maps = maps.lock().expect("configmaps");
             if maps
@@ -1658,6 +1704,11 @@ fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Bo
             json!({"name": name, "kind": "pods"}),
         ));
     }
+    // The in-process ValidatingAdmissionPolicy plugin runs before the webhooks (kube-apiserver's
+    // admission plugin order).
+    if let Some(refused) = policy_denial(world, ns, "pods", name, pod) {
+        return Some(refused);
+    }
     let (webhook, message) = world.webhooks.first()?;
     Some(status(
         403,
@@ -1665,6 +1716,50 @@ fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Bo
         format!("admission webhook \"{webhook}\" denied the request: {message}"),
         json!({"name": name, "group": "", "kind": "pods"}),
     ))
+}
+
+/// `?dryRun=All`: admitted and validated, answered, never stored.
+fn dry_run(query: &BTreeMap<String, String>) -> bool {
+    query.get("dryRun").is_some_and(|v| v == "All")
+}
+
+/// The first bound policy that matches `plural` in `ns` and denies `object`, answered as the
+/// API server answers (`staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/
+/// dispatcher.go`: `admission.NewForbidden` with `ValidatingAdmissionPolicy 'P' with binding 'B'
+/// denied request: MESSAGE`, reason Invalid and so 422 when the validation names no reason).
+fn policy_denial(
+    world: &World,
+    ns: &str,
+    plural: &str,
+    name: &str,
+    object: &Value,
+) -> Option<Response<Body>> {
+    world.policies.iter().find_map(|(policy, binding, bound_in)| {
+        let matches = bound_in == ns
+            && policy["spec"]["matchConstraints"]["resourceRules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|rule| {
+                    rule["resources"]
+                        .as_array()
+                        .is_some_and(|r| r.iter().any(|r| r == plural))
+                });
+        if !matches {
+            return None;
+        }
+        let said = (world.policy_denial?)(policy, object)?;
+        let policy_name = policy["metadata"]["name"].as_str().unwrap_or_default();
+        let cause = format!(
+            "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding}' denied request: {said}"
+        );
+        Some(status(
+            422,
+            "Invalid",
+            format!("{plural} \"{name}\" is forbidden: {cause}"),
+            json!({"name": name, "kind": plural, "causes": [{"message": cause}]}),
+        ))
+    })
 }
 
 /// The `name` of each of `items` that `keep` keeps (volumes, containers).

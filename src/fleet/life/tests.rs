@@ -191,7 +191,7 @@ fn a_probe_running_past_its_deadline_ends_its_wait() {
 }
 
 #[test]
-fn admission_refusals_name_the_webhook_or_the_level() {
+fn admission_refusals_name_the_webhook_the_level_or_the_policy() {
     let webhook = "pods \"pullpath-fleet-x-0\" is forbidden: admission webhook \"validation.gatekeeper.sh\" denied the request: [no-host-path] hostPath is not allowed";
     assert_eq!(
         admission_refusal(403, webhook),
@@ -206,6 +206,14 @@ fn admission_refusals_name_the_webhook_or_the_level() {
             Some(Refusal::PodSecurity { level, .. }) if level == "baseline:latest"));
     let rbac = "pods is forbidden: User \"u\" cannot create resource \"pods\" in API group \"\" in the namespace \"pullpath\"";
     assert_eq!(admission_refusal(403, rbac), None);
+    let policy = "configmaps \"pullpath-ab12-amd64-stage\" is forbidden: ValidatingAdmissionPolicy 'pullpath-delivered-code' with binding 'pullpath-delivered-code' denied request: a pullpath-stage key holds a release's first stage exactly";
+    assert_eq!(
+        admission_refusal(422, policy),
+        Some(Refusal::Policy {
+            name: "pullpath-delivered-code".into(),
+            message: "a pullpath-stage key holds a release's first stage exactly".into()
+        })
+    );
 }
 
 #[test]
