@@ -329,8 +329,12 @@ async fn the_broken_pool_is_named_with_its_layer_and_host_and_the_passing_pool_t
     let creates = served
         .iter()
         .filter(|s| s.starts_with("POST /api/v1/namespaces/pullpath/pods"))
+        .filter(|s| !s.contains("dryRun=All"))
         .count();
     assert_eq!(creates, 2, "{served:#?}");
+    // Admission asked once, before anything was made (nothing stored by a dry run).
+    let dry_runs: Vec<&String> = served.iter().filter(|s| s.contains("dryRun=All")).collect();
+    assert_eq!(dry_runs.len(), 1, "{served:#?}");
     // The failing node's probe ran through its runner's prefix.
     let ran = std::fs::read_to_string(f.scratch.path().join("ran-through-prefix"))
         .expect("the prefix ran");
@@ -1406,33 +1410,8 @@ async fn without_a_probe_image_a_dynamic_pullpath_is_not_delivered_and_says_how(
     assert!(f.server.store.config_map_names().is_empty());
 }
 
-/// A stand-in for a static amd64 pullpath: an ELF header without a program interpreter, `len`
-/// bytes that do not compress, and a first stage behind build.rs's marker. Enough for fleet to
-/// deliver it (nothing here executes it).
 fn synthetic_static_pullpath(dir: &Path, len: usize) -> PathBuf {
-    let mut bytes = vec![0u8; 64 + 56];
-    bytes[..4].copy_from_slice(b"\x7fELF");
-    bytes[4] = 2;
-    bytes[5] = 1;
-    bytes[18..20].copy_from_slice(&62u16.to_le_bytes());
-    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
-    bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
-    bytes[56..58].copy_from_slice(&1u16.to_le_bytes());
-    bytes[64..68].copy_from_slice(&1u32.to_le_bytes());
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    bytes.extend((0..len).map(|_| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state as u8
-    }));
-    let stage = b"\x7fELF a first stage";
-    bytes.extend_from_slice(b"PULLPATH-STAGE:");
-    bytes.extend_from_slice(&(stage.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(stage);
-    let path = dir.join("pullpath-amd64");
-    std::fs::write(&path, bytes).expect("write the binary");
-    path
+    support::synthetic_static_pullpath(dir, len, b"\x7fELF a first stage")
 }
 
 /// No registry: `--dry-run` lists the delivered ConfigMaps (labelled with the run, data elided)

@@ -477,6 +477,19 @@ fn fleet_rbac_manages_pods_in_the_probe_namespace_and_reads_cluster_wide() {
     assert!(granted.contains(&grant("", "pods/log", "get")));
     // The probe pods' events: a failed mount or an admission refusal named at once.
     assert!(granted.contains(&grant("", "events", "list")));
+    // The run's owner (a Job that runs no pod) made and removed, and nothing else of batch.
+    for verb in ["create", "delete"] {
+        assert!(
+            granted.contains(&grant("batch", "jobs", verb)),
+            "jobs {verb}"
+        );
+    }
+    assert!(
+        !granted
+            .iter()
+            .any(|(group, _, verb)| group == "batch" && (verb == "update" || verb == "patch")),
+        "{granted:?}"
+    );
     let [cluster_role] = by_kind(&objects, "ClusterRole")[..] else {
         panic!("one ClusterRole: {objects:#?}");
     };

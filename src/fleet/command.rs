@@ -7,11 +7,13 @@ use std::future::Future;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ListParams};
 
 use super::answer::Answer;
 use super::config::{FleetConfig, ProbeSource};
 use super::deliver;
+use super::owner;
 use super::plan::{Plan, plan};
 use super::pod_base::{COMPONENT_LABEL, KUBELET_PULL_COMPONENT, MANAGED_BY};
 use super::report::{self, FleetReport};
@@ -30,12 +32,26 @@ pub async fn fleet(
     let mut interrupt = std::pin::pin!(interrupt);
     let namespace = &config.probe_namespace;
     admitted(&plan, namespace).await?;
-    let sent = send_binaries(&plan, namespace, &mut interrupt).await?;
+    let owner = if plan.pods.is_empty() {
+        Ok(None)
+    } else {
+        owner::create(
+            &plan.client,
+            namespace,
+            &plan.run_id,
+            config.settings.deadline,
+        )
+        .await
+        .map(Some)
+    };
+    let owned = owner.as_ref().ok().cloned().flatten();
+    let sent = send_binaries(&plan, namespace, owned.as_ref(), &mut interrupt).await?;
     let mut outcome = run::run(
         plan.client.clone(),
         &config.settings,
         &plan.run_id,
         plan.pods.clone(),
+        owned.clone(),
         interrupt,
     )
     .await;
@@ -43,13 +59,18 @@ pub async fn fleet(
         let deleted = deliver::send::delete(&plan.client, namespace, &plan.run_id).await;
         outcome.cleanup = Cleanup::both(outcome.cleanup, deleted);
     }
+    if let Some(owner) = &owned {
+        owner::delete(&plan.client, namespace, owner).await;
+    }
     outcome.runs.extend(unprobed_runs(&plan));
     if let Some(refused) = none_created(&outcome, &config.probe_namespace) {
         return Err(refused);
     }
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let header = header(config, &plan, sent, now(), elapsed_ms);
-    Ok(report::build(header, &plan.candidates, &outcome))
+    let mut report = report::build(header, &plan.candidates, &outcome);
+    report.cleanup.unowned = owner.err();
+    Ok(report)
 }
 
 /// No registry: the binaries first, shared by every probe pod of the run; what was sent, or
@@ -58,12 +79,14 @@ pub async fn fleet(
 async fn send_binaries(
     plan: &Plan,
     namespace: &str,
+    owner: Option<&OwnerReference>,
     interrupt: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<Option<deliver::send::Sent>, ClusterError> {
     if plan.payloads.is_empty() || plan.pods.is_empty() {
         return Ok(None);
     }
-    let creating = deliver::send::create(&plan.client, namespace, &plan.run_id, &plan.payloads);
+    let creating =
+        deliver::send::create(&plan.client, namespace, &plan.run_id, &plan.payloads, owner);
     let created = tokio::select! {
         created = creating => created,
         () = interrupt => return Ok(None),
@@ -94,7 +117,8 @@ async fn admitted(plan: &Plan, namespace: &str) -> Result<(), ClusterError> {
         dry_run: true,
         ..PostParams::default()
     };
-    let refused = |what: String, e: kube::Error| match &e {
+    let refused = |what: String, e: kube::Error| {
+        match &e {
         kube::Error::Api(status) => super::life::admission_refusal(status.code, &status.message)
             .filter(|refusal| matches!(refusal, super::run_problem::Refusal::Policy { .. }))
             .map(|refusal| ClusterError::Api {
@@ -106,6 +130,7 @@ async fn admitted(plan: &Plan, namespace: &str) -> Result<(), ClusterError> {
                 ),
             }),
         _ => None,
+    }
     };
     let Some(first) = plan.pods.first() else {
         return Ok(());
@@ -204,13 +229,22 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<CleanupDo
     let selector = format!("{}={}", MANAGED_BY.0, MANAGED_BY.1);
     let failed = |message| ClusterError::Api {
         code: 0,
-        what: format!("delete pods and configmaps in {probe_namespace} ({selector})"),
+        what: format!("delete pods, configmaps and jobs in {probe_namespace} ({selector})"),
         message,
     };
     let pods = delete_run(&api, &selector).await;
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(session.client(), probe_namespace);
-    let probe = Cleanup::both(pods, delete_run(&maps, &selector).await)
+    let owners: Api<k8s_openapi::api::batch::v1::Job> =
+        Api::namespaced(session.client(), probe_namespace);
+    let maps = delete_run(&maps, &selector).await;
+    // The killed runs' owner Jobs go too; they are not what the count answers (probe objects).
+    let owners = delete_run(&owners, &selector).await.map(|_| Cleanup {
+        deleted: 0,
+        remaining: 0,
+        unverified: None,
+    });
+    let probe = Cleanup::both(Cleanup::both(pods, maps), owners)
         .map_err(|refused| failed(refused.to_string()))?;
     let kubelet_pull = format!("{selector},{COMPONENT_LABEL}={KUBELET_PULL_COMPONENT}");
     let everywhere: Api<Pod> = Api::all(session.client());

@@ -23,6 +23,9 @@ pub mod run_objects;
 /// The labels and the pinned spec of every pod a run creates.
 pub mod pod_base;
 
+/// The run's owner (a Job that runs no pod and expires): what a killed run left is collected.
+pub mod owner;
+
 /// The cluster's reads before a run: namespaces, the workload, where the image runs, NodePools.
 pub mod reads;
 

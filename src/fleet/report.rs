@@ -533,12 +533,14 @@ pub fn build(header: Header, candidates: &[NodeChoice], outcome: &RunOutcome) ->
             remaining: c.remaining,
             unverified: c.unverified.clone(),
             error: None,
+            unowned: None,
         },
         Err(e) => CleanupReport {
             deleted: 0,
             remaining: 0,
             unverified: None,
             error: Some(e.to_string()),
+            unowned: None,
         },
     };
     FleetReport {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
 use kube::api::{Api, LogParams, PostParams};
 
@@ -94,6 +95,7 @@ pub async fn run(
     settings: &RunSettings,
     run_id: &str,
     plans: Vec<PodPlan>,
+    owner: Option<OwnerReference>,
     interrupt: impl Future<Output = ()>,
 ) -> RunOutcome {
     let api: Api<Pod> = Api::namespaced(client, &settings.namespace);
@@ -119,6 +121,7 @@ pub async fn run(
         let node = probe_in_turn(
             api.clone(),
             plan,
+            owner.clone(),
             settings.clone(),
             seen_rx.clone(),
             permits.clone(),
@@ -167,6 +170,7 @@ pub async fn run(
 async fn probe_in_turn(
     api: Api<Pod>,
     plan: PodPlan,
+    owner: Option<OwnerReference>,
     settings: RunSettings,
     seen: tokio::sync::watch::Receiver<Seen>,
     permits: Arc<tokio::sync::Semaphore>,
@@ -181,7 +185,7 @@ async fn probe_in_turn(
     let left = deadline.saturating_duration_since(started);
     let (answer, fresh) = match life::time_for_a_probe(left, settings.budgets.probe) {
         Err(late) if queued => (Answer::Problem(late), None),
-        _ => probe_node(&api, &plan, &settings, seen).await,
+        _ => probe_node(&api, &plan, owner, &settings, seen).await,
     };
     // After the probe, so that its pull does not warm the cache the probe reads.
     let kubelet_pull = match &plan.kubelet_pull {
@@ -280,10 +284,12 @@ type FreshSeen = Option<(Option<String>, FreshRun)>;
 async fn probe_node(
     api: &Api<Pod>,
     plan: &PodPlan,
+    owner: Option<OwnerReference>,
     settings: &RunSettings,
     seen: tokio::sync::watch::Receiver<Seen>,
 ) -> (Answer, FreshSeen) {
-    let pod = pod_spec::probe_pod(plan);
+    let mut pod = pod_spec::probe_pod(plan);
+    pod.metadata.owner_references = owner.map(|o| vec![o]);
     if let Err(e) = api.create(&PostParams::default(), &pod).await {
         if let kube::Error::Api(status) = &e
             && let Some(refusal) = life::admission_refusal(status.code, &status.message)

@@ -93,13 +93,15 @@ pub fn denial(policy: &Value, object: &Value) -> Option<String> {
             _ => None,
         }
     });
-    Some(from_expression.unwrap_or_else(|| match rule["message"].as_str() {
-        Some(message) => message.to_string(),
-        None => format!(
-            "failed expression: {}",
-            rule["expression"].as_str().unwrap_or("")
-        ),
-    }))
+    Some(
+        from_expression.unwrap_or_else(|| match rule["message"].as_str() {
+            Some(message) => message.to_string(),
+            None => format!(
+                "failed expression: {}",
+                rule["expression"].as_str().unwrap_or("")
+            ),
+        }),
+    )
 }
 
 /// The policy's variables evaluated in order against `object`, as its validations see them.

@@ -264,6 +264,8 @@ pub struct PodStore {
     kubelet: Mutex<Option<Arc<dyn Kubelet>>>,
     /// ConfigMaps created through the API (fleet's delivered binary).
     config_maps: Mutex<Vec<Value>>,
+    /// batch/v1 Jobs created through the API (a fleet run's owner).
+    jobs: Mutex<Vec<Value>>,
     /// Nodes that joined after the world was made (a scale-up), served beside the world's.
     nodes: Mutex<Vec<Value>>,
     created: AtomicU64,
@@ -283,6 +285,52 @@ impl std::fmt::Debug for PodStore {
 }
 
 impl PodStore {
+    /// The Jobs now stored.
+    pub fn jobs(&self) -> Vec<Value> {
+        self.jobs.lock().expect("jobs").clone()
+    }
+
+    /// Time passes beyond every Job's `activeDeadlineSeconds`, as the controllers then act:
+    /// the Job controller fails it (`DeadlineExceeded`), the TTL-after-finished controller
+    /// deletes a finished Job whose `ttlSecondsAfterFinished` is 0, and the garbage collector
+    /// deletes every pod and ConfigMap whose owners are all gone (`pkg/controller/
+    /// garbagecollector`: an owner reference to an object that no longer exists is an absent
+    /// owner; a dependent with one live owner stays).
+    pub fn pass_job_deadlines(&self) {
+        let mut jobs = self.jobs.lock().expect("jobs");
+        for job in jobs.iter_mut() {
+            if job["spec"]["activeDeadlineSeconds"].is_u64() {
+                job["status"]["conditions"] = json!([{"type": "Failed", "status": "True",
+                    "reason": "DeadlineExceeded", "message": "Job was active longer than specified deadline"}]);
+            }
+        }
+        jobs.retain(|job| {
+            let failed = job["status"]["conditions"][0]["type"] == "Failed";
+            !(failed && job["spec"]["ttlSecondsAfterFinished"] == 0)
+        });
+        let live: Vec<Value> = jobs.iter().map(|j| j["metadata"]["uid"].clone()).collect();
+        drop(jobs);
+        let orphaned = |object: &Value| {
+            object["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|owners| {
+                    !owners.is_empty() && owners.iter().all(|o| !live.contains(&o["uid"]))
+                })
+        };
+        self.config_maps
+            .lock()
+            .expect("configmaps")
+            .retain(|map| !orphaned(map));
+        let mut pods = self.pods.lock().expect("pods");
+        let (gone, kept): (Vec<Value>, Vec<Value>) = pods.drain(..).partition(|p| orphaned(p));
+        *pods = kept;
+        drop(pods);
+        for mut pod in gone {
+            pod["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+            self.changed("DELETED", &pod);
+        }
+    }
+
     /// `namespace/name` of every pod now stored.
     pub fn names(&self) -> Vec<String> {
         namespaced_names(&self.pods.lock().expect("pods"))
@@ -715,6 +763,9 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
         }
         if let ["api", "v1", "namespaces", ns, "configmaps", rest @ ..] = segments.as_slice() {
             return write_config_maps(world, req, ns, rest.first().copied(), &query);
+        }
+        if let ["apis", "batch", "v1", "namespaces", ns, "jobs", rest @ ..] = segments.as_slice() {
+            return write_jobs(world, req, ns, rest.first().copied(), &query);
         }
         return status(
             405,
@@ -1608,31 +1659,8 @@ fn write_config_maps(
             maps.push(map.clone());
             respond(201, &map)
         }
-        (hyper::Method::DELETE, Some(name)) => {
-            let mut maps = maps.lock().expect("configmaps");
-            match maps
-                .iter()
-                .position(|c| c["metadata"]["namespace"] == ns && c["metadata"]["name"] == name)
-            {
-                Some(at) => respond(200, &maps.remove(at)),
-                None => not_found("configmaps", name),
-            }
-        }
-        (hyper::Method::DELETE, None) => {
-            let terms = match label_terms(query) {
-                Ok(terms) => terms,
-                Err(refused) => return *refused,
-            };
-            let mut maps = maps.lock().expect("configmaps");
-            let (gone, kept): (Vec<Value>, Vec<Value>) = maps.drain(..).partition(|c| {
-                c["metadata"]["namespace"] == ns && terms.iter().all(|t| t.matches(c))
-            });
-            *maps = kept;
-            respond(
-                200,
-                &json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "48215"}, "items": gone}),
-            )
-        }
+        (hyper::Method::DELETE, Some(name)) => delete_stored(maps, ns, name, "configmaps"),
+        (hyper::Method::DELETE, None) => delete_labelled(maps, ns, query, ("v1", "ConfigMapList")),
         _ => status(
             405,
             "MethodNotAllowed",
@@ -1716,6 +1744,94 @@ fn admit(world: &World, ns: &str, name: &str, pod: &Value) -> Option<Response<Bo
         format!("admission webhook \"{webhook}\" denied the request: {message}"),
         json!({"name": name, "group": "", "kind": "pods"}),
     ))
+}
+
+/// POST (create) and DELETE (one, or the collection by labelSelector) on batch/v1 Jobs: stored
+/// with a uid and a start time, never run (the owner of a fleet run runs no pod);
+/// [`PodStore::pass_job_deadlines`] plays the controllers.
+fn write_jobs(
+    world: &World,
+    req: &Request<Bytes>,
+    ns: &str,
+    name: Option<&str>,
+    query: &BTreeMap<String, String>,
+) -> Response<Body> {
+    let jobs = &world.store.jobs;
+    match (req.method().clone(), name) {
+        (hyper::Method::POST, None) => {
+            let (mut job, name) = match to_create(world, req, ns, "Job") {
+                Ok(created) => created,
+                Err(refused) => return *refused,
+            };
+            let mut jobs = jobs.lock().expect("jobs");
+            if jobs
+                .iter()
+                .any(|j| j["metadata"]["namespace"] == ns && j["metadata"]["name"] == name.as_str())
+            {
+                return status(
+                    409,
+                    "AlreadyExists",
+                    format!("jobs.batch \"{name}\" already exists"),
+                    json!({"name": name, "group": "batch", "kind": "jobs"}),
+                );
+            }
+            let count = world.store.revisions.fetch_add(1, Ordering::SeqCst);
+            job["metadata"]["namespace"] = json!(ns);
+            job["metadata"]["uid"] = json!(format!("00000000-0000-4000-a000-{count:012}"));
+            job["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+            job["status"] = json!({"startTime": now_rfc3339(), "active": 0});
+            jobs.push(job.clone());
+            respond(201, &job)
+        }
+        (hyper::Method::DELETE, Some(name)) => delete_stored(jobs, ns, name, "jobs"),
+        (hyper::Method::DELETE, None) => delete_labelled(jobs, ns, query, ("batch/v1", "JobList")),
+        _ => status(
+            405,
+            "MethodNotAllowed",
+            "not a job operation the stand-in serves".into(),
+            json!({}),
+        ),
+    }
+}
+
+/// DELETE of one stored object (a ConfigMap, a Job) by namespace and name.
+fn delete_stored(
+    objects: &Mutex<Vec<Value>>,
+    ns: &str,
+    name: &str,
+    plural: &str,
+) -> Response<Body> {
+    let mut objects = objects.lock().expect("objects");
+    match objects
+        .iter()
+        .position(|o| o["metadata"]["namespace"] == ns && o["metadata"]["name"] == name)
+    {
+        Some(at) => respond(200, &objects.remove(at)),
+        None => not_found(plural, name),
+    }
+}
+
+/// DELETE of a collection (`deletecollection`) by `labelSelector`: the deleted objects, as a
+/// list of `kind` in `api_version`.
+fn delete_labelled(
+    objects: &Mutex<Vec<Value>>,
+    ns: &str,
+    query: &BTreeMap<String, String>,
+    (api_version, kind): (&str, &str),
+) -> Response<Body> {
+    let terms = match label_terms(query) {
+        Ok(terms) => terms,
+        Err(refused) => return *refused,
+    };
+    let mut objects = objects.lock().expect("objects");
+    let (gone, kept): (Vec<Value>, Vec<Value>) = objects
+        .drain(..)
+        .partition(|o| o["metadata"]["namespace"] == ns && terms.iter().all(|t| t.matches(o)));
+    *objects = kept;
+    respond(
+        200,
+        &json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": "48215"}, "items": gone}),
+    )
 }
 
 /// `?dryRun=All`: admitted and validated, answered, never stored.

@@ -415,3 +415,31 @@ where
     }
     Some(String::from_utf8_lossy(&head).into_owned())
 }
+
+/// A stand-in for a static amd64 pullpath: an ELF header without a program interpreter, `len`
+/// bytes that do not compress, and `stage` behind build.rs's first-stage marker. Enough for
+/// fleet to deliver it (nothing executes it).
+pub fn synthetic_static_pullpath(dir: &Path, len: usize, stage: &[u8]) -> PathBuf {
+    let mut bytes = vec![0u8; 64 + 56];
+    bytes[..4].copy_from_slice(b"\x7fELF");
+    bytes[4] = 2;
+    bytes[5] = 1;
+    bytes[18..20].copy_from_slice(&62u16.to_le_bytes());
+    bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+    bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
+    bytes[56..58].copy_from_slice(&1u16.to_le_bytes());
+    bytes[64..68].copy_from_slice(&1u32.to_le_bytes());
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    bytes.extend((0..len).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u8
+    }));
+    bytes.extend_from_slice(b"PULLPATH-STAGE:");
+    bytes.extend_from_slice(&(stage.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(stage);
+    let path = dir.join("pullpath-amd64");
+    std::fs::write(&path, bytes).expect("write the binary");
+    path
+}

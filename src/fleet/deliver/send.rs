@@ -2,6 +2,7 @@
 //! run's label) whatever ends the run. The networked part of `deliver`.
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, PostParams};
 
 use super::{Payload, config_map, objects};
@@ -16,19 +17,21 @@ pub struct Sent {
     pub bytes: u64,
 }
 
-/// Create every payload's objects in `namespace`; the first refusal ends it (the caller deletes
-/// what was made).
+/// Create every payload's objects in `namespace`, owned by the run's `owner` when it has one;
+/// the first refusal ends it (the caller deletes what was made).
 pub async fn create(
     client: &kube::Client,
     namespace: &str,
     run_id: &str,
     payloads: &[Payload],
+    owner: Option<&OwnerReference>,
 ) -> Result<Sent, RunObjectsRefused> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut sent = Sent::default();
     for payload in payloads {
         for (name, key, bytes) in objects(run_id, payload) {
-            let object = config_map(run_id, namespace, &name, &key, bytes);
+            let mut object = config_map(run_id, namespace, &name, &key, bytes);
+            object.metadata.owner_references = owner.map(|o| vec![o.clone()]);
             let body = serde_json::to_vec(&object).map_or(0, |b| b.len() as u64);
             api.create(&PostParams::default(), &object)
                 .await

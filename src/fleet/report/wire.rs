@@ -162,6 +162,10 @@ pub struct CleanupReport {
     pub unverified: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the run's objects had no owner (docs/fleet.md, "Cleanup"): what a killed run would
+    /// have left until `--cleanup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unowned: Option<String>,
 }
 
 /// No registry: what the run delivered through the API (docs/fleet.md, `delivery`).
