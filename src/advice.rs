@@ -3,7 +3,13 @@
 //! One table for probe and explain alike, keyed by layer (and, for the blob hop, by the
 //! mechanism underneath), so both commands give the same advice for the same failure.
 
-use crate::vocab::{Hop, Layer, Owner};
+use crate::vocab::{Hop, Layer, NodeCause, Owner};
+
+mod network_rule;
+mod node;
+pub mod platform;
+
+pub use network_rule::{ACR_ADDRESS_REFUSAL, RefusedClient};
 
 /// Advice for one verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +98,12 @@ pub struct Observed {
     /// The image names a registry host and no repository, so it was pulled from Docker Hub
     /// ([`crate::image_ref::registry_read_as_repository`]): the name, whatever the layer.
     pub registry_as_repository: Option<String>,
+    /// The node's own failure (disk, pull policy, a slow transfer …): its advice replaces the
+    /// layer's, whose places belong to a request that failed.
+    pub node_cause: Option<NodeCause>,
+    /// The registry's network rules refused the node by its address: no identity is at fault,
+    /// and the address says where the node came from.
+    pub refused_client: Option<RefusedClient>,
 }
 
 /// Advice for a failure, with what was observed about it: computed once, for both commands.
@@ -102,7 +114,23 @@ pub fn advise_observed(
     host: &str,
     observed: &Observed,
 ) -> Advice {
-    let mut advice = advise(layer, mechanism, hop, host);
+    let mut advice = match observed.node_cause {
+        Some(cause) => node::advise_node(cause),
+        None => advise(layer, mechanism, hop, host),
+    };
+    if let Some(client) = &observed.refused_client {
+        // The registry's own rules, not the identity's rights: the layer's table speaks of the
+        // identity first, so its places give way.
+        advice = Advice {
+            owner: client.owner(),
+            where_to_look: vec![
+                Look::Observed(client.meaning(host)),
+                "the registry's network rules: public network access, the IP and virtual network rules, its private endpoints and their approval".into(),
+            ],
+            will_not_help: client.will_not_help(),
+        };
+        advice.where_to_look.extend(azure_exports(host));
+    }
     if let Some(credential) = &observed.credential {
         advice
             .where_to_look
@@ -231,16 +259,7 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
             will_not_help: vec!["credentials or network changes: the manifest was fetched".into()],
         },
         // The kubelet's own limit (`pull QPS exceeded`): no request left the node.
-        Layer::RateLimit if hop == Hop::Unknown => Advice {
-            owner: Owner::NodeOperator,
-            where_to_look: vec![
-                "the kubelet's registryPullQPS and registryBurst (KubeletConfiguration): the kubelet refused the pull before asking the runtime".into(),
-                "how many pods on this node start at once (a DaemonSet roll-out, a node coming up)".into(),
-            ],
-            will_not_help: vec![
-                "credentials or a registry mirror: no request reached any registry".into(),
-            ],
-        },
+        Layer::RateLimit if hop == Hop::Unknown => node::advise_node(NodeCause::PullQps),
         Layer::RateLimit => Advice {
             owner: Owner::Identity,
             where_to_look: vec![
@@ -278,18 +297,15 @@ pub fn advise(layer: Layer, mechanism: Option<Layer>, hop: Hop, host: &str) -> A
 fn azure_next_step(layer: Layer, mechanism: Option<Layer>, host: &str) -> Option<Look> {
     let network = matches!(layer, Layer::Dns | Layer::Route)
         || (layer == Layer::Blob && matches!(mechanism, Some(Layer::Dns | Layer::Route)));
-    let name = host
-        .rsplit_once(':')
-        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
-        .map_or(host, |(name, _)| name)
-        .trim_end_matches('.')
-        .to_ascii_lowercase();
-    let registry = name
-        .strip_suffix(".azurecr.io")?
-        .split('.')
-        .next()?
-        .to_string();
-    (network && !registry.is_empty()).then_some(Look::AzureExports { registry })
+    network.then(|| azure_exports(host)).flatten()
+}
+
+/// `pullpath azure` for an ACR host (`*.azurecr.io`, its data endpoints included).
+fn azure_exports(host: &str) -> Option<Look> {
+    match platform::Platform::of(host)? {
+        platform::Platform::Acr { registry } => Some(Look::AzureExports { registry }),
+        _ => None,
+    }
 }
 
 /// `host` as the text named it, empty when it named none.

@@ -5,10 +5,11 @@
 
 use serde::Serialize;
 
+use crate::advice::platform::{self, Concern, Names, Platform};
 use crate::advice::{Advice, Observed, advise_observed};
-use crate::failure_text::{Diagnosis, Explanation};
+use crate::failure_text::{Diagnosis, Explanation, Subject};
 use crate::verdict::{Candidate, Failure, Fault, Seen, Undecided, Verdict};
-use crate::vocab::{Hop, Layer, Owner, Runtime};
+use crate::vocab::{Hop, Layer, NodeCause, Owner, Runtime};
 
 pub mod findings;
 mod probe;
@@ -102,6 +103,11 @@ pub struct ExplainReport {
     pub image: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The node's own failure, beside the verdict's layer (docs/report-schema.md: added in v1,
+    /// additive): `pull-policy`, `disk`, `unpack`, `slow-transfer`, `pull-deadline`,
+    /// `pull-qps`, `invalid-name`, `inspect`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_cause: Option<NodeCause>,
     pub where_to_look: Vec<String>,
     pub will_not_help: Vec<String>,
     pub next_checks: Vec<String>,
@@ -128,6 +134,8 @@ pub struct MessageReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     pub cause: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_cause: Option<NodeCause>,
 }
 
 /// Build the explain report from an explanation; `None` when the input held no message.
@@ -143,6 +151,8 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
             .as_deref()
             .and_then(crate::image_ref::registry_read_as_repository)
             .map(str::to_string),
+        node_cause: d.node_cause,
+        refused_client: d.refused_client.clone(),
     };
     let advice: Advice = advise_observed(d.layer, d.mechanism, d.hop, &host, &observed);
     let looks_like_pull = d.about_a_pull;
@@ -176,9 +186,10 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
         runtime: d.runtime,
         image: d.image.clone(),
         url: d.url.clone(),
+        node_cause: d.node_cause,
         where_to_look: advice.where_to_look_words(),
         will_not_help: advice.will_not_help,
-        next_checks: next_checks(d),
+        next_checks: next_checks(d, subject_of(explanation)),
         decided_by: Some(primary_message.origin.clone()),
         hop_by: d.hop_by,
         messages: explanation
@@ -190,6 +201,7 @@ pub fn explain_report(explanation: &Explanation) -> Option<ExplainReport> {
                 hop: d.hop,
                 host: d.host.clone(),
                 cause: d.cause.clone(),
+                node_cause: d.node_cause,
             })
             .collect(),
         messages_unlisted: explanation.unlisted,
@@ -203,23 +215,81 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The next check as commands to run.
-fn next_checks(d: &Diagnosis) -> Vec<String> {
-    let mut checks = vec!["kubectl get pod POD -o wide   # which node pulled".to_string()];
-    match &d.image {
-        Some(image) => checks.push(format!(
-            "pullpath probe {image}   # on that node (host network: a hostNetwork pod or the node's shell), not from a pod"
-        )),
-        None => checks.push("pullpath probe IMAGE   # on that node, not from a pod".into()),
+/// The pod and namespace the messages name, the first message naming a pod deciding.
+fn subject_of(explanation: &Explanation) -> Option<&Subject> {
+    explanation
+        .messages
+        .iter()
+        .map(|(m, _)| &m.subject)
+        .find(|s| s.pod.is_some())
+}
+
+/// `kubectl` arguments naming the pod: `-n NAMESPACE NAME` as far as the input names them,
+/// `POD` where it does not.
+fn pod_arguments(subject: Option<&Subject>) -> String {
+    let namespace = subject.and_then(|s| s.namespace.as_deref());
+    match (subject.and_then(|s| s.pod.as_deref()), namespace) {
+        (Some(pod), Some(namespace)) => format!("-n {namespace} {pod}"),
+        (Some(pod), None) => pod.to_string(),
+        (None, _) => "POD".to_string(),
+    }
+}
+
+/// The next check as commands to run: the pod (named as the input names it), a probe from its
+/// node, and the registry platform's own steps.
+fn next_checks(d: &Diagnosis, subject: Option<&Subject>) -> Vec<String> {
+    let pod = pod_arguments(subject);
+    let mut checks = vec![format!(
+        "kubectl get pod {pod} -o wide   # which node pulled"
+    )];
+    let image = d.image.as_deref().unwrap_or("IMAGE");
+    if matches!(
+        d.node_cause,
+        None | Some(NodeCause::SlowTransfer | NodeCause::PullDeadline)
+    ) {
+        checks.push(match &d.image {
+            Some(image) => format!(
+                "pullpath probe {image}   # on that node (host network: a hostNetwork pod or the node's shell), not from a pod"
+            ),
+            None => "pullpath probe IMAGE   # on that node, not from a pod".into(),
+        });
     }
     if d.ambiguity.is_some() && matches!(d.layer, Layer::NotFound | Layer::Forbidden | Layer::Auth)
     {
-        checks.push("pullpath probe IMAGE --docker-config SECRET.json   # with the node's pull secret: decides missing vs no rights".into());
+        checks.push(format!("pullpath probe {image} --docker-config SECRET.json   # with the node's pull secret: decides missing vs no rights"));
     }
     if let Some(credential) = d.credential {
-        checks.push(credential.next_check(&d.credential_host()));
+        checks.push(credential.next_check(&d.credential_host(), &pod, image));
+    }
+    if d.node_cause.is_none() {
+        checks.extend(platform_steps(d, subject));
     }
     checks
+}
+
+/// The registry platform's steps for the failing host (a data endpoint is its registry's), else
+/// for the image's registry.
+fn platform_steps(d: &Diagnosis, subject: Option<&Subject>) -> Vec<String> {
+    let Some(concern) = Concern::of(d.layer, d.mechanism, d.refused_client.is_some()) else {
+        return Vec::new();
+    };
+    let image = d
+        .image
+        .as_deref()
+        .and_then(|i| crate::image_ref::ImageRef::parse(i).ok());
+    let Some(found) = d
+        .host
+        .as_deref()
+        .and_then(Platform::of)
+        .or_else(|| image.as_ref().and_then(|i| Platform::of(&i.registry)))
+    else {
+        return Vec::new();
+    };
+    let names = Names {
+        repository: image.map(|i| i.repository),
+        namespace: subject.and_then(|s| s.namespace.clone()),
+    };
+    platform::next_steps(&found, concern, &names)
 }
 
 #[cfg(test)]

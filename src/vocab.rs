@@ -173,6 +173,52 @@ impl Owner {
     }
 }
 
+/// What failed on the node itself, beside the layer: the kubelet or the runtime stopped the pull
+/// (or never started it) for a reason of the node's or the workload's own, with no request of
+/// the pull to blame. A typed cause rather than a layer of its own: the layers name where on the
+/// pull path a request broke and are shared by every command, the exit statuses and the labelled
+/// corpus, where these are `other` (or `ratelimit` for the kubelet's own limit, or `blob` for a
+/// transfer cut short); the cause says which node matter it is, and the advice follows it
+/// (docs/report-schema.md, `node_cause`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeCause {
+    /// The image is not on the node and `imagePullPolicy: Never` forbids pulling it
+    /// (`ErrImageNeverPull`): the workload's spec.
+    PullPolicy,
+    /// The node's disk filled while the layers were written or unpacked (`ENOSPC`).
+    Disk,
+    /// Extracting or unpacking a downloaded layer into the snapshotter or storage failed.
+    Unpack,
+    /// The pull ran out of time with the transfer under way: a slow download, the runtime's
+    /// progress timeout (containerd's `image_pull_progress_timeout`) or the call's deadline.
+    SlowTransfer,
+    /// The deadline of the kubelet's call to the runtime ran out, and the text does not say
+    /// whether bytes were flowing (a slow transfer) or a dial was hanging (a route).
+    PullDeadline,
+    /// The kubelet's own pull limit (`registryPullQPS`, `registryBurst`): no request was made.
+    PullQps,
+    /// The kubelet could not parse the image reference (`InvalidImageName`).
+    InvalidName,
+    /// The kubelet could not ask the runtime about the image (`ImageInspectError`).
+    Inspect,
+}
+
+impl NodeCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeCause::PullPolicy => "pull-policy",
+            NodeCause::Disk => "disk",
+            NodeCause::Unpack => "unpack",
+            NodeCause::SlowTransfer => "slow-transfer",
+            NodeCause::PullDeadline => "pull-deadline",
+            NodeCause::PullQps => "pull-qps",
+            NodeCause::InvalidName => "invalid-name",
+            NodeCause::Inspect => "inspect",
+        }
+    }
+}
+
 /// The program that produced a failure text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -203,7 +249,7 @@ macro_rules! display_as_str {
         }
     )*};
 }
-display_as_str!(Layer, Hop, Owner, Runtime);
+display_as_str!(Layer, Hop, Owner, Runtime, NodeCause);
 
 #[cfg(test)]
 mod tests {

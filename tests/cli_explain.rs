@@ -236,3 +236,149 @@ fn bad_flags_and_references_are_usage_errors() {
         assert!(!out.stderr.is_empty(), "{args:?} says why");
     }
 }
+
+/// The issue's AKS message: the registry refused the node's public address. The registry
+/// answered, so the layer stays `forbidden`; but no identity is at fault, DNS very likely is, and
+/// the platform's own tools come next.
+#[test]
+fn an_acr_firewall_refusal_is_the_network_s_with_the_address_explained() {
+    let message = r#"Failed to pull image "contoso.azurecr.io/web:1": rpc error: code = Unknown desc = failed to pull and unpack image "contoso.azurecr.io/web:1": failed to resolve reference "contoso.azurecr.io/web:1": unexpected status from HEAD request to https://contoso.azurecr.io/v2/web/manifests/1: 403 Forbidden: denied: client with IP '52.174.10.20' is not allowed access. Refer https://aka.ms/acr/firewall to grant access"#;
+    let out = pullpath(&["explain", message], b"");
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("✗ forbidden · hop registry · contoso.azurecr.io"),
+        "{text}"
+    );
+    assert!(text.contains("owner       DNS team"), "{text}");
+    assert!(text.contains("public address 52.174.10.20"), "{text}");
+    assert!(text.contains("privatelink.azurecr.io"), "{text}");
+    let wont =
+        &text[text.find("won't help").expect("won't help")..text.find("next ").expect("next")];
+    assert!(!wont.contains("DNS"), "DNS is the likely fix: {wont}");
+    assert!(wont.contains("AcrPull"), "{wont}");
+    for step in [
+        "az aks check-acr --name CLUSTER --resource-group RG --acr contoso.azurecr.io",
+        "az acr check-health --name contoso --vnet VNET",
+        "az network private-dns link vnet list --resource-group RG --zone-name privatelink.azurecr.io",
+    ] {
+        assert!(text.contains(step), "{step}\n{text}");
+    }
+}
+
+#[test]
+fn a_private_address_refused_is_the_network_teams() {
+    let message = r#"failed to copy: httpReadSeeker: failed open: unexpected status code https://contoso.westeurope.data.azurecr.io/v2/web/blobs/sha256:abc: 403 Forbidden: denied: client with IP '10.224.0.5' is not allowed access"#;
+    let out = pullpath(&["explain", "-o", "json", message], b"");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let v = &report["verdict"];
+    assert_eq!(
+        (
+            v["layer"].as_str(),
+            v["mechanism"].as_str(),
+            v["owner"].as_str()
+        ),
+        (Some("blob"), Some("forbidden"), Some("network-team"))
+    );
+    assert!(
+        report["where_to_look"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("private address 10.224.0.5")),
+        "{report}"
+    );
+}
+
+/// The node's own failures: each its cause, owner, place to look and what will not help.
+#[test]
+fn the_nodes_own_failures_have_their_own_answers() {
+    let cases: [(&str, &str, &str, &str, &str); 5] = [
+        (
+            r#"Container image "registry.example.test/app:v1" is not present with pull policy of Never"#,
+            "pull-policy",
+            "application-team",
+            "imagePullPolicy: Never",
+            "DNS, route, firewall or proxy changes",
+        ),
+        (
+            r#"Failed to pull image "registry.example.test/big:1": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.test/big:1": failed to extract layer sha256:abc: write /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/55/fs/usr/lib/x.so: no space left on device: unknown"#,
+            "disk",
+            "node-operator",
+            "df -h /var/lib/containerd",
+            "pulling again",
+        ),
+        (
+            r#"Failed to pull image "registry.example.test/big:1": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.test/big:1": failed to copy: context canceled"#,
+            "slow-transfer",
+            "node-operator",
+            "image_pull_progress_timeout",
+            "DNS changes or new routes",
+        ),
+        (
+            r#"Failed to pull image "registry.example.test/app:v1": pull QPS exceeded"#,
+            "pull-qps",
+            "node-operator",
+            "registryPullQPS",
+            "no request reached any registry",
+        ),
+        (
+            r#"Failed to apply default image tag "registry.example.test/App:v1": couldn't parse image name "registry.example.test/App:v1": invalid reference format: repository name (App) must be lowercase"#,
+            "invalid-name",
+            "application-team",
+            "lowercase repository",
+            "imagePullSecrets",
+        ),
+    ];
+    for (message, cause, owner, look, wont) in cases {
+        let out = pullpath(&["explain", "-o", "json", message], b"");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+        assert_eq!(report["node_cause"], cause, "{message}");
+        assert_eq!(report["verdict"]["owner"], owner, "{message}");
+        let joined = |key: &str| report[key].to_string();
+        assert!(joined("where_to_look").contains(look), "{cause}: {report}");
+        assert!(joined("will_not_help").contains(wont), "{cause}: {report}");
+        assert!(
+            !joined("where_to_look").contains("5xx"),
+            "{cause}: {report}"
+        );
+    }
+}
+
+/// A bare deadline: the text cannot tell a slow body from a hanging dial, so it says so and
+/// what decides.
+#[test]
+fn a_bare_deadline_is_undecided_between_a_slow_transfer_and_the_route() {
+    let message = r#"Failed to pull image "registry.example.test/big:1": rpc error: code = DeadlineExceeded desc = context deadline exceeded"#;
+    let out = pullpath(&["explain", message], b"");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("· undecided"), "{text}");
+    assert!(text.contains("- route: "), "{text}");
+    assert!(text.contains("because of no progress"), "{text}");
+}
+
+/// The pod and namespace a pasted `describe` names fill the commands; the registry's platform
+/// adds its own.
+#[test]
+fn next_steps_name_the_pod_and_the_platforms_tools() {
+    let describe = r#"Name:             web-7d4b9c-x2x9p
+Namespace:        shop
+Node:             aks-nodepool1-123-vmss000002/10.224.0.5
+Containers:
+  web:
+    Image:          123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/web:1
+    State:          Waiting
+      Reason:       ImagePullBackOff
+Events:
+  Type     Reason     Age   From     Message
+  ----     ------     ----  ----     -------
+  Warning  Failed     1m    kubelet  Failed to pull image "123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/web:1": rpc error: code = Unknown desc = failed to pull and unpack image "123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/web:1": failed to resolve reference "123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/web:1": failed to do request: Head "https://123456789012.dkr.ecr.eu-west-1.amazonaws.com/v2/team/web/manifests/1": dial tcp 10.0.3.7:443: i/o timeout
+"#;
+    let out = pullpath(&["explain", "-f", "-"], describe.as_bytes());
+    let text = stdout(&out);
+    assert!(
+        text.contains("kubectl get pod -n shop web-7d4b9c-x2x9p -o wide"),
+        "{text}"
+    );
+    assert!(!text.contains(" POD "), "{text}");
+    assert!(text.contains("com.amazonaws.eu-west-1.ecr.dkr"), "{text}");
+    assert!(text.contains("com.amazonaws.eu-west-1.s3"), "{text}");
+}

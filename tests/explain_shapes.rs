@@ -699,7 +699,14 @@ fn anonymous_and_oauth_token_failures_say_whether_a_credential_was_sent() {
         );
         let check = report.next_checks.last().expect("a next check");
         // Credentials are chosen for the registry, never for the token realm's host.
-        assert_eq!(check, &credential.next_check("registry.example.test"));
+        assert_eq!(
+            check,
+            &credential.next_check(
+                "registry.example.test",
+                "POD",
+                "registry.example.test/team-a/small:v1"
+            )
+        );
         assert!(report.where_to_look[0].contains("registry.example.test"));
     }
     // An unreachable token host says nothing about the credential.

@@ -29,10 +29,19 @@ fn explain_reports_follow_the_schema() {
         .collect();
     inputs.push(r#"Back-off pulling image "nginx""#.into());
     inputs.push("hello world".into());
+    // The node's own failures and a registry's refusal by address carry fields of their own
+    // (`node_cause`, additive within v1).
+    inputs.push(r#"Container image "nginx:1.25" is not present with pull policy of Never"#.into());
+    inputs.push(r#"Failed to pull image "big/img:1": rpc error: code = DeadlineExceeded desc = context deadline exceeded"#.into());
+    inputs.push(r#"failed to resolve reference "contoso.azurecr.io/web:1": unexpected status from HEAD request to https://contoso.azurecr.io/v2/web/manifests/1: 403 Forbidden: denied: client with IP '52.174.10.20' is not allowed access"#.into());
     inputs.push("Error response from daemon: pull access denied for x, repository does not exist or may require 'docker login'".into());
     for input in inputs {
         support::assert_valid_report(&explain_json(&input));
     }
+    let never =
+        explain_json(r#"Container image "nginx:1.25" is not present with pull policy of Never"#);
+    assert_eq!(never["node_cause"], "pull-policy");
+    assert_eq!(never["messages"][0]["node_cause"], "pull-policy");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 
 use std::net::Ipv4Addr;
 
+use crate::advice::ACR_ADDRESS_REFUSAL;
 use crate::vocab::{Hop, Layer, Owner};
 
 use super::finding::{Finding, Step, show};
@@ -227,7 +228,7 @@ pub fn check_public(registry: &Registry, endpoint: &Endpoint) -> Result<(), Find
             "Disabled".into(),
             "a private endpoint this pool resolves and reaches, or Enabled with network rules admitting the pool's egress address",
             format!(
-                "{} resolves to the registry's public address from this pool, and the registry refuses public clients: the node gets 403 \"client with IP '…' is not allowed access\"",
+                "{} resolves to the registry's public address from this pool, and the registry refuses public clients: the node gets 403 \"client with IP '…' {ACR_ADDRESS_REFUSAL}\"",
                 endpoint.host
             ),
         ));

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::Style;
 use super::terminal::inline;
-use super::text::{explain, field, headline, list};
+use super::text::{commands, explain, field, headline, list};
 use crate::report::findings::{FindingReport, FindingsReport, GroupReport};
 
 pub fn findings(report: &FindingsReport, style: Style) -> String {
@@ -153,7 +153,7 @@ fn finding_block(out: &mut String, f: &FindingReport, style: Style) {
         .map(|s| format!("{} (from {}): {}", s.name, s.from, s.note))
         .collect();
     list(out, "secrets", &secrets);
-    list(out, "then", &f.next_commands);
+    commands(out, "then", &f.next_commands);
 }
 
 /// `2400` → `40m`, `3_700_000` → `42d`.

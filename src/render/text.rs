@@ -26,9 +26,62 @@ pub(super) fn headline(verdict: &Verdict, style: Style) -> String {
     style.paint("1;31", &line)
 }
 
-/// One labelled line; the value is outside text, made safe for one line.
+/// The width the text view fits: values wrap under their label, not under column 0.
+const WIDTH: usize = 100;
+/// Where values start: two spaces and a 12-column label.
+const VALUE_COLUMN: usize = 14;
+
+/// One labelled line; the value is outside text, made safe for one line, then wrapped at spaces
+/// to [`WIDTH`], its continuation lines under the value.
 pub(super) fn field(out: &mut String, name: &str, value: &str) {
-    let _ = writeln!(out, "  {name:<12}{}", inline(value));
+    labelled(out, name, &inline(value), 0);
+}
+
+/// `value` (already made safe) after the label, wrapped; continuation lines `hang` columns
+/// further in than the value (a list item's text, past its `- `).
+fn labelled(out: &mut String, name: &str, value: &str, hang: usize) {
+    let lines = wrap(value, WIDTH - VALUE_COLUMN, WIDTH - VALUE_COLUMN - hang);
+    for (i, line) in lines.iter().enumerate() {
+        if i == 0 {
+            let _ = writeln!(out, "  {name:<12}{line}");
+        } else {
+            let _ = writeln!(out, "{:width$}{line}", "", width = VALUE_COLUMN + hang);
+        }
+    }
+}
+
+/// `text` in lines of at most `first` columns, then `rest`, broken at spaces; a word longer
+/// than a line (a URL, a path) keeps a line of its own rather than being cut.
+fn wrap(text: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let limit = if lines.len() == 1 { first } else { rest };
+        let line = lines.last_mut().expect("a line");
+        if line.is_empty() || visible_width(line) + 1 + visible_width(word) <= limit {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        } else {
+            lines.push(word.to_string());
+        }
+    }
+    lines
+}
+
+/// Columns `text` takes on a terminal: characters, less the renderer's colour codes.
+fn visible_width(text: &str) -> usize {
+    let mut width = 0;
+    let mut in_code = false;
+    for c in text.chars() {
+        match c {
+            '\x1b' => in_code = true,
+            'm' if in_code => in_code = false,
+            _ if in_code => {}
+            _ => width += 1,
+        }
+    }
+    width
 }
 
 /// The owner, then what else the evidence may mean and what decides.
@@ -50,9 +103,34 @@ fn owner_and_candidates(out: &mut String, v: &Verdict, style: Style) {
     }
 }
 
+/// Labelled items, each wrapped with its continuation lines under the item's text.
 pub(super) fn list(out: &mut String, name: &str, items: &[String]) {
     for (i, item) in items.iter().enumerate() {
-        field(out, if i == 0 { name } else { "" }, &format!("- {item}"));
+        let label = if i == 0 { name } else { "" };
+        labelled(out, label, &inline(&format!("- {item}")), 2);
+    }
+}
+
+/// Labelled commands: a command is never wrapped (it is copied whole); its `   # comment`, when
+/// the line would pass [`WIDTH`], goes on the lines under it, each a shell comment.
+pub(super) fn commands(out: &mut String, name: &str, items: &[String]) {
+    for (i, item) in items.iter().enumerate() {
+        let label = if i == 0 { name } else { "" };
+        let item = inline(item);
+        let (command, comment) = match item.split_once("   # ") {
+            Some((command, comment)) if VALUE_COLUMN + 2 + visible_width(&item) > WIDTH => {
+                (command, Some(comment))
+            }
+            _ => (item.as_str(), None),
+        };
+        let _ = writeln!(out, "  {label:<12}- {command}");
+        let Some(comment) = comment else {
+            continue;
+        };
+        let hang = VALUE_COLUMN + 2;
+        for line in wrap(comment, WIDTH - hang - 2, WIDTH - hang - 2) {
+            let _ = writeln!(out, "{:hang$}# {line}", "");
+        }
     }
 }
 
@@ -76,10 +154,13 @@ pub fn explain(report: &ExplainReport, style: Style) -> String {
     if !report.hop_by.is_empty() {
         field(&mut out, "hop from", report.hop_by);
     }
+    if let Some(cause) = report.node_cause {
+        field(&mut out, "on the node", cause.as_str());
+    }
     owner_and_candidates(&mut out, v, style);
     list(&mut out, "look at", &report.where_to_look);
     list(&mut out, "won't help", &report.will_not_help);
-    list(&mut out, "next", &report.next_checks);
+    commands(&mut out, "next", &report.next_checks);
     if report.messages.len() > 1 {
         let decided_by = report.decided_by.as_deref().unwrap_or("");
         let items: Vec<String> = report
@@ -326,4 +407,53 @@ pub fn probe(report: &crate::report::ProbeReport, style: Style) -> String {
     list(&mut out, "look at", &report.where_to_look);
     list(&mut out, "won't help", &report.will_not_help);
     crate::render::terminal::finish(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_wrap_under_their_label_within_the_width() {
+        let mut out = String::new();
+        let long = "word ".repeat(40);
+        list(&mut out, "look at", &[long.trim().to_string()]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() > 1, "{out}");
+        assert!(lines.iter().all(|l| l.chars().count() <= WIDTH), "{out}");
+        assert!(lines[0].starts_with("  look at     - word"), "{out}");
+        assert!(lines[1].starts_with(&" ".repeat(VALUE_COLUMN + 2)), "{out}");
+        assert!(!lines[1][VALUE_COLUMN + 2..].starts_with(' '), "{out}");
+        // A word longer than a line keeps a line of its own, whole.
+        let url = format!("https://r.example/{}", "a".repeat(120));
+        let mut out = String::new();
+        field(&mut out, "request", &format!("see {url} now"));
+        assert!(out.lines().any(|l| l.trim() == url), "{out}");
+    }
+
+    #[test]
+    fn a_command_stays_whole_and_its_comment_goes_below_it() {
+        let command = format!("az acr show --name {}", "x".repeat(70));
+        let mut out = String::new();
+        commands(
+            &mut out,
+            "next",
+            &[format!(
+                "{command}   # the registry's network rules, and more words"
+            )],
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], format!("  next        - {command}"));
+        assert!(
+            lines[1].trim_start().starts_with("# the registry's"),
+            "{out}"
+        );
+        let mut short = String::new();
+        commands(
+            &mut short,
+            "next",
+            &["kubectl get pod POD   # which node".into()],
+        );
+        assert_eq!(short.lines().count(), 1);
+    }
 }

@@ -333,6 +333,7 @@ fn advise_stop(stop: &Stop, hosts: &[HostCheck], image: &str) -> Advice {
         through_proxy,
         registry_as_repository: crate::image_ref::registry_read_as_repository(image)
             .map(str::to_string),
+        ..Observed::default()
     };
     advise_observed(
         stop.layer,

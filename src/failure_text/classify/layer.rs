@@ -316,6 +316,11 @@ pub(super) fn mechanism(chain: &Chain, cause: &str) -> (Layer, Option<Ambiguity>
     if any(&INTEGRITY_WORDS, text) || any(NODE_WORDS, text) {
         return (Layer::Other, None);
     }
+    // A network rule of the registry refused the node's address: the registry says so
+    // outright, so its "denied" has one meaning.
+    if super::network_rule::refused_client(text).is_some() {
+        return (Layer::Forbidden, None);
+    }
     if text.contains("pull access denied")
         || text.contains("repository does not exist or may require")
         || text.contains("access to the resource is denied")

@@ -18,20 +18,25 @@ mod prose;
 mod runtime;
 mod cause;
 mod denied;
+mod network_rule;
 mod layer;
+mod node;
 mod host;
 mod hop;
 
 use regex::Regex;
 
 use super::chain::Chain;
-use crate::vocab::{Hop, Layer, Runtime};
+use crate::advice::RefusedClient;
+use crate::vocab::{Hop, Layer, NodeCause, Runtime};
 
 use cause::innermost_cause;
 use hop::hop;
 use host::failing_host;
 use layer::mechanism;
 use named::registry_of;
+use network_rule::refused_client;
+use node::node_cause;
 use prose::backoff_ambiguity;
 pub use runtime::runtime;
 
@@ -59,6 +64,11 @@ pub struct Diagnosis {
     pub about_a_pull: bool,
     /// Whether the runtime presented a credential, when its words say so.
     pub credential: Option<Credential>,
+    /// The node's own failure, when the text names one (`layer` then says where it stopped:
+    /// `other`, `ratelimit` for the kubelet's limit, `blob` for a transfer cut short).
+    pub node_cause: Option<NodeCause>,
+    /// The registry's network rules refused the node by its address (layer `forbidden`).
+    pub refused_client: Option<RefusedClient>,
 }
 
 /// What the runtime's words say about the credential it presented. containerd names the token
@@ -92,11 +102,19 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
     let cause_links = chain.cause_links();
     let cause_text = cause_links.join(": ");
     let bare_backoff = is_bare_backoff(&chain.text);
-    let (mechanism, ambiguity) = if bare_backoff {
+    let (mut mechanism, mut ambiguity) = if bare_backoff {
         (Layer::Other, Some(backoff_ambiguity()))
     } else {
         mechanism(chain, &cause_text)
     };
+    let node = node_cause(chain, mechanism).filter(|_| !bare_backoff);
+    if let Some(reading) = &node {
+        mechanism = reading.mechanism.unwrap_or(mechanism);
+        ambiguity = ambiguity.or_else(|| reading.ambiguity.clone());
+    }
+    let refused = (mechanism == Layer::Forbidden)
+        .then(|| refused_client(&chain.text))
+        .flatten();
     let (hop, hop_by) = hop(chain, request, mechanism);
     let (layer, _) = hop.layer_of(mechanism);
     let host = failing_host(chain, runtime, request, cause_links, hop, mechanism);
@@ -123,6 +141,8 @@ pub fn classify(chain: &Chain, runtime: Runtime) -> Diagnosis {
         causal: !bare_backoff && about_a_pull,
         about_a_pull,
         credential,
+        node_cause: node.map(|n| n.cause),
+        refused_client: refused,
     }
 }
 

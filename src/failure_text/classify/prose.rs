@@ -17,14 +17,15 @@ impl Credential {
         }
     }
 
-    /// The check that confirms it.
-    pub fn next_check(self, host: &str) -> String {
+    /// The check that confirms it; `pod` names the pod for kubectl (`-n NAMESPACE NAME`, or
+    /// `POD` where the input names none), `image` the image (or `IMAGE`).
+    pub fn next_check(self, host: &str, pod: &str, image: &str) -> String {
         match self {
             Credential::NotSent => format!(
-                "kubectl get pod POD -o jsonpath='{{.spec.imagePullSecrets}}'   # then the secret's .dockerconfigjson: one key must be {host}; or the credential provider's matchImages"
+                "kubectl get pod {pod} -o jsonpath='{{.spec.imagePullSecrets}}'   # then the secret's .dockerconfigjson: one key must be {host}; or the credential provider's matchImages"
             ),
             Credential::Sent => format!(
-                "pullpath probe IMAGE --docker-config SECRET.json   # the same credential against {host}: a 401 confirms it is wrong or expired"
+                "pullpath probe {image} --docker-config SECRET.json   # the same credential against {host}: a 401 confirms it is wrong or expired"
             ),
         }
     }
@@ -101,5 +102,23 @@ pub(super) fn connect_refused_ambiguity() -> Ambiguity {
             ),
         ],
         decides: "the runtime's proxy environment (HTTPS_PROXY in its service unit) and the proxy's log; `pullpath probe` from the node with the same proxy",
+    }
+}
+
+/// `context deadline exceeded` with nothing inside it: the deadline of the call ran out while the
+/// pull was running, and the text does not say what it was doing.
+pub(super) fn deadline_ambiguity() -> Ambiguity {
+    Ambiguity {
+        candidates: vec![
+            (
+                Layer::Other,
+                "the transfer was too slow for the deadline: a large image on a slow path, the runtime's progress timeout (containerd's image_pull_progress_timeout) or the kubelet's deadline on the CRI call",
+            ),
+            (
+                Layer::Route,
+                "the runtime was still dialling a registry or mirror that never answered (each dial waits 30 s before the next host)",
+            ),
+        ],
+        decides: "the runtime's log on the node around the event's time (`journalctl -u containerd`): `cancel pulling image … because of no progress` or layer downloads in progress mean a slow transfer, a `dial tcp … i/o timeout` means the route; `pullpath probe IMAGE --full` from the node times every layer",
     }
 }
