@@ -170,8 +170,29 @@ fn listener(
     };
     let wanted = canonical(socket);
     let same = |path: &str| wanted.is_some() && canonical(path) == wanted;
+    let holders =
+        process::socket_listeners(proc, netns, socket, &same).map_err(|e| e.to_string())?;
+    // Several: those that see, at that path, the very file the kubelet connects to (a
+    // container in the node's network namespace may bind the same path in its own mount
+    // namespace).
+    let node_file = file_id(&node.resolve(Path::new(socket)).unwrap_or_default());
+    let seeing: Vec<u32> = holders
+        .iter()
+        .copied()
+        .filter(|pid| {
+            let theirs = proc
+                .join(pid.to_string())
+                .join("root")
+                .join(socket.trim_start_matches('/'));
+            node_file.is_some() && file_id(&theirs) == node_file
+        })
+        .collect();
+    let candidates = match (holders.len(), seeing.is_empty()) {
+        (1, _) | (_, true) => holders,
+        _ => seeing,
+    };
     let (pid, others) =
-        process::socket_listener(proc, netns, socket, &same).map_err(|e| e.to_string())?;
+        process::serving_holder(&candidates).ok_or_else(|| "no holder".to_string())?;
     let process = RunningProcess::of_pid(proc, pid)
         .ok_or_else(|| format!("pid {pid} listens on {socket} but cannot be read"))?;
     let also = match others.is_empty() {
@@ -193,6 +214,12 @@ fn listener(
             endpoint.origin
         ),
     })
+}
+
+/// A file's device and inode, as `stat` gives them (following links).
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! socket is found as `ss -xlp` finds it: the listening socket's inode in `/proc/PID/net/unix`
 //! (flag `__SO_ACCEPTCON`, `00010000`; the path as the listener bound it, in its own mount
 //! namespace: linux `net/unix/af_unix.c` `unix_seq_show`), then the process whose
-//! `/proc/PID/fd/*` links to `socket:[INODE]`. The parsers are pure; [`socket_listener`] reads.
+//! `/proc/PID/fd/*` links to `socket:[INODE]`. The parsers are pure; [`socket_listeners`] reads.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -168,16 +168,18 @@ pub enum ListenerProblem {
     NoHolder { socket: String, inodes: String },
 }
 
-/// The process listening on the unix socket at `socket` (as the listener bound it), seen in the
-/// network namespace of `netns_pid` (the kubelet's; `None`: this process's own), with the other
-/// holders when there are several. `same` says whether a listener's path is `socket` (a path
-/// spelled another way, `/var/run` for `/run`, is the same socket).
-pub fn socket_listener(
+/// The processes holding a socket listening at `socket` (as the listener bound it), seen in
+/// the network namespace of `netns_pid` (the kubelet's; `None`: this process's own), lowest
+/// first. `same` says whether a listener's path is `socket` (a path spelled another way,
+/// `/var/run` for `/run`, is the same socket). Paths are as each listener's mount namespace
+/// shows them, so a container binding the same path in its own holds one too: the caller
+/// tells them apart by the file each sees.
+pub fn socket_listeners(
     proc: &Path,
     netns_pid: Option<u32>,
     socket: &str,
     same: &dyn Fn(&str) -> bool,
-) -> Result<(u32, Vec<u32>), ListenerProblem> {
+) -> Result<Vec<u32>, ListenerProblem> {
     let table = proc
         .join(netns_pid.map_or("self".to_string(), |p| p.to_string()))
         .join("net/unix");
@@ -201,14 +203,18 @@ pub fn socket_listener(
         .into_iter()
         .map(|pid| (pid, fd_links(&proc.join(pid.to_string()).join("fd"))))
         .collect();
-    serving_holder(&socket_holders(&inodes, &fds)).ok_or_else(|| ListenerProblem::NoHolder {
-        socket: socket.into(),
-        inodes: inodes
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    })
+    let holders = socket_holders(&inodes, &fds);
+    match holders.is_empty() {
+        true => Err(ListenerProblem::NoHolder {
+            socket: socket.into(),
+            inodes: inodes
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+        false => Ok(holders),
+    }
 }
 
 /// The targets of the links in a `/proc/PID/fd` directory (none when it cannot be read).
@@ -291,9 +297,9 @@ not a line of the kernel's
         let socket = dir.join("cri.sock");
         let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
         let shown = socket.display().to_string();
-        let found = socket_listener(Path::new("/proc"), None, &shown, &|_| false);
-        assert_eq!(found.map(|(pid, _)| pid), Ok(std::process::id()));
-        let missing = socket_listener(Path::new("/proc"), None, "/nonexistent.sock", &|_| false);
+        let found = socket_listeners(Path::new("/proc"), None, &shown, &|_| false);
+        assert_eq!(found, Ok(vec![std::process::id()]));
+        let missing = socket_listeners(Path::new("/proc"), None, "/nonexistent.sock", &|_| false);
         assert!(
             matches!(missing, Err(ListenerProblem::NotListening { .. })),
             "{missing:?}"
