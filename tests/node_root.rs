@@ -24,7 +24,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 use support::node_image::{
-    NodeTree, aks_credential_provider, aks_resolver, azure_linux_trust, bottlerocket,
+    NodeTree, aks_credential_provider, aks_resolver, azure_linux_trust, bottlerocket, cos,
     docker_containerd, rancher,
 };
 use support::scratch::Scratch;
@@ -512,4 +512,48 @@ async fn on_k3s_the_kubelet_is_inside_k3s_and_the_runtime_its_child() {
         processes["notes"].to_string().contains("max-pods=110"),
         "k3s's config.yaml read: {report:#}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_cos_the_kubelets_provider_runs_from_home_kubernetes_bin() {
+    require_root();
+    let (tls, ca_pem) = registry::tls_for(NAME);
+    let served = registry::serve_with(registry::Options {
+        tls: Some(tls),
+        basic: Some(("_token".to_string(), SECRET.to_string())),
+        ..registry::Options::default()
+    })
+    .await;
+    let node = NodeFs::new("node-root-cos");
+    let host = format!("{NAME}:{}", served.port);
+    resolver(&node);
+    containerd(&node);
+    cos::lay_out(&node.tree, &host, SECRET);
+    // COS's (Gentoo's) bundle, the first of Go's list.
+    node.file("/etc/ssl/certs/ca-certificates.crt", &ca_pem, 0o644);
+    let kubelet = NodeDaemon::start(node.root(), KUBELET_COMM, &cos::KUBELET[1..], None);
+    let runtime = runtime();
+    let (report, output) = probe(
+        Some(node.root()),
+        &format!("{host}/team/app:v1"),
+        kubelet.pid(),
+        Some(runtime.id()),
+    );
+    assert_eq!(report["verdict"]["passed"], true, "{report:#}");
+    let attempt = &report["credentials"]["attempts"][0];
+    assert_eq!(
+        (attempt["source"].as_str(), attempt["name"].as_str()),
+        (Some("provider"), Some("auth-provider-gcp")),
+        "{report:#}"
+    );
+    assert!(
+        report["credentials"]["origins"]
+            .to_string()
+            .contains("--image-credential-provider-bin-dir /home/kubernetes/bin"),
+        "{report:#}"
+    );
+    assert!(!output.contains(SECRET), "the token is printed");
+    let mut runtime = runtime;
+    let _ = runtime.kill();
+    let _ = runtime.wait();
 }

@@ -293,3 +293,52 @@ pub mod docker_containerd {
     pub const COMMAND: &[&str] = &["/usr/bin/containerd"];
     pub const SOCKET: &str = "/run/containerd/containerd.sock";
 }
+
+/// Container-Optimized OS (GKE) as Kubernetes' GCE scripts lay it out (kubernetes/kubernetes
+/// `cluster/gce/config-common.sh`, `cluster/gce/gci/configure.sh` `install-auth-provider-gcp`,
+/// `configure-helper.sh`; GKE's own scripts are not public): a read-only root, the kubelet's
+/// files under `/home/kubernetes` (its `--config`, the credential provider config
+/// `cri-auth-config.yaml`), the provider `auth-provider-gcp` in `/home/kubernetes/bin` (a
+/// stateful partition remounted exec), outside `/usr`.
+pub mod cos {
+    use super::NodeTree;
+
+    pub const PROVIDER_CONFIG: &str = "/home/kubernetes/cri-auth-config.yaml";
+    pub const PROVIDER_BIN_DIR: &str = "/home/kubernetes/bin";
+    pub const KUBELET: &[&str] = &[
+        "/home/kubernetes/bin/kubelet",
+        "--v=2",
+        "--cloud-provider=external",
+        "--kubeconfig=/var/lib/kubelet/kubeconfig",
+        "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+        "--image-credential-provider-config=/home/kubernetes/cri-auth-config.yaml",
+        "--image-credential-provider-bin-dir=/home/kubernetes/bin",
+        "--config=/home/kubernetes/kubelet-config.yaml",
+    ];
+
+    /// The kubelet's files and `auth-provider-gcp`, here a script answering the exec protocol
+    /// with an access token (user `_token`) for `image_match` (standing in for `*.pkg.dev`) —
+    /// run with the node's own /bin/sh, as only inside the node root it can be.
+    pub fn lay_out(node: &NodeTree, image_match: &str, token: &str) {
+        node.install("/bin/dash", "/bin/sh");
+        node.file(
+            "/home/kubernetes/kubelet-config.yaml",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n",
+            0o644,
+        );
+        node.file(
+            PROVIDER_CONFIG,
+            &format!(
+                "kind: CredentialProviderConfig\napiVersion: kubelet.config.k8s.io/v1\nproviders:\n  - name: auth-provider-gcp\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    matchImages:\n    - \"container.cloud.google.com\"\n    - \"gcr.io\"\n    - \"*.gcr.io\"\n    - \"*.pkg.dev\"\n    - \"{image_match}\"\n    args:\n    - get-credentials\n    - --v=3\n    defaultCacheDuration: 1m\n"
+            ),
+            0o644,
+        );
+        node.file(
+            &format!("{PROVIDER_BIN_DIR}/auth-provider-gcp"),
+            &format!(
+                "#!/bin/sh\n[ \"$1\" = get-credentials ] || {{ echo \"usage: auth-provider-gcp get-credentials\" >&2; exit 2; }}\nprintf '{{\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\",\"kind\":\"CredentialProviderResponse\",\"cacheKeyType\":\"Registry\",\"auth\":{{\"{image_match}\":{{\"username\":\"_token\",\"password\":\"{token}\"}}}}}}'\n"
+            ),
+            0o755,
+        );
+    }
+}
