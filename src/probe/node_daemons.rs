@@ -149,18 +149,31 @@ fn find_kubelet(
     })
 }
 
+/// Why the kubelet's socket's listener was not found.
+#[derive(Debug, thiserror::Error)]
+pub enum NoListener {
+    #[error("{0} is not a unix socket")]
+    NotUnix(String),
+    #[error(transparent)]
+    Listener(#[from] process::ListenerProblem),
+    #[error("pid {pid} listens on {socket} but cannot be read")]
+    Unreadable { pid: u32, socket: String },
+    #[error("no process serves {0}")]
+    Unserved(String),
+}
+
 /// The process listening on the endpoint's socket, seen from the kubelet's network namespace.
 fn listener(
     proc: &Path,
     node: &NodeRoot,
     netns: Option<u32>,
     endpoint: &Sourced,
-) -> Result<Daemon, String> {
+) -> Result<Daemon, NoListener> {
     let value = endpoint.value.as_str();
     let socket = match value.strip_prefix("unix://") {
         Some(path) => path,
         None if value.starts_with('/') => value,
-        None => return Err(format!("{value} is not a unix socket")),
+        None => return Err(NoListener::NotUnix(value.to_string())),
     };
     // The same socket spelled another way (`/var/run` for `/run`) resolves to the same place.
     let canonical = |path: &str| {
@@ -170,8 +183,7 @@ fn listener(
     };
     let wanted = canonical(socket);
     let same = |path: &str| wanted.is_some() && canonical(path) == wanted;
-    let holders =
-        process::socket_listeners(proc, netns, socket, &same).map_err(|e| e.to_string())?;
+    let holders = process::socket_listeners(proc, netns, socket, &same)?;
     // Several: those that see, at that path, the very file the kubelet connects to (a
     // container in the node's network namespace may bind the same path in its own mount
     // namespace).
@@ -191,10 +203,13 @@ fn listener(
         (1, _) | (_, true) => holders,
         _ => seeing,
     };
-    let (pid, others) =
-        process::serving_holder(&candidates).ok_or_else(|| "no holder".to_string())?;
-    let process = RunningProcess::of_pid(proc, pid)
-        .ok_or_else(|| format!("pid {pid} listens on {socket} but cannot be read"))?;
+    let Some((pid, others)) = process::serving_holder(&candidates) else {
+        return Err(NoListener::Unserved(socket.to_string()));
+    };
+    let process = RunningProcess::of_pid(proc, pid).ok_or_else(|| NoListener::Unreadable {
+        pid,
+        socket: socket.to_string(),
+    })?;
     let also = match others.is_empty() {
         true => String::new(),
         false => format!(

@@ -54,14 +54,24 @@ pub fn k3s_process(proc: &Path) -> Option<RunningProcess> {
     })
 }
 
+/// Why a k3s config file gives no settings (k3s itself would not start with it).
+#[derive(Debug, thiserror::Error)]
+pub enum K3sConfigProblem {
+    #[error("not YAML ({0})")]
+    NotYaml(serde_yaml_ng::Error),
+    #[error("not a mapping of settings")]
+    NotAMapping,
+}
+
 /// A k3s config file's settings as the flags k3s makes of them (`--key value`, a list one flag
 /// per item), or why it cannot be read as YAML.
-pub fn config_flags(text: &str) -> Result<Vec<(String, String)>, String> {
-    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+pub fn config_flags(text: &str) -> Result<Vec<(String, String)>, K3sConfigProblem> {
+    let value: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(text).map_err(K3sConfigProblem::NotYaml)?;
     let Some(map) = value.as_mapping() else {
         return match value {
             serde_yaml_ng::Value::Null => Ok(Vec::new()),
-            _ => Err("not a mapping of settings".into()),
+            _ => Err(K3sConfigProblem::NotAMapping),
         };
     };
     let scalar = |v: &serde_yaml_ng::Value| match v {
@@ -136,7 +146,7 @@ pub fn embedded_kubelet(node: &NodeRoot, agent: &RunningProcess) -> (RunningProc
                     parsed.push(flags);
                 }
                 Err(e) => notes.push(format!(
-                    "k3s config {} is not YAML k3s can read ({e}): left out",
+                    "k3s config {} k3s cannot read ({e}): left out, as k3s would not start with it",
                     file.display()
                 )),
             },
