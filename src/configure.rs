@@ -33,12 +33,19 @@ pub fn probe(
             .with_context(|| format!("--platform {p:?}: want os/arch[/variant]"))?,
         None => Platform::host(),
     };
-    // The node's kubelet and containerd, each read once through /proc (the node's processes,
-    // on the node or with hostPID).
-    let kubelet = RunningProcess::read(proc, args.kubelet_pid, "kubelet");
-    let containerd = RunningProcess::read(proc, args.runtime_pid, "containerd");
-    let containerd_config = containerd_config(args, containerd.as_ref());
+    // The node's kubelet and the runtime listening on its CRI socket, each read once through
+    // /proc (the node's processes, on the node or with hostPID).
     let node = NodeRoot::at(&args.host_root);
+    let daemons = probe::node_daemons::NodeDaemons::find(probe::node_daemons::Lookup {
+        proc,
+        node: &node,
+        kubelet_pid: args.kubelet_pid,
+        runtime_pid: args.runtime_pid,
+        endpoint: args.runtime_endpoint.as_deref(),
+    });
+    let kubelet = daemons.kubelet.as_ref().map(|d| d.process.clone());
+    let containerd = daemons.runtime.as_ref().map(|d| d.process.clone());
+    let containerd_config = containerd_config(args, containerd.as_ref());
     // The kubelet's sources, unless `--username` names the one credential to use.
     let credential_sources = credentials.is_none().then(|| {
         kubelet_sources(
@@ -70,13 +77,7 @@ pub fn probe(
     }
     // The runtime's socket is a node path (the kubelet's own unless given): in a probe pod, the
     // node's socket under its root.
-    let endpoint = match &args.runtime_endpoint {
-        Some(given) => given.clone(),
-        None => {
-            probe::kubelet_config::runtime_endpoint(&node, kubelet.as_ref(), containerd.as_ref())
-                .value
-        }
-    };
+    let endpoint = daemons.endpoint.value.clone();
     let node_socket = PathBuf::from(endpoint.strip_prefix("unix://").unwrap_or(&endpoint));
     let socket = node.resolve(&node_socket).unwrap_or(node_socket);
     let runtime = match &args.containerd_version {
@@ -128,6 +129,7 @@ pub fn probe(
         ca_files: args.ca_files.clone(),
         runtime,
         runtime_pull,
+        daemons,
     };
     Ok(config)
 }

@@ -47,14 +47,20 @@ pub mod systemd;
 /// The runtime's proxy: Go's decision per request URL, its environment, `CONNECT`.
 pub mod proxy;
 
-/// The running containerd, as `/proc` shows it.
+/// The running containerd, as `/proc` shows it; the listener of a unix socket.
 pub mod process;
+
+/// k3s's agent as the kubelet it runs inside: the flags it gives that kubelet.
+pub mod rancher;
 
 /// containerd's `config.toml`: the hosts directories and the download limit.
 pub mod containerd_config;
 
 /// The kubelet's configuration: the runtime's endpoint.
 pub mod kubelet_config;
+
+/// The node's kubelet and the runtime listening on its CRI socket, and how each was found.
+pub mod node_daemons;
 
 /// `/etc/resolv.conf` and `/etc/hosts` read as glibc reads them.
 pub mod resolv;
@@ -150,6 +156,8 @@ pub struct ProbeConfig {
     pub runtime: RuntimeQuery,
     /// `--runtime-pull`: also ask the runtime on this CRI socket to pull, as the kubelet does.
     pub runtime_pull: Option<PathBuf>,
+    /// The node's kubelet and runtime processes, and how each was found.
+    pub daemons: node_daemons::NodeDaemons,
 }
 
 /// Where the node's containerd version comes from.
@@ -242,6 +250,8 @@ pub struct ProbeContext {
     pub full: bool,
     /// How many layers were downloaded at once, and why that many.
     pub downloads: containerd_config::DownloadLimit,
+    /// The node's kubelet and runtime processes, and how each was found.
+    pub daemons: node_daemons::NodeDaemons,
     pub elapsed_ms: u64,
 }
 
@@ -351,6 +361,7 @@ pub async fn run(config: ProbeConfig) -> Result<ProbeRun, ProbeError> {
         version_dependent_hosts: hosts.version_dependent,
         full: config.full,
         downloads,
+        daemons: config.daemons.clone(),
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
     let runtime_pull = match &config.runtime_pull {

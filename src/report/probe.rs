@@ -10,6 +10,7 @@ use super::SCHEMA;
 
 mod credentials;
 mod hosts;
+mod processes;
 
 use crate::advice::{Advice, Observed, advise_observed};
 use crate::probe::check::HostCheck;
@@ -27,6 +28,7 @@ pub use hosts::{
     CertReport, ConnectReport, DnsReport, FailureReport, HostReport, RouteReport,
     ServerAnswerReport, TlsReport, TunnelReport,
 };
+pub use processes::{NodeProcessesReport, ProcessReport};
 
 /// `pullpath probe --output json`.
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +45,8 @@ pub struct ProbeReport {
     pub resolver: ResolverReport,
     /// containerd's registry hosts directories (`config_path`) and how they were decided.
     pub hosts_dirs: HostsDirsReport,
+    /// The node's kubelet and runtime processes, and how each was found.
+    pub node_processes: NodeProcessesReport,
     /// With `--full`: how many layers were downloaded at once, and why that many.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub downloads: Option<DownloadsReport>,
@@ -144,6 +148,7 @@ impl ProbeReport {
                     .collect(),
                 origin: context.hosts_dirs.origin.clone(),
             },
+            node_processes: NodeProcessesReport::from(&context.daemons),
             downloads: context.full.then(|| DownloadsReport {
                 at_once: context.downloads.at_once,
                 origin: context.downloads.origin.clone(),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use super::LabGuard;
 use super::node_image::{
     AKS_PROVIDER_BIN_DIR, AKS_PROVIDER_CONFIG, NodeTree, aks_credential_provider, aks_resolver,
+    bottlerocket, cos, rancher,
 };
 
 /// How a lab node's image lays out what its kubelet and runtime read.
@@ -30,9 +31,29 @@ pub enum NodeImage {
     /// /run/k3s/containerd/containerd.sock`), and no kubelet process: the `k3s agent` process
     /// runs it inside (lab.py `build_k3s_root`).
     K3s,
+    /// Bottlerocket (aws-k8s), once lab.py builds its root (`node_image::bottlerocket`): two
+    /// containerds in the node's pid namespace, `host-containerd` first, the Kubernetes one's
+    /// `/etc/containerd/config.toml` holding the registry's credential; a read-only root.
+    Bottlerocket,
+    /// Azure Linux 3 (AgentBaker), once lab.py builds its root: containerd 2.x with a version 3
+    /// config, trust only under /etc/pki behind absolute links (`node_image::azure_linux_trust`),
+    /// AKS's kubelet flags and `acr-credential-provider`.
+    AzureLinux3,
+    /// COS-like, once lab.py builds its root (`node_image::cos`): a read-only root, the
+    /// kubelet's files and `auth-provider-gcp` under `/home/kubernetes`.
+    Cos,
+    /// RKE2, once lab.py builds its root (`node_image::rancher`): the kubelet a process of its
+    /// own, containerd a child of `rke2 agent` on `/run/k3s/containerd/containerd.sock`.
+    Rke2,
 }
 
 impl NodeImage {
+    /// Whether lab.py lays out this node's root itself (`node_image_root`), so that its own
+    /// containerd reads the image's files at their node paths: the probe pod's /host is a copy.
+    pub fn root_built_by_lab(self) -> bool {
+        !matches!(self, NodeImage::Plain | NodeImage::AksUbuntu)
+    }
+
     /// The kubelet's command line as the image starts it (node paths).
     pub fn kubelet_command(self) -> Vec<String> {
         let flags: &[&str] = match self {
@@ -61,9 +82,19 @@ impl NodeImage {
             // No kubelet process: k3s runs the kubelet inside its own (`pkg/daemons/executor`
             // `Embedded.Kubelet`), its flags never on a command line.
             NodeImage::K3s => &["/usr/local/bin/k3s", "agent"],
+            NodeImage::Bottlerocket => bottlerocket::KUBELET,
+            NodeImage::AzureLinux3 => &[
+                "/usr/local/bin/kubelet",
+                "--enable-server",
+                "--node-labels=kubernetes.azure.com/agentpool=azl3",
+                "--v=2",
+                "--config=/etc/default/kubeletconfig.json",
+            ],
+            NodeImage::Cos => cos::KUBELET,
+            NodeImage::Rke2 => rancher::RKE2_KUBELET,
         };
         let mut command: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
-        if self == NodeImage::AksUbuntu {
+        if let NodeImage::AksUbuntu | NodeImage::AzureLinux3 = self {
             command.push(format!(
                 "--image-credential-provider-config={AKS_PROVIDER_CONFIG}"
             ));
@@ -163,7 +194,7 @@ pub fn node_root(
     let resolv_conf = PathBuf::from(format!("/etc/netns/{ns}/resolv.conf"));
     let hosts = PathBuf::from(format!("/etc/netns/{ns}/hosts"));
     let tree = NodeTree::at_root(&root);
-    if let NodeImage::Al2023 | NodeImage::K3s = image {
+    if image.root_built_by_lab() {
         // What the node's containerd itself reads, at the node paths it reads them.
         copy_image_root(&lab.status.roots[containerd], &root);
         if image == NodeImage::Al2023 {
@@ -174,8 +205,12 @@ pub fn node_root(
                 0o644,
             );
         }
-        // k3s's socket is in its root already, where its containerd's `-a` put it.
-        if image == NodeImage::Al2023 {
+        // k3s's and RKE2's socket is in their root already, where containerd's `-a` put it.
+        if let NodeImage::Al2023
+        | NodeImage::Bottlerocket
+        | NodeImage::AzureLinux3
+        | NodeImage::Cos = image
+        {
             place(
                 lab.socket(containerd),
                 Path::new("/run/containerd/containerd.sock"),
@@ -194,7 +229,12 @@ pub fn node_root(
             }
             tree.file("/var/lib/kubelet/config.yaml", KUBELET_CONFIG, 0o644);
         }
-        NodeImage::Al2023 | NodeImage::K3s => unreachable!("image nodes return above"),
+        NodeImage::Al2023
+        | NodeImage::K3s
+        | NodeImage::Bottlerocket
+        | NodeImage::AzureLinux3
+        | NodeImage::Cos
+        | NodeImage::Rke2 => unreachable!("image nodes return above"),
         NodeImage::AksUbuntu => {
             let read = |path: &Path| std::fs::read_to_string(path).expect("the namespace's file");
             aks_resolver(&tree, &read(&resolv_conf), &read(&hosts));

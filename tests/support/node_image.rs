@@ -118,3 +118,227 @@ printf '{{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"Credential
         0o644,
     );
 }
+
+/// Bottlerocket (aws-k8s) as its sources lay it out (bottlerocket-core-kit @a10182f9): two
+/// containerds, both `/usr/bin/containerd`. `host-containerd` starts first (before
+/// `configured.target`) with `--config /etc/host-containerd/config.toml`, no CRI plugin, on
+/// `/run/host-containerd/containerd.sock` (`packages/host-ctr/host-containerd.service`,
+/// `host-containerd-config.toml`); the Kubernetes containerd with no flag, so
+/// `/etc/containerd/config.toml` (a tmpfs, `etc-containerd.mount`), rendered from settings with
+/// the registry's credential in `registry.configs."HOST".auth` and no hosts directory
+/// (`packages/containerd/containerd-config-toml_k8s_containerd_sock`). The kubelet's flags from
+/// `packages/kubernetes-1.31/kubelet-exec-start-conf`; trust in `/etc/pki/tls/certs/ca-bundle.crt`
+/// behind the relative link `/etc/ssl/certs` → `../pki/tls/certs` (../shared/notes/nodes.md §3).
+pub mod bottlerocket {
+    use super::NodeTree;
+
+    pub const KUBELET: &[&str] = &[
+        "/usr/bin/kubelet",
+        "--cloud-provider",
+        "external",
+        "--kubeconfig",
+        "/etc/kubernetes/kubelet/kubeconfig",
+        "--config",
+        "/etc/kubernetes/kubelet/config",
+        "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+        "--containerd=/run/containerd/containerd.sock",
+        "--root-dir",
+        "/var/lib/kubelet",
+        "--cert-dir",
+        "/var/lib/kubelet/pki",
+        "--image-credential-provider-bin-dir",
+        "/usr/libexec/kubernetes/kubelet/plugins",
+        "--image-credential-provider-config",
+        "/etc/kubernetes/kubelet/credential-provider-config.yaml",
+        "--pod-infra-container-image",
+        "localhost/kubernetes/pause:0.1.0",
+        "--runtime-cgroups=/runtime.slice/containerd.service",
+    ];
+    /// host-containerd's command line and socket.
+    pub const HOST_CONTAINERD: &[&str] = &[
+        "/usr/bin/containerd",
+        "--config",
+        "/etc/host-containerd/config.toml",
+    ];
+    pub const HOST_CONTAINERD_SOCKET: &str = "/run/host-containerd/containerd.sock";
+    /// The Kubernetes containerd's command line and socket.
+    pub const CONTAINERD: &[&str] = &["/usr/bin/containerd"];
+    pub const CONTAINERD_SOCKET: &str = "/run/containerd/containerd.sock";
+
+    /// The node's files: both containerds' configs (the Kubernetes one holding `user`'s
+    /// credential for `registry`), the kubelet's config and ECR provider config, the trust.
+    pub fn lay_out(node: &NodeTree, ca_pem: &str, registry: &str, user: &str, password: &str) {
+        node.file(
+            "/etc/host-containerd/config.toml",
+            "version = 2\nroot = \"/var/lib/host-containerd\"\nstate = \"/run/host-containerd\"\ndisabled_plugins = [\n    \"io.containerd.internal.v1.opt\",\n    \"io.containerd.grpc.v1.cri\",\n]\n\n[grpc]\naddress = \"/run/host-containerd/containerd.sock\"\n",
+            0o644,
+        );
+        node.file(
+            "/etc/containerd/config.toml",
+            &format!(
+                "version = 2\nroot = \"/var/lib/containerd\"\nstate = \"/run/containerd\"\n\n[grpc]\naddress = \"/run/containerd/containerd.sock\"\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_selinux = true\nsandbox_image = \"localhost/kubernetes/pause:0.1.0\"\n\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"shimpei\"\n\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{registry}\".auth]\nusername = \"{user}\"\npassword = \"{password}\"\n"
+            ),
+            0o644,
+        );
+        node.file(
+            "/etc/kubernetes/kubelet/config",
+            "---\nkind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nclusterDomain: cluster.local\nruntimeRequestTimeout: 15m\n",
+            0o644,
+        );
+        node.file(
+            "/etc/kubernetes/kubelet/credential-provider-config.yaml",
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: ecr-credential-provider\n    matchImages:\n      - \"*.dkr.ecr.*.amazonaws.com\"\n    defaultCacheDuration: \"12h\"\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n",
+            0o600,
+        );
+        node.file("/etc/pki/tls/certs/ca-bundle.crt", ca_pem, 0o644);
+        node.link("/etc/ssl/certs", "../pki/tls/certs");
+    }
+}
+
+/// k3s and RKE2 as they run their runtime: containerd a child of `k3s`/`rke2`, started with
+/// `-c /var/lib/rancher/DISTRO/agent/etc/containerd/config.toml -a
+/// /run/k3s/containerd/containerd.sock` (k3s `pkg/agent/containerd` `getContainerdArgs`; RKE2
+/// keeps k3s's socket), its config rendered from `/etc/rancher/DISTRO/registries.yaml`: the
+/// credential in `registry.configs."HOST".auth` (k3s `pkg/agent/templates`,
+/// `warnMissingRegistryAuth`), the CA in the generated `certs.d/HOST/hosts.toml`
+/// (`writeContainerdHosts`). k3s runs its kubelet inside its own process; RKE2 runs it as a
+/// process of its own (rancher/rke2 `pkg/podexecutor/staticpod.go` `Kubelet`) with the runtime
+/// endpoint k3s gives it.
+pub mod rancher {
+    use super::NodeTree;
+
+    pub const SOCKET: &str = "/run/k3s/containerd/containerd.sock";
+
+    /// The agent's command line after its program (`k3s agent`, `rke2 agent`).
+    pub const AGENT: &[&str] = &["agent"];
+
+    /// RKE2's kubelet process.
+    pub const RKE2_KUBELET: &[&str] = &[
+        "/var/lib/rancher/rke2/bin/kubelet",
+        "--volume-plugin-dir=/var/lib/kubelet/volumeplugins",
+        "--file-check-frequency=5s",
+        "--sync-frequency=30s",
+        "--config-dir=/var/lib/rancher/rke2/agent/etc/kubelet.conf.d",
+        "--kubeconfig=/var/lib/rancher/rke2/agent/kubelet.kubeconfig",
+        "--container-runtime-endpoint=unix:///run/k3s/containerd/containerd.sock",
+    ];
+
+    /// `distro`'s containerd config (a node path).
+    pub fn config(distro: &str) -> String {
+        format!("/var/lib/rancher/{distro}/agent/etc/containerd/config.toml")
+    }
+
+    /// `distro`'s containerd command line, as its agent starts it.
+    pub fn containerd(distro: &str) -> Vec<String> {
+        [
+            "containerd".to_string(),
+            "-c".into(),
+            config(distro),
+            "-a".into(),
+            SOCKET.into(),
+            "--state".into(),
+            "/run/k3s/containerd".into(),
+            "--root".into(),
+            format!("/var/lib/rancher/{distro}/agent/containerd"),
+        ]
+        .to_vec()
+    }
+
+    /// The node's files: the agent's config and registries.yaml, and what containerd reads of
+    /// them.
+    pub fn lay_out(
+        node: &NodeTree,
+        distro: &str,
+        ca_pem: &str,
+        registry: &str,
+        user: &str,
+        password: &str,
+    ) {
+        let certs = format!("/var/lib/rancher/{distro}/agent/etc/containerd/certs.d");
+        let ca = format!("/etc/rancher/{distro}/registry-ca.crt");
+        node.file(
+            &format!("/etc/rancher/{distro}/config.yaml"),
+            "kubelet-arg:\n  - max-pods=110\n",
+            0o600,
+        );
+        node.file(&ca, ca_pem, 0o644);
+        node.file(
+            &format!("/etc/rancher/{distro}/registries.yaml"),
+            &format!(
+                "configs:\n  \"{registry}\":\n    auth:\n      username: {user}\n      password: {password}\n    tls:\n      ca_file: {ca}\n"
+            ),
+            0o600,
+        );
+        node.file(
+            &config(distro),
+            &format!(
+                "# File generated by {distro}. DO NOT EDIT. Use config.toml.tmpl instead.\nversion = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  stream_server_address = \"127.0.0.1\"\n  stream_server_port = \"10010\"\n\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{certs}\"\n\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"{registry}\".auth]\n  username = \"{user}\"\n  password = \"{password}\"\n"
+            ),
+            0o600,
+        );
+        node.file(
+            &format!("{certs}/{registry}/hosts.toml"),
+            &format!(
+                "# File generated by {distro}. DO NOT EDIT.\nserver = \"https://{registry}\"\n\n[host.\"https://{registry}/v2\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = [\"{ca}\"]\n"
+            ),
+            0o600,
+        );
+    }
+}
+
+/// A node that also runs Docker's containerd (`/usr/bin/containerd`, its default config and
+/// `/run/containerd/containerd.sock`), with no credential: started before the Kubernetes
+/// runtime, the lowest pid named containerd, and not the kubelet's.
+pub mod docker_containerd {
+    pub const COMMAND: &[&str] = &["/usr/bin/containerd"];
+    pub const SOCKET: &str = "/run/containerd/containerd.sock";
+}
+
+/// Container-Optimized OS (GKE) as Kubernetes' GCE scripts lay it out (kubernetes/kubernetes
+/// `cluster/gce/config-common.sh`, `cluster/gce/gci/configure.sh` `install-auth-provider-gcp`,
+/// `configure-helper.sh`; GKE's own scripts are not public): a read-only root, the kubelet's
+/// files under `/home/kubernetes` (its `--config`, the credential provider config
+/// `cri-auth-config.yaml`), the provider `auth-provider-gcp` in `/home/kubernetes/bin` (a
+/// stateful partition remounted exec), outside `/usr`.
+pub mod cos {
+    use super::NodeTree;
+
+    pub const PROVIDER_CONFIG: &str = "/home/kubernetes/cri-auth-config.yaml";
+    pub const PROVIDER_BIN_DIR: &str = "/home/kubernetes/bin";
+    pub const KUBELET: &[&str] = &[
+        "/home/kubernetes/bin/kubelet",
+        "--v=2",
+        "--cloud-provider=external",
+        "--kubeconfig=/var/lib/kubelet/kubeconfig",
+        "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+        "--image-credential-provider-config=/home/kubernetes/cri-auth-config.yaml",
+        "--image-credential-provider-bin-dir=/home/kubernetes/bin",
+        "--config=/home/kubernetes/kubelet-config.yaml",
+    ];
+
+    /// The kubelet's files and `auth-provider-gcp`, here a script answering the exec protocol
+    /// with an access token (user `_token`) for `image_match` (standing in for `*.pkg.dev`) —
+    /// run with the node's own /bin/sh, as only inside the node root it can be.
+    pub fn lay_out(node: &NodeTree, image_match: &str, token: &str) {
+        node.install("/bin/dash", "/bin/sh");
+        node.file(
+            "/home/kubernetes/kubelet-config.yaml",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n",
+            0o644,
+        );
+        node.file(
+            PROVIDER_CONFIG,
+            &format!(
+                "kind: CredentialProviderConfig\napiVersion: kubelet.config.k8s.io/v1\nproviders:\n  - name: auth-provider-gcp\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    matchImages:\n    - \"container.cloud.google.com\"\n    - \"gcr.io\"\n    - \"*.gcr.io\"\n    - \"*.pkg.dev\"\n    - \"{image_match}\"\n    args:\n    - get-credentials\n    - --v=3\n    defaultCacheDuration: 1m\n"
+            ),
+            0o644,
+        );
+        node.file(
+            &format!("{PROVIDER_BIN_DIR}/auth-provider-gcp"),
+            &format!(
+                "#!/bin/sh\n[ \"$1\" = get-credentials ] || {{ echo \"usage: auth-provider-gcp get-credentials\" >&2; exit 2; }}\nprintf '{{\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\",\"kind\":\"CredentialProviderResponse\",\"cacheKeyType\":\"Registry\",\"auth\":{{\"{image_match}\":{{\"username\":\"_token\",\"password\":\"{token}\"}}}}}}'\n"
+            ),
+            0o755,
+        );
+    }
+}
