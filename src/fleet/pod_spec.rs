@@ -311,6 +311,7 @@ mod tests {
         let mut p = plan();
         p.start = Start::Delivered(crate::fleet::deliver::Delivered {
             node_image: "mcr.microsoft.com/oss/kubernetes/pause:3.6".into(),
+            node_image_source: crate::fleet::deliver::node_image::Source::Sandbox,
             config_maps: vec![
                 ("pullpath-ab12-amd64-stage".into(), "pullpath-stage".into()),
                 ("pullpath-ab12-amd64-0".into(), "part-0000-of-0001".into()),

@@ -1,6 +1,6 @@
 //! What a run reads from the API before it creates anything: the namespaces its pods go to,
-//! the workload's pod template, where the image runs now, and the Karpenter NodePools (pools
-//! that may have no node). Each read is one request; a refused evidence read leaves the run to
+//! the workload's pod template, every pod (where the image runs now, what each node's running
+//! containers hold), and the Karpenter NodePools (pools that may have no node). Each read is one request; a refused evidence read leaves the run to
 //! what it has.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -54,17 +54,23 @@ pub fn namespace_problem(name: &str, role: &str, phase: Option<&str>) -> Option<
     }
 }
 
-/// Nodes where a pod runs `image` now (every namespace). Evidence only: a refused list
-/// (RBAC) leaves `node.status.images` as the cache evidence.
-pub async fn running_on(
-    client: kube::Client,
-    image: &ImageRef,
-) -> std::collections::BTreeSet<String> {
-    let Ok(list) = Api::<Pod>::all(client).list(&ListParams::default()).await else {
-        return Default::default();
-    };
-    list.items
-        .iter()
+/// Every pod in every namespace, in one request (a run's request count does not grow with its
+/// nodes): where the image under test runs now, and what each node's running containers hold.
+/// Evidence only: a refused list (RBAC) is its reason, and the run goes on without it.
+pub async fn pods(client: kube::Client) -> Result<Vec<Pod>, String> {
+    match Api::<Pod>::all(client).list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(status)) => Err(format!(
+            "cannot list pods (cluster scope): {} ({})",
+            status.message, status.code
+        )),
+        Err(e) => Err(format!("cannot list pods (cluster scope): {e}")),
+    }
+}
+
+/// Nodes where a pod runs `image` now: `node.status.images` stays the other cache evidence.
+pub fn running_on(pods: &[Pod], image: &ImageRef) -> std::collections::BTreeSet<String> {
+    pods.iter()
         .filter(|p| {
             crate::pod::running_image_ids(p).iter().any(|(running, _)| {
                 ImageRef::parse(running).is_ok_and(|r| crate::pod::node::same_image(&r, image))

@@ -57,6 +57,8 @@ pub struct NodeRun {
     pub elapsed: Duration,
     /// `--fresh-node`: how the pod came to its node.
     pub fresh: Option<FreshRun>,
+    /// No registry: the image the node held that the probe pod started from, and why.
+    pub node_image: Option<super::deliver::node_image::NodeImage>,
 }
 
 /// A fresh probe pod's way to its node.
@@ -225,6 +227,13 @@ pub fn node_run(
             beside: plan.node.clone(),
             ..fresh.map(|(_, run)| run).unwrap_or_default()
         }),
+        node_image: match &plan.start {
+            super::pod_spec::Start::Delivered(d) => Some(super::deliver::node_image::NodeImage {
+                image: d.node_image.clone(),
+                source: d.node_image_source.clone(),
+            }),
+            super::pod_spec::Start::Image(_) => None,
+        },
     }
 }
 

@@ -79,7 +79,7 @@ fn a_probe_image_without_the_nodes_architecture_leaves_the_node_unprobed() {
         candidate("b", "arm", "arm64", false),
     );
     let chosen = [&a, &b];
-    let (payloads, starts) = starts(&config, "ab12", &chosen, &[]);
+    let (payloads, starts) = starts(&config, "ab12", &chosen, &[], &Default::default());
     assert!(payloads.is_empty());
     let sorted = sort_by_start(&chosen, starts);
     assert_eq!(sorted.started.len(), 1);
