@@ -187,16 +187,17 @@ pub fn running_images(pods: &[Pod]) -> BTreeMap<String, Vec<RunningImage>> {
             pod.metadata.name.as_deref().unwrap_or_default()
         );
         let system = node_own(pod);
-        let statuses = pod.status.iter().flat_map(|s| {
-            [&s.init_container_statuses, &s.container_statuses]
-                .into_iter()
-                .flatten()
-                .flatten()
-        });
-        for status in statuses {
-            if !status.state.as_ref().is_some_and(|s| s.running.is_some()) {
-                continue;
-            }
+        let running = pod
+            .status
+            .iter()
+            .flat_map(|s| {
+                [&s.init_container_statuses, &s.container_statuses]
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .filter(|s| s.state.as_ref().is_some_and(|st| st.running.is_some()));
+        for status in running {
             let Some(image) = startable_name(&status.image, &status.image_id) else {
                 continue;
             };
@@ -328,12 +329,7 @@ mod tests {
             pod(
                 "web-1",
                 Some("ReplicaSet"),
-                &[(
-                    "web",
-                    "r.example/web:1",
-                    "r.example/web@sha256:1111",
-                    true,
-                )],
+                &[("web", "r.example/web:1", "r.example/web@sha256:1111", true)],
             ),
             pod(
                 "kube-proxy-x",
@@ -351,7 +347,12 @@ mod tests {
                 &[
                     // Loaded by hand: no repository digest, only an image id.
                     ("driver", "r.example/csi:2", "sha256:3333", true),
-                    ("crashing", "r.example/crash:1", "r.example/crash@sha256:4444", false),
+                    (
+                        "crashing",
+                        "r.example/crash:1",
+                        "r.example/crash@sha256:4444",
+                        false,
+                    ),
                     ("id-only", "sha256:5555", "sha256:5555", true),
                 ],
             ),
