@@ -10,7 +10,7 @@ use kube::api::{Api, ListParams};
 use super::config::{FleetConfig, ProbeSource};
 use super::deliver;
 use super::eligibility::Constraints;
-use super::fresh::FreshPlacement;
+use super::fresh::{self, FreshPlacement};
 use super::kubelet_pull::{self, KubeletPullPlan};
 use super::nodeless::{self, NodelessPool};
 use super::pod_spec::{self, PodPlan, Start};
@@ -222,7 +222,14 @@ pub fn decide(
     let mut pods = pinned_pods(config, &id, &started, &namespace, &workload);
     if config.fresh_node {
         let constraints = workload.constraints.as_ref();
-        pods.extend(fresh_pods(config, &id, &started, &nodes, constraints));
+        pods.extend(fresh_pods(
+            config,
+            &id,
+            &started,
+            &nodes,
+            constraints,
+            &nodeless,
+        ));
     }
     let unmatched_pools = nodeless::unmatched_pools(&choice.pools, &with_nodes, &nodeless);
     Plan {
@@ -424,11 +431,28 @@ pub fn fresh_pods(
     started: &[(&NodeChoice, Start)],
     nodes: &[Node],
     constraints: Option<&Constraints>,
+    nodeless: &[NodelessPool],
 ) -> Vec<PodPlan> {
     let existing: Vec<String> = nodes
         .iter()
         .filter_map(|n| n.metadata.name.clone())
         .collect();
+    // The pool's own taints: those its nodes share, else (no node yet) its NodePool's.
+    let pool_taints = |pool: &str| {
+        let members: Vec<&Node> = nodes
+            .iter()
+            .filter(|n| select::pool_of(&crate::pod::node::facts(n)) == pool)
+            .collect();
+        match members.is_empty() {
+            false => fresh::shared_taints(&members),
+            true => nodeless
+                .iter()
+                .find(|p| p.name == pool)
+                .map(|p| p.taints.clone())
+                .unwrap_or_default(),
+        }
+    };
+    let workload = constraints.map(|k| k.tolerations.as_slice());
     let mut pools = std::collections::BTreeSet::new();
     started
         .iter()
@@ -439,7 +463,7 @@ pub fn fresh_pods(
             fresh: Some(FreshPlacement {
                 pool_label,
                 existing: existing.clone(),
-                tolerations: constraints.map(|k| k.tolerations.clone()),
+                tolerations: fresh::tolerations(workload, &pool_taints(&c.pool)),
                 arch: c.arch.clone(),
             }),
             ..probe_pod(

@@ -362,7 +362,7 @@ mod tests {
         fresh.fresh = Some(crate::fleet::fresh::FreshPlacement {
             pool_label: ("agentpool".into(), "user".into()),
             existing: vec!["aks-user-1".into()],
-            tolerations: None,
+            tolerations: Vec::new(),
             arch: None,
         });
         let pinned = serde_json::to_value(probe_pod(&plan())).expect("json");
@@ -371,8 +371,14 @@ mod tests {
         assert!(pod["spec"].get("nodeName").is_none(), "{pod:#}");
         assert_eq!(
             pod["spec"]["nodeSelector"],
-            serde_json::json!({"agentpool": "user"})
+            serde_json::json!({"agentpool": "user", "kubernetes.io/os": "linux"})
         );
+        // Not the pinned pod's "every taint": the fresh pod lands only where the workload would.
+        assert_eq!(
+            pinned["spec"]["tolerations"],
+            serde_json::json!([{"operator": "Exists"}])
+        );
+        assert_eq!(pod["spec"]["tolerations"], serde_json::json!([]));
         assert_eq!(
             pod["metadata"]["annotations"][NODE_ANNOTATION],
             "a fresh node of pool user"

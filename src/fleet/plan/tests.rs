@@ -144,7 +144,7 @@ fn a_fresh_pod_per_pool_beside_its_newest_node_excluding_every_node_of_today() {
         ..Default::default()
     };
     let nodes = [node("a1"), node("a2"), node("b")];
-    let pods = fresh_pods(&config, "ab12", &started, &nodes, None);
+    let pods = fresh_pods(&config, "ab12", &started, &nodes, None, &[]);
     let names: Vec<(&str, &str)> = pods
         .iter()
         .map(|p| (p.name.as_str(), p.node.as_str()))
