@@ -260,6 +260,7 @@ fn fresh_row(
         difference,
         node_created: way.node_created.clone(),
         node_ready: way.node_ready.clone(),
+        still_starting: way.still_starting.clone(),
         waited_ms: u64::try_from(way.waited.as_millis()).unwrap_or(u64::MAX),
         scheduling: way.said.clone(),
         note: super::fresh::SCALE_DOWN_NOTE,

@@ -74,6 +74,8 @@ pub struct FreshRun {
     /// The new node's creation and Ready times (RFC 3339), as its Node object gives them.
     pub node_created: Option<String>,
     pub node_ready: Option<String>,
+    /// A startup taint the new node still carried when read after the bind.
+    pub still_starting: Option<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -287,6 +287,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
                 ],
                 node_created: Some("2026-12-05T09:00:00Z".into()),
                 node_ready: Some("2026-12-05T09:00:42Z".into()),
+                still_starting: None,
             }),
         });
         let outcome = RunOutcome {
@@ -424,6 +425,7 @@ fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
             said: vec!["Nominated: Pod should schedule on: nodeclaim/gpu-x7k2p".into()],
             node_created: None,
             node_ready: None,
+            still_starting: None,
         }),
     };
     let with = build(header(), &listed(true), &outcome(vec![existing, fresh]));

@@ -122,6 +122,10 @@ pub struct FreshNodeReport {
     /// When its `Ready` condition last turned `True`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_ready: Option<String>,
+    /// A startup taint (`taint KEY:EFFECT`) the new node still carried when read after the
+    /// pod was bound; absent beside `node_ready`: it was Ready and through its startup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub still_starting: Option<String>,
     /// The scheduler's and the autoscaler's events for the pod, `REASON: message`, in order.
     pub scheduling: Vec<String>,
     /// What the scale-up leaves behind.
