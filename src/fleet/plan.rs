@@ -161,7 +161,7 @@ async fn read_cluster(
         },
         Err(why) => deliver::node_image::Held {
             running: Default::default(),
-            pods_unread: Some(why.clone()),
+            pods_unread: Some(why.to_string()),
         },
     };
     let node_pools = match &config.selector {

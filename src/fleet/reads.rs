@@ -57,14 +57,35 @@ pub fn namespace_problem(name: &str, role: &str, phase: Option<&str>) -> Option<
 /// Every pod in every namespace, in one request (a run's request count does not grow with its
 /// nodes): where the image under test runs now, and what each node's running containers hold.
 /// Evidence only: a refused list (RBAC) is its reason, and the run goes on without it.
-pub async fn pods(client: kube::Client) -> Result<Vec<Pod>, String> {
+pub async fn pods(client: kube::Client) -> Result<Vec<Pod>, PodsUnread> {
     match Api::<Pod>::all(client).list(&ListParams::default()).await {
         Ok(list) => Ok(list.items),
-        Err(kube::Error::Api(status)) => Err(format!(
-            "cannot list pods (cluster scope): {} ({})",
-            status.message, status.code
-        )),
-        Err(e) => Err(format!("cannot list pods (cluster scope): {e}")),
+        Err(kube::Error::Api(status)) => Err(PodsUnread {
+            code: Some(status.code),
+            message: status.message,
+        }),
+        Err(e) => Err(PodsUnread {
+            code: None,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Why the pods could not be listed: the API's answer (a refusal carries its code), or the
+/// request's own failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodsUnread {
+    pub code: Option<u16>,
+    pub message: String,
+}
+
+impl std::fmt::Display for PodsUnread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot list pods (cluster scope): {}", self.message)?;
+        match self.code {
+            Some(code) => write!(f, " ({code})"),
+            None => Ok(()),
+        }
     }
 }
 

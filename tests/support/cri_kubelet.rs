@@ -545,6 +545,31 @@ pub fn parse_cri_log(text: &str) -> String {
     out
 }
 
+/// The pull policy the API gives a container that names none (kubernetes
+/// `pkg/apis/core/v1/defaults.go` `SetDefaults_Container`): `Always` when the image's tag is
+/// `latest`, given or implied (no tag and no digest: `parsers.ParseImageName` reads it as
+/// `latest`), else `IfNotPresent`.
+pub fn default_pull_policy(image: &str) -> &'static str {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, _)) => (name, true),
+        None => (image, false),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    let tag = last.split_once(':').map(|(_, tag)| tag);
+    match (tag, digest) {
+        (Some("latest"), _) | (None, false) => "Always",
+        _ => "IfNotPresent",
+    }
+}
+
+/// The kubelet's admission of a pod by its `spec.os` (kubernetes `pkg/kubelet/lifecycle/
+/// predicate.go`, `rejectPodAdmissionBasedOnOSField`: the field must name the kubelet's own
+/// `runtime.GOOS`, linux on every node here): the rejection's message, else `None`.
+pub fn os_rejected(pod: &Value) -> Option<&'static str> {
+    let os = pod["spec"]["os"]["name"].as_str()?;
+    (os != "linux").then_some("Failed to admit pod as the OS field doesn't match node OS")
+}
+
 /// resolv.conf text → the DNS config the kubelet passes for `dnsPolicy: Default`.
 fn dns_config(resolv: &str) -> DnsConfig {
     let mut dns = DnsConfig::default();
@@ -689,9 +714,10 @@ impl Pod {
     /// is then stuck (never pulled, a failed pull) until it is deleted or its deadline passes.
     async fn ensure_image(&self, started_at: Instant, started: &str) -> Option<String> {
         let image = self.container()["image"].as_str().unwrap_or("").to_string();
+        let defaulted = default_pull_policy(&image);
         let policy = self.container()["imagePullPolicy"]
             .as_str()
-            .unwrap_or("IfNotPresent");
+            .unwrap_or(defaulted);
         let mut images = match ImageService::connect(&self.sim.socket, CRI_TIMEOUT).await {
             Ok(images) => images,
             Err(e) => {
@@ -742,6 +768,12 @@ impl Pod {
     async fn run(self) {
         let started_at = Instant::now();
         let started = now_rfc3339();
+        // 0. Admission: a pod for another OS is rejected before anything is set up.
+        if let Some(message) = os_rejected(&self.spec) {
+            self.set_status(json!({"phase": "Failed", "reason": "PodOSNotSupported",
+                "message": format!("Pod was rejected: {message}"), "startTime": started}));
+            return;
+        }
         if !self.set_status(self.waiting(&started, "ContainerCreating", None)) {
             return;
         }
@@ -1331,4 +1363,34 @@ pub async fn sandboxes_on(socket: &Path) -> Vec<String> {
         .into_iter()
         .map(|s| s.id)
         .collect()
+}
+
+#[cfg(test)]
+mod kinder_than_real {
+    use super::*;
+
+    #[test]
+    fn an_unset_pull_policy_is_always_for_latest_or_no_tag_as_the_api_defaults_it() {
+        for (image, policy) in [
+            ("registry.test/app", "Always"),
+            ("registry.test/app:latest", "Always"),
+            ("registry.test:5000/app", "Always"),
+            ("registry.test:5000/app:v1", "IfNotPresent"),
+            ("registry.test/app@sha256:aaaa", "IfNotPresent"),
+            ("registry.test/app:latest@sha256:aaaa", "Always"),
+        ] {
+            assert_eq!(default_pull_policy(image), policy, "{image}");
+        }
+    }
+
+    #[test]
+    fn a_pod_for_another_os_is_rejected_as_the_kubelet_rejects_it() {
+        let pod = |os: Value| json!({"spec": {"os": os, "containers": []}});
+        assert_eq!(
+            os_rejected(&pod(json!({"name": "windows"}))),
+            Some("Failed to admit pod as the OS field doesn't match node OS")
+        );
+        assert_eq!(os_rejected(&pod(json!({"name": "linux"}))), None);
+        assert_eq!(os_rejected(&json!({"spec": {}})), None);
+    }
 }
