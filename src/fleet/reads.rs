@@ -57,36 +57,12 @@ pub fn namespace_problem(name: &str, role: &str, phase: Option<&str>) -> Option<
 /// Every pod in every namespace, in one request (a run's request count does not grow with its
 /// nodes): where the image under test runs now, and what each node's running containers hold.
 /// Evidence only: a refused list (RBAC) is its reason, and the run goes on without it.
-pub async fn pods(client: kube::Client) -> Result<Vec<Pod>, PodsUnread> {
-    match Api::<Pod>::all(client).list(&ListParams::default()).await {
-        Ok(list) => Ok(list.items),
-        Err(kube::Error::Api(status)) => Err(PodsUnread {
-            code: Some(status.code),
-            message: status.message,
-        }),
-        Err(e) => Err(PodsUnread {
-            code: None,
-            message: e.to_string(),
-        }),
-    }
-}
-
-/// Why the pods could not be listed: the API's answer (a refusal carries its code), or the
-/// request's own failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodsUnread {
-    pub code: Option<u16>,
-    pub message: String,
-}
-
-impl std::fmt::Display for PodsUnread {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot list pods (cluster scope): {}", self.message)?;
-        match self.code {
-            Some(code) => write!(f, " ({code})"),
-            None => Ok(()),
-        }
-    }
+pub async fn pods(client: kube::Client) -> Result<Vec<Pod>, Unread> {
+    Api::<Pod>::all(client)
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .map_err(|e| Unread::of("pods (cluster scope)", e))
 }
 
 /// Nodes where a pod runs `image` now: `node.status.images` stays the other cache evidence.
@@ -101,23 +77,44 @@ pub fn running_on(pods: &[Pod], image: &ImageRef) -> std::collections::BTreeSet<
         .collect()
 }
 
-/// Why the NodePools could not be read: the API's answer (a refusal carries its code), or the
-/// request's own failure.
+/// Why a list could not be read (`list`: what, as RBAC names it): the API's answer (a refusal
+/// carries its code), or the request's own failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodePoolsUnread {
+pub struct Unread {
+    pub list: &'static str,
     pub code: Option<u16>,
     pub message: String,
 }
 
-impl std::fmt::Display for NodePoolsUnread {
+impl Unread {
+    fn of(list: &'static str, error: kube::Error) -> Unread {
+        match error {
+            kube::Error::Api(status) => Unread {
+                list,
+                code: Some(status.code),
+                message: status.message,
+            },
+            e => Unread {
+                list,
+                code: None,
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Unread {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot list nodepools.karpenter.sh: {}", self.message)?;
+        write!(f, "cannot list {}: {}", self.list, self.message)?;
         match self.code {
             Some(code) => write!(f, " ({code})"),
             None => Ok(()),
         }
     }
 }
+
+/// Why the NodePools could not be read.
+pub type NodePoolsUnread = Unread;
 
 /// The NodePools (`karpenter.sh/v1`) as JSON: none where Karpenter is not installed (the API
 /// has no such resource: 404); unread when the read is refused (RBAC) or fails, so the report
@@ -132,14 +129,7 @@ pub async fn node_pools(client: &kube::Client) -> Result<Vec<serde_json::Value>,
             .filter_map(|o| serde_json::to_value(o).ok())
             .collect()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
-        Err(kube::Error::Api(status)) => Err(NodePoolsUnread {
-            code: Some(status.code),
-            message: status.message,
-        }),
-        Err(e) => Err(NodePoolsUnread {
-            code: None,
-            message: e.to_string(),
-        }),
+        Err(e) => Err(Unread::of("nodepools.karpenter.sh", e)),
     }
 }
 

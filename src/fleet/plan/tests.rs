@@ -168,6 +168,7 @@ fn node_pools_not_asked_for_make_no_nodeless_pool() {
     let pools = vec!["kubernetes.azure.com/agentpool=gpu".to_string()];
     assert!(nodeless_pools(None, &[], &pools).is_empty());
     let unread = Err(NodePoolsUnread {
+        list: "nodepools.karpenter.sh",
         code: Some(403),
         message: "forbidden".into(),
     });
