@@ -474,10 +474,61 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Node path `path` as the node sees it, inside its `root`: every symlink on the way resolved
+/// there (an absolute target from the node's `/`, `..` never above it), as the kubelet and
+/// runc on the node resolve it, not against this machine's `/` (Ubuntu's `/etc/resolv.conf`
+/// links to `/run/systemd/resolve/stub-resolv.conf`: the node's, not the machine's). At most
+/// 40 links, as Linux follows (`MAXSYMLINKS`); past that the path as it stands.
+pub fn in_node_root(root: &Path, path: &str) -> PathBuf {
+    let mut resolved: Vec<String> = Vec::new();
+    let mut pending: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .rev()
+        .map(String::from)
+        .collect();
+    let mut links = 0;
+    while let Some(part) = pending.pop() {
+        match part.as_str() {
+            "." => continue,
+            ".." => {
+                resolved.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let here = resolved
+            .iter()
+            .chain(std::iter::once(&part))
+            .fold(root.to_path_buf(), |p, c| p.join(c));
+        let target = std::fs::symlink_metadata(&here)
+            .ok()
+            .filter(|m| m.file_type().is_symlink())
+            .and_then(|_| std::fs::read_link(&here).ok());
+        match target {
+            Some(target) if links < 40 => {
+                links += 1;
+                let text = target.to_string_lossy().into_owned();
+                if text.starts_with('/') {
+                    resolved.clear();
+                }
+                pending.extend(
+                    text.split('/')
+                        .filter(|c| !c.is_empty())
+                        .rev()
+                        .map(String::from),
+                );
+            }
+            _ => resolved.push(part),
+        }
+    }
+    resolved.iter().fold(root.to_path_buf(), |p, c| p.join(c))
+}
+
 /// The hostPath plugin's check of `path` (a node path) for `kind`, read in the node's `root`
 /// (`checkType` in pkg/volume/hostpath/host_path.go; its messages word for word).
 pub fn check_host_path(root: &Path, path: &str, kind: &str) -> Result<(), String> {
-    let on_node = root.join(path.trim_start_matches('/'));
+    let on_node = in_node_root(root, path);
     let exists = on_node.symlink_metadata().is_ok();
     let (expected, description) = match kind {
         "" => return Ok(()),
@@ -791,13 +842,8 @@ impl Pod {
             let prepared = match volume["hostPath"]["path"].as_str() {
                 Some(path) => {
                     let kind = volume["hostPath"]["type"].as_str().unwrap_or("");
-                    check_host_path(&self.sim.root, path, kind).map(|()| {
-                        self.sim
-                            .root
-                            .join(path.trim_start_matches('/'))
-                            .display()
-                            .to_string()
-                    })
+                    check_host_path(&self.sim.root, path, kind)
+                        .map(|()| in_node_root(&self.sim.root, path).display().to_string())
                 }
                 None => self.set_up_volume(name, volume),
             };
@@ -1381,6 +1427,36 @@ mod kinder_than_real {
         ] {
             assert_eq!(default_pull_policy(image), policy, "{image}");
         }
+    }
+
+    #[test]
+    fn host_paths_resolve_their_symlinks_inside_the_node_root() {
+        let scratch = std::env::temp_dir().join(format!("pullpath-node-root-{}", rand_suffix()));
+        let root = scratch.join("node");
+        std::fs::create_dir_all(root.join("run/systemd/resolve")).expect("dirs");
+        std::fs::create_dir_all(root.join("etc")).expect("etc");
+        std::fs::write(
+            root.join("run/systemd/resolve/stub-resolv.conf"),
+            "nameserver 127.0.0.53\n",
+        )
+        .expect("stub");
+        std::os::unix::fs::symlink(
+            "/run/systemd/resolve/stub-resolv.conf",
+            root.join("etc/resolv.conf"),
+        )
+        .expect("absolute link");
+        std::os::unix::fs::symlink("../run", root.join("etc/run")).expect("relative link");
+        std::os::unix::fs::symlink("/../../..", root.join("escape")).expect("escaping link");
+        let resolved = in_node_root(&root, "/etc/resolv.conf");
+        assert_eq!(resolved, root.join("run/systemd/resolve/stub-resolv.conf"));
+        assert_eq!(
+            in_node_root(&root, "/etc/run/systemd"),
+            root.join("run/systemd")
+        );
+        assert_eq!(in_node_root(&root, "/escape/etc"), root.join("etc"));
+        assert_eq!(check_host_path(&root, "/etc/resolv.conf", "File"), Ok(()));
+        assert_eq!(in_node_root(&root, "/"), root);
+        std::fs::remove_dir_all(&scratch).expect("clean up");
     }
 
     #[test]
