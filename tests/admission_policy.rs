@@ -71,6 +71,7 @@ fn from_image() -> Value {
 fn delivered_on(node_image: &str) -> Value {
     pod(Start::Delivered(Delivered {
         node_image: node_image.to_string(),
+        node_image_source: pullpath::fleet::deliver::node_image::Source::Sandbox,
         config_maps: vec![
             ("pullpath-ab12-amd64-stage".into(), "pullpath-stage".into()),
             ("pullpath-ab12-amd64-0".into(), "part-0000-of-0002".into()),

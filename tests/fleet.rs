@@ -1410,6 +1410,96 @@ async fn without_a_probe_image_a_dynamic_pullpath_is_not_delivered_and_says_how(
     assert!(f.server.store.config_map_names().is_empty());
 }
 
+/// A node of pool `user`, newer than the others, laid out as AKS caches images: its status lists
+/// 50 large images and its pause image, which the stand-in (as the kubelet) leaves out; a
+/// DaemonSet's kube-proxy runs on it.
+const USER_CACHED: &str = "aks-user-24791652-vmss000009";
+
+fn cached_node() -> Value {
+    let mut n = node(USER_CACHED, "user", "2026-12-05T08:00:00Z", &[]);
+    let mut images: Vec<Value> = (0..50)
+        .map(|i| json!({"names": [format!("mcr.microsoft.com/aks/cached-{i}:1")], "sizeBytes": 300_000_000 + i}))
+        .collect();
+    images.push(
+        json!({"names": ["mcr.microsoft.com/oss/kubernetes/pause:3.6"], "sizeBytes": 300_000}),
+    );
+    n["status"]["images"] = json!(images);
+    n
+}
+
+/// kube-proxy's DaemonSet pod, running on `node`.
+fn kube_proxy_on(node: &str) -> Value {
+    json!({"kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": format!("kube-proxy-{node}"), "namespace": "kube-system", "uid": format!("uid-kp-{node}"),
+            "creationTimestamp": "2026-12-05T08:01:00Z",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "kube-proxy", "uid": "uid-ds-kp", "controller": true}]},
+        "spec": {"nodeName": node, "containers": [{"name": "kube-proxy", "image": "mcr.microsoft.com/oss/kubernetes/kube-proxy:v1.33.5"}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "kube-proxy", "image": "mcr.microsoft.com/oss/kubernetes/kube-proxy:v1.33.5",
+            "imageID": "mcr.microsoft.com/oss/kubernetes/kube-proxy@sha256:9f2ae3c1d0b4a5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0",
+            "ready": true, "restartCount": 0, "started": true, "state": {"running": {"startedAt": "2026-12-05T08:01:30Z"}}}]}})
+}
+
+/// Without a registry, a node whose status leaves its pause image out (50 larger images listed)
+/// starts its probe from the image a running DaemonSet container uses, by its digest, and its
+/// row says so; a node with neither is `no-node-image`, saying what was looked at (and that the
+/// pods went unread when the list was refused). No request is added for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_whose_status_omits_its_pause_image_starts_from_a_running_containers_image() {
+    let kube_proxy = "mcr.microsoft.com/oss/kubernetes/kube-proxy@sha256:9f2ae3c1d0b4a5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0";
+    for refused in [false, true] {
+        let f = fleet_with(
+            "fleet-node-image",
+            Setup {
+                objects: vec![cached_node(), kube_proxy_on(USER_CACHED)],
+                faults: if refused {
+                    vec![Fault::forbid("list", "", "pods")]
+                } else {
+                    Vec::new()
+                },
+                ..Setup::default()
+            },
+        )
+        .await;
+        let binary = synthetic_static_pullpath(f.scratch.path(), 4096);
+        let given = format!("amd64={}", binary.display());
+        let (_, r) = f
+            .json(&["--probe-binary", given.as_str(), "--deadline", "3s"])
+            .await;
+        let system = support::fleet_row(&r, SYSTEM);
+        assert_eq!(system["problem"]["kind"], "no-node-image", "{r:#}");
+        let message = system["problem"]["message"].as_str().unwrap_or("");
+        let cached = support::fleet_row(&r, USER_CACHED);
+        if refused {
+            assert!(
+                message.contains("running containers were not seen (cannot list pods"),
+                "{message}"
+            );
+            assert_eq!(cached["problem"]["kind"], "no-node-image", "{r:#}");
+            continue;
+        }
+        assert!(message.contains("no container runs on it"), "{message}");
+        assert_eq!(
+            cached["node_image"],
+            json!({"image": kube_proxy, "source": "running",
+                "why": format!("the image of container kube-proxy of pod kube-system/kube-proxy-{USER_CACHED}, running on the node")}),
+            "{r:#}"
+        );
+        let out = f
+            .run(&[IMAGE, "--dry-run", "--probe-binary", given.as_str()])
+            .await;
+        let listed: Value = serde_json::from_slice(&out.stdout).expect("a List");
+        let probe = listed["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["kind"] == "Pod" && p["spec"]["nodeName"] == USER_CACHED)
+            .expect("the cached node's probe pod");
+        assert_eq!(probe["spec"]["containers"][0]["image"], kube_proxy);
+        assert_eq!(probe["spec"]["containers"][0]["imagePullPolicy"], "Never");
+    }
+}
+
+/// A stand-in for a static amd64 pullpath with a first stage of its own (nothing executes it).
 fn synthetic_static_pullpath(dir: &Path, len: usize) -> PathBuf {
     support::synthetic_static_pullpath(dir, len, b"\x7fELF a first stage")
 }

@@ -167,6 +167,7 @@ pub fn unprobed_runs(plan: &Plan) -> Vec<NodeRun> {
             pod: String::new(),
             answer: Answer::Problem(problem.clone()),
             kubelet_pull: None,
+            node_image: None,
             elapsed: std::time::Duration::ZERO,
             fresh: plan
                 .candidates

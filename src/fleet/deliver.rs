@@ -1,23 +1,25 @@
 //! Probe pods that need no registry: the default way a probe pod starts when no `--probe-image`
-//! is given. The container runs from an image the node already holds (its sandbox "pause"
-//! image, read from `node.status.images`, or `--node-image`) with `imagePullPolicy: Never`;
-//! pullpath's own static binary reaches the node through the API instead of a registry.
+//! is given. The container runs from an image the node already holds (`node_image`: its
+//! sandbox "pause" image, an image its running containers use, or `--node-image`) with
+//! `imagePullPolicy: Never`; pullpath's own static binary reaches the node through the API
+//! instead of a registry, and the delivered first stage replaces the image's entrypoint.
 //!
 //! Per run and per architecture: one ConfigMap holds the first stage (`pullpath-stage`, small,
-//! uncompressed: the pause image has only `/pause`, nothing to inflate with), the others hold the
+//! uncompressed: a pause image has only `/pause`, nothing to inflate with), the others hold the
 //! zlib-compressed probe binary in parts of at most [`PART_BYTES`] (a ConfigMap's data may hold
 //! 1 MiB: `ValidateConfigMap`, `core.MaxSecretSize`). The pod mounts them all read-only as one
 //! projected volume at [`BINARY_DIR`]; the stage joins the parts, inflates them into the
 //! in-memory volume at [`RUN_DIR`] and executes the probe. The objects hold only the binary,
 //! carry the run's labels, are shared by every probe pod of the run and deleted with its pods.
 //!
-//! Pure functions here (ELF facts, the sandbox image, packing, the objects and the pod's
+//! Pure functions here (ELF facts, packing, the objects and the pod's
 //! volumes); `run` creates and deletes.
 
+pub mod node_image;
 pub mod prepare;
 pub mod send;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
 use super::pod_base::{MANAGED_BY, RUN_LABEL};
@@ -100,44 +102,6 @@ pub fn elf(bytes: &[u8]) -> Result<Elf, ElfProblem> {
         _ => None,
     };
     Ok(Elf { arch, dynamic })
-}
-
-/// The sandbox image most of `nodes` list: what a node the cluster does not have yet most
-/// likely holds too (its node image is the pool's, its pause image usually the cluster's).
-pub fn common_sandbox_image(nodes: &[Node]) -> Option<String> {
-    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
-    for image in nodes.iter().filter_map(sandbox_image) {
-        *counts.entry(image).or_default() += 1;
-    }
-    counts
-        .into_iter()
-        .max_by_key(|(_, n)| *n)
-        .map(|(image, _)| image)
-}
-
-/// The node's sandbox (pause) image as its status lists it: a name whose repository's last
-/// component is `pause` (`registry.k8s.io/pause:3.10`, `mcr.microsoft.com/oss/kubernetes/pause:3.6`,
-/// ECR's `eks/pause`), a tag preferred over a digest (the runtime pinned it by the name its
-/// config gives). `None` when the status lists none: the kubelet lists at most 50 images,
-/// largest first, so a node with many images may leave the small pause image out.
-pub fn sandbox_image(node: &Node) -> Option<String> {
-    let names = node
-        .status
-        .iter()
-        .flat_map(|s| s.images.iter().flatten())
-        .flat_map(|image| image.names.iter().flatten());
-    let pauses: Vec<&String> = names
-        .filter(|name| {
-            let repository = name.split(['@']).next().unwrap_or(name);
-            let last = repository.rsplit('/').next().unwrap_or(repository);
-            last.split(':').next() == Some("pause")
-        })
-        .collect();
-    pauses
-        .iter()
-        .find(|n| !n.contains('@'))
-        .or(pauses.first())
-        .map(|n| n.to_string())
 }
 
 /// The first stage built for this binary's target by build.rs, behind its marker and length.
@@ -306,6 +270,8 @@ pub fn config_map(run_id: &str, namespace: &str, name: &str, key: &str, bytes: &
 pub struct Delivered {
     /// The image the node holds (`imagePullPolicy: Never`).
     pub node_image: String,
+    /// Why that image.
+    pub node_image_source: node_image::Source,
     /// The ConfigMaps of the node's architecture with the key each holds (stage first).
     pub config_maps: Vec<(String, String)>,
     /// The probe binary's size.
@@ -411,39 +377,6 @@ mod tests {
             _ => facts.arch,
         };
         assert_eq!(facts.arch, expected);
-    }
-
-    fn node(names: &[&[&str]]) -> Node {
-        let images: Vec<Value> = names
-            .iter()
-            .map(|n| json!({"names": n, "sizeBytes": 1}))
-            .collect();
-        serde_json::from_value(json!({"metadata": {"name": "n"}, "status": {"images": images}}))
-            .expect("node")
-    }
-
-    #[test]
-    fn the_sandbox_image_is_the_pause_image_by_tag() {
-        let aks = node(&[
-            &["mcr.microsoft.com/oss/kubernetes/coredns:v1.9"],
-            &[
-                "mcr.microsoft.com/oss/kubernetes/pause@sha256:aaaa",
-                "mcr.microsoft.com/oss/kubernetes/pause:3.6",
-            ],
-        ]);
-        assert_eq!(
-            sandbox_image(&aks).as_deref(),
-            Some("mcr.microsoft.com/oss/kubernetes/pause:3.6")
-        );
-        let digest_only = node(&[&["registry.k8s.io/pause@sha256:bbbb"]]);
-        assert_eq!(
-            sandbox_image(&digest_only).as_deref(),
-            Some("registry.k8s.io/pause@sha256:bbbb")
-        );
-        // Not a pause image: a repository merely containing the word, or none listed.
-        let other = node(&[&["r.example/team/pause-button:1", "r.example/pauser:2"]]);
-        assert_eq!(sandbox_image(&other), None);
-        assert_eq!(sandbox_image(&node(&[])), None);
     }
 
     #[test]

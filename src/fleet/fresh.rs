@@ -1,7 +1,9 @@
 //! `--fresh-node`: the probe on a node the cluster's own autoscaler makes for it. The probe pod
-//! is not pinned: it asks for the pool (its node selector), tolerates what the workload
-//! tolerates, and with a required node affinity excludes every node that exists now, so only a
-//! node created after the run began can run it. The autoscaler (cluster-autoscaler, Karpenter,
+//! is not pinned: it asks for the pool (its node selector) and Linux, tolerates what the
+//! workload tolerates (else the pool's own taints) but never a startup taint, so it lands only
+//! on a node that is Ready and through its startup, as the workload would; and with a required
+//! node affinity it excludes every node that exists now, so only a node created after the run
+//! began can run it. The autoscaler (cluster-autoscaler, Karpenter,
 //! AKS node auto-provisioning) sees a pending pod and adds a node; pullpath never creates or
 //! deletes nodes itself. Pure functions: the pod's placement, what its scheduling events say,
 //! and how the fresh node's verdict differs from the newest existing node's.
@@ -18,8 +20,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint, Toleration};
 use serde_json::{Value, json};
+
+use super::select::{is_leaving_taint, is_startup_taint};
 
 /// How long an empty node made by a scale-up stays, by default: cluster-autoscaler removes an
 /// unneeded node after `--scale-down-unneeded-time` (10 minutes) and not within
@@ -34,8 +38,8 @@ pub struct FreshPlacement {
     pub pool_label: (String, String),
     /// Every node that exists when the run starts, by name.
     pub existing: Vec<String>,
-    /// The workload's tolerations (`--for`); `None`: every taint tolerated, as a pinned probe.
-    pub tolerations: Option<Vec<Toleration>>,
+    /// What the pod tolerates ([`tolerations`]): never a startup taint.
+    pub tolerations: Vec<Toleration>,
     /// The architecture the probe can start on (`kubernetes.io/arch`): a pool that may make
     /// nodes of several (a NodePool without an arch requirement) must make this one.
     pub arch: Option<String>,
@@ -53,17 +57,84 @@ pub fn placement_fields(placement: &FreshPlacement) -> Value {
         term["matchFields"] =
             json!([{"key": "metadata.name", "operator": "NotIn", "values": placement.existing}]);
     }
-    let tolerations = match &placement.tolerations {
-        Some(tolerations) => serde_json::to_value(tolerations).unwrap_or_else(|_| json!([])),
-        None => json!([{"operator": "Exists"}]),
-    };
+    let tolerations = serde_json::to_value(&placement.tolerations).unwrap_or_else(|_| json!([]));
     json!({
-        "nodeSelector": {key: value},
+        // Linux, as the pod's `os` says: the scheduler places by labels, not by `spec.os`.
+        "nodeSelector": {key: value, "kubernetes.io/os": "linux"},
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [term],
         }}},
         "tolerations": tolerations,
     })
+}
+
+/// The taints every one of `pool_nodes` carries with a scheduling effect, startup and leaving
+/// taints left out: the pool's own (`NodePool`'s `taints`, an AKS pool's `--node-taints`).
+pub fn shared_taints(pool_nodes: &[&Node]) -> Vec<Taint> {
+    let taints = |n: &Node| -> Vec<Taint> {
+        n.spec
+            .iter()
+            .flat_map(|s| s.taints.iter().flatten())
+            .filter(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
+            .filter(|t| !is_startup_taint(&t.key) && !is_leaving_taint(&t.key))
+            .map(|t| Taint {
+                time_added: None,
+                ..t.clone()
+            })
+            .collect()
+    };
+    let Some((first, rest)) = pool_nodes.split_first() else {
+        return Vec::new();
+    };
+    taints(first)
+        .into_iter()
+        .filter(|t| rest.iter().all(|n| taints(n).contains(t)))
+        .collect()
+}
+
+/// A toleration of exactly `taint`.
+fn tolerating(taint: &Taint) -> Toleration {
+    let value = taint.value.clone().filter(|v| !v.is_empty());
+    Toleration {
+        key: Some(taint.key.clone()),
+        operator: Some(if value.is_some() { "Equal" } else { "Exists" }.into()),
+        value,
+        effect: Some(taint.effect.clone()),
+        toleration_seconds: None,
+    }
+}
+
+/// What a fresh probe pod tolerates: the workload's tolerations (`--for`), else the pool's own
+/// taints (`pool_taints`); never a startup taint ([`is_startup_taint`]), so the scheduler
+/// binds it only once the node is Ready and its startup is done (the scheduler's
+/// TaintToleration filter weighs `NoSchedule` and `NoExecute` taints; the `not-ready` and
+/// `unreachable` `NoExecute` tolerations the DefaultTolerationSeconds admission adds do not
+/// cover the lifecycle controller's `NoSchedule` ones). A workload toleration of every taint
+/// (no key) cannot say "all but these": it becomes the pool's taints of its effect.
+pub fn tolerations(workload: Option<&[Toleration]>, pool_taints: &[Taint]) -> Vec<Toleration> {
+    let Some(workload) = workload else {
+        return pool_taints.iter().map(tolerating).collect();
+    };
+    let mut out: Vec<Toleration> = Vec::new();
+    for t in workload {
+        match t.key.as_deref().unwrap_or("") {
+            "" => {
+                let effect = t.effect.as_deref().unwrap_or("");
+                let covered = pool_taints
+                    .iter()
+                    .filter(|p| effect.is_empty() || p.effect == effect)
+                    .map(tolerating);
+                out.extend(covered.filter(|c| !out.contains(c)).collect::<Vec<_>>());
+            }
+            key if is_startup_taint(key) => {}
+            _ => {
+                if !out.contains(t) {
+                    out.push(t.clone());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// What a fresh probe pod's scheduling has come to.

@@ -10,7 +10,7 @@ use kube::api::{Api, ListParams};
 use super::config::{FleetConfig, ProbeSource};
 use super::deliver;
 use super::eligibility::Constraints;
-use super::fresh::FreshPlacement;
+use super::fresh::{self, FreshPlacement};
 use super::kubelet_pull::{self, KubeletPullPlan};
 use super::nodeless::{self, NodelessPool};
 use super::pod_spec::{self, PodPlan, Start};
@@ -71,6 +71,9 @@ pub struct ClusterRead {
     pub workload: Workload,
     /// The nodes a pod runs the image on now.
     pub running_on: std::collections::BTreeSet<String>,
+    /// The images each node's running containers use (no registry: what a probe pod may start
+    /// from), from the same list of pods.
+    pub held: deliver::node_image::Held,
     /// The NodePools; `None`: not asked (`--selector` names nodes, so it leaves them out).
     pub node_pools: Option<Result<Vec<serde_json::Value>, NodePoolsUnread>>,
 }
@@ -146,7 +149,21 @@ async fn read_cluster(
             }
         }
     };
-    let running_on = reads::running_on(client.clone(), image).await;
+    let pods = reads::pods(client.clone()).await;
+    let running_on = pods
+        .as_ref()
+        .map(|pods| reads::running_on(pods, image))
+        .unwrap_or_default();
+    let held = match &pods {
+        Ok(pods) => deliver::node_image::Held {
+            running: deliver::node_image::running_images(pods),
+            pods_unread: None,
+        },
+        Err(why) => deliver::node_image::Held {
+            running: Default::default(),
+            pods_unread: Some(why.to_string()),
+        },
+    };
     let node_pools = match &config.selector {
         Some(_) => None,
         None => Some(reads::node_pools(client).await),
@@ -156,6 +173,7 @@ async fn read_cluster(
         namespace,
         workload,
         running_on,
+        held,
         node_pools,
     })
 }
@@ -173,6 +191,7 @@ pub fn decide(
         namespace,
         workload,
         running_on,
+        held,
         node_pools,
     } = read;
     let choice = Choice {
@@ -198,12 +217,19 @@ pub fn decide(
         .iter()
         .filter(|c| c.chosen || (c.nodeless && config.fresh_node))
         .collect();
-    let (payloads, starts) = starts(config, &id, &chosen, &nodes);
+    let (payloads, starts) = starts(config, &id, &chosen, &nodes, &held);
     let Sorted { unprobed, started } = sort_by_start(&chosen, starts);
     let mut pods = pinned_pods(config, &id, &started, &namespace, &workload);
     if config.fresh_node {
         let constraints = workload.constraints.as_ref();
-        pods.extend(fresh_pods(config, &id, &started, &nodes, constraints));
+        pods.extend(fresh_pods(
+            config,
+            &id,
+            &started,
+            &nodes,
+            constraints,
+            &nodeless,
+        ));
     }
     let unmatched_pools = nodeless::unmatched_pools(&choice.pools, &with_nodes, &nodeless);
     Plan {
@@ -286,6 +312,7 @@ pub fn starts(
     id: &str,
     chosen: &[&NodeChoice],
     nodes: &[Node],
+    held: &deliver::node_image::Held,
 ) -> (Vec<deliver::Payload>, Vec<Result<Start, RunProblem>>) {
     match &config.probe {
         ProbeSource::Image(image) => {
@@ -297,13 +324,15 @@ pub fn starts(
             (Vec::new(), chosen.iter().map(|c| start(c)).collect())
         }
         ProbeSource::Delivered(given) => {
-            let prepared = deliver::prepare::prepare(id, chosen, nodes, given);
+            let prepared = deliver::prepare::prepare(id, chosen, nodes, held, given);
             let starts = chosen
                 .iter()
                 .map(|c| match prepared.starts.get(&c.facts.name) {
                     Some(Ok(delivered)) => Ok(Start::Delivered(delivered.clone())),
                     Some(Err(problem)) => Err(problem.clone()),
-                    None => Err(RunProblem::NoNodeImage),
+                    None => Err(RunProblem::NoNodeImage {
+                        pods_unread: held.pods_unread.clone(),
+                    }),
                 })
                 .collect();
             (prepared.payloads, starts)
@@ -402,11 +431,28 @@ pub fn fresh_pods(
     started: &[(&NodeChoice, Start)],
     nodes: &[Node],
     constraints: Option<&Constraints>,
+    nodeless: &[NodelessPool],
 ) -> Vec<PodPlan> {
     let existing: Vec<String> = nodes
         .iter()
         .filter_map(|n| n.metadata.name.clone())
         .collect();
+    // The pool's own taints: those its nodes share, else (no node yet) its NodePool's.
+    let pool_taints = |pool: &str| {
+        let members: Vec<&Node> = nodes
+            .iter()
+            .filter(|n| select::pool_of(&crate::pod::node::facts(n)) == pool)
+            .collect();
+        match members.is_empty() {
+            false => fresh::shared_taints(&members),
+            true => nodeless
+                .iter()
+                .find(|p| p.name == pool)
+                .map(|p| p.taints.clone())
+                .unwrap_or_default(),
+        }
+    };
+    let workload = constraints.map(|k| k.tolerations.as_slice());
     let mut pools = std::collections::BTreeSet::new();
     started
         .iter()
@@ -417,7 +463,7 @@ pub fn fresh_pods(
             fresh: Some(FreshPlacement {
                 pool_label,
                 existing: existing.clone(),
-                tolerations: constraints.map(|k| k.tolerations.clone()),
+                tolerations: fresh::tolerations(workload, &pool_taints(&c.pool)),
                 arch: c.arch.clone(),
             }),
             ..probe_pod(

@@ -311,6 +311,7 @@ mod tests {
         let mut p = plan();
         p.start = Start::Delivered(crate::fleet::deliver::Delivered {
             node_image: "mcr.microsoft.com/oss/kubernetes/pause:3.6".into(),
+            node_image_source: crate::fleet::deliver::node_image::Source::Sandbox,
             config_maps: vec![
                 ("pullpath-ab12-amd64-stage".into(), "pullpath-stage".into()),
                 ("pullpath-ab12-amd64-0".into(), "part-0000-of-0001".into()),
@@ -362,7 +363,7 @@ mod tests {
         fresh.fresh = Some(crate::fleet::fresh::FreshPlacement {
             pool_label: ("agentpool".into(), "user".into()),
             existing: vec!["aks-user-1".into()],
-            tolerations: None,
+            tolerations: Vec::new(),
             arch: None,
         });
         let pinned = serde_json::to_value(probe_pod(&plan())).expect("json");
@@ -371,8 +372,14 @@ mod tests {
         assert!(pod["spec"].get("nodeName").is_none(), "{pod:#}");
         assert_eq!(
             pod["spec"]["nodeSelector"],
-            serde_json::json!({"agentpool": "user"})
+            serde_json::json!({"agentpool": "user", "kubernetes.io/os": "linux"})
         );
+        // Not the pinned pod's "every taint": the fresh pod lands only where the workload would.
+        assert_eq!(
+            pinned["spec"]["tolerations"],
+            serde_json::json!([{"operator": "Exists"}])
+        );
+        assert_eq!(pod["spec"]["tolerations"], serde_json::json!([]));
         assert_eq!(
             pod["metadata"]["annotations"][NODE_ANNOTATION],
             "a fresh node of pool user"

@@ -1,6 +1,6 @@
 //! What a run reads from the API before it creates anything: the namespaces its pods go to,
-//! the workload's pod template, where the image runs now, and the Karpenter NodePools (pools
-//! that may have no node). Each read is one request; a refused evidence read leaves the run to
+//! the workload's pod template, every pod (where the image runs now, what each node's running
+//! containers hold), and the Karpenter NodePools (pools that may have no node). Each read is one request; a refused evidence read leaves the run to
 //! what it has.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -54,17 +54,20 @@ pub fn namespace_problem(name: &str, role: &str, phase: Option<&str>) -> Option<
     }
 }
 
-/// Nodes where a pod runs `image` now (every namespace). Evidence only: a refused list
-/// (RBAC) leaves `node.status.images` as the cache evidence.
-pub async fn running_on(
-    client: kube::Client,
-    image: &ImageRef,
-) -> std::collections::BTreeSet<String> {
-    let Ok(list) = Api::<Pod>::all(client).list(&ListParams::default()).await else {
-        return Default::default();
-    };
-    list.items
-        .iter()
+/// Every pod in every namespace, in one request (a run's request count does not grow with its
+/// nodes): where the image under test runs now, and what each node's running containers hold.
+/// Evidence only: a refused list (RBAC) is its reason, and the run goes on without it.
+pub async fn pods(client: kube::Client) -> Result<Vec<Pod>, Unread> {
+    Api::<Pod>::all(client)
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .map_err(|e| Unread::of("pods (cluster scope)", e))
+}
+
+/// Nodes where a pod runs `image` now: `node.status.images` stays the other cache evidence.
+pub fn running_on(pods: &[Pod], image: &ImageRef) -> std::collections::BTreeSet<String> {
+    pods.iter()
         .filter(|p| {
             crate::pod::running_image_ids(p).iter().any(|(running, _)| {
                 ImageRef::parse(running).is_ok_and(|r| crate::pod::node::same_image(&r, image))
@@ -74,23 +77,44 @@ pub async fn running_on(
         .collect()
 }
 
-/// Why the NodePools could not be read: the API's answer (a refusal carries its code), or the
-/// request's own failure.
+/// Why a list could not be read (`list`: what, as RBAC names it): the API's answer (a refusal
+/// carries its code), or the request's own failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodePoolsUnread {
+pub struct Unread {
+    pub list: &'static str,
     pub code: Option<u16>,
     pub message: String,
 }
 
-impl std::fmt::Display for NodePoolsUnread {
+impl Unread {
+    fn of(list: &'static str, error: kube::Error) -> Unread {
+        match error {
+            kube::Error::Api(status) => Unread {
+                list,
+                code: Some(status.code),
+                message: status.message,
+            },
+            e => Unread {
+                list,
+                code: None,
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Unread {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot list nodepools.karpenter.sh: {}", self.message)?;
+        write!(f, "cannot list {}: {}", self.list, self.message)?;
         match self.code {
             Some(code) => write!(f, " ({code})"),
             None => Ok(()),
         }
     }
 }
+
+/// Why the NodePools could not be read.
+pub type NodePoolsUnread = Unread;
 
 /// The NodePools (`karpenter.sh/v1`) as JSON: none where Karpenter is not installed (the API
 /// has no such resource: 404); unread when the read is refused (RBAC) or fails, so the report
@@ -105,14 +129,7 @@ pub async fn node_pools(client: &kube::Client) -> Result<Vec<serde_json::Value>,
             .filter_map(|o| serde_json::to_value(o).ok())
             .collect()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
-        Err(kube::Error::Api(status)) => Err(NodePoolsUnread {
-            code: Some(status.code),
-            message: status.message,
-        }),
-        Err(e) => Err(NodePoolsUnread {
-            code: None,
-            message: e.to_string(),
-        }),
+        Err(e) => Err(Unread::of("nodepools.karpenter.sh", e)),
     }
 }
 

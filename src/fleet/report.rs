@@ -190,6 +190,13 @@ fn row(candidate: &NodeChoice, run: Option<&super::run::NodeRun>, header: &Heade
         source,
         probe_pod_message: message,
         probe_pod: run.map(|r| r.pod.clone()).unwrap_or_default(),
+        node_image: run
+            .and_then(|r| r.node_image.as_ref())
+            .map(|chosen| NodeImageReport {
+                image: chosen.image.clone(),
+                source: chosen.source.kind(),
+                why: chosen.source.describe(),
+            }),
         elapsed_ms: run.map_or(0, |r| {
             u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX)
         }),
@@ -253,6 +260,7 @@ fn fresh_row(
         difference,
         node_created: way.node_created.clone(),
         node_ready: way.node_ready.clone(),
+        still_starting: way.still_starting.clone(),
         waited_ms: u64::try_from(way.waited.as_millis()).unwrap_or(u64::MAX),
         scheduling: way.said.clone(),
         note: super::fresh::SCALE_DOWN_NOTE,

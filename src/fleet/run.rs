@@ -58,6 +58,8 @@ pub struct NodeRun {
     pub elapsed: Duration,
     /// `--fresh-node`: how the pod came to its node.
     pub fresh: Option<FreshRun>,
+    /// No registry: the image the node held that the probe pod started from, and why.
+    pub node_image: Option<super::deliver::node_image::NodeImage>,
 }
 
 /// A fresh probe pod's way to its node.
@@ -73,6 +75,8 @@ pub struct FreshRun {
     /// The new node's creation and Ready times (RFC 3339), as its Node object gives them.
     pub node_created: Option<String>,
     pub node_ready: Option<String>,
+    /// A startup taint the new node still carried when read after the bind.
+    pub still_starting: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +233,13 @@ pub fn node_run(
             beside: plan.node.clone(),
             ..fresh.map(|(_, run)| run).unwrap_or_default()
         }),
+        node_image: match &plan.start {
+            super::pod_spec::Start::Delivered(d) => Some(super::deliver::node_image::NodeImage {
+                image: d.node_image.clone(),
+                source: d.node_image_source.clone(),
+            }),
+            super::pod_spec::Start::Image(_) => None,
+        },
     }
 }
 

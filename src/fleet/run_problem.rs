@@ -49,9 +49,10 @@ pub enum RunProblem {
     ProbeOverran { deadline: Duration },
     /// Not started: what was left of the run's `--deadline` was less than a probe needs.
     NoTimeLeft { left: Duration, needs: Duration },
-    /// No registry (no `--probe-image`), and no image this node holds to start from: its
-    /// status lists no sandbox (pause) image, and `--node-image` names none.
-    NoNodeImage,
+    /// No registry (no `--probe-image`), and no image this node certainly holds to start from:
+    /// its status lists no sandbox (pause) image, no container runs on it, and `--node-image`
+    /// names none. `pods_unread`: the pod list was refused, so running images were not seen.
+    NoNodeImage { pods_unread: Option<String> },
     /// `--fresh-node`: the autoscaler will not add a node for the probe pod
     /// (`NotTriggerScaleUp`, its reason: the pool at its maximum, no group that fits, quota).
     ScaleUpRefused { reason: String, message: String },
@@ -95,7 +96,7 @@ impl RunProblem {
             RunProblem::NeverStarted { .. } => "never-started",
             RunProblem::ProbeOverran { .. } => "probe-deadline",
             RunProblem::NoTimeLeft { .. } => "no-time-left",
-            RunProblem::NoNodeImage => "no-node-image",
+            RunProblem::NoNodeImage { .. } => "no-node-image",
             RunProblem::NoProbeBinary { .. } => "probe-binary",
             RunProblem::ScaleUpRefused { .. } => "scale-up-refused",
             RunProblem::NoFreshNode { .. } => "no-fresh-node",
@@ -127,7 +128,13 @@ impl RunProblem {
             RunProblem::ProbeImageNeverPulled { message } => format!(
                 "the probe pod's image is not on the node and its pull policy is Never (ErrImageNeverPull): {message}"
             ),
-            RunProblem::NoNodeImage => "not started: the node's status lists no sandbox (pause) image to start the probe from without a registry (the kubelet lists at most 50 images, largest first); name one the node holds with --node-image, or pass --probe-image".to_string(),
+            RunProblem::NoNodeImage { pods_unread } => format!(
+                "not started: no image this node certainly holds to start the probe from without a registry: its status lists no sandbox (pause) image (the kubelet lists at most 50 images, largest first) and {}; name one the node holds with --node-image, or pass --probe-image",
+                match pods_unread {
+                    None => "no container runs on it".to_string(),
+                    Some(why) => format!("its running containers were not seen ({why})"),
+                }
+            ),
             RunProblem::NoProbeBinary { arch, why } => format!(
                 "not started: no pullpath binary to deliver for {arch}: {}",
                 WithFix { arch, problem: why }

@@ -65,6 +65,11 @@ pub enum ChoiceReason {
     /// `--pools` leaves its pool out.
     PoolNotWanted,
     NotReady,
+    /// Ready but still carrying a startup taint (`taint`): the node-setup DaemonSets may not
+    /// have run, and the workload would not land on it yet.
+    Starting {
+        taint: String,
+    },
     /// Cordoned or tainted for deletion (`out`: the field or taint); `--all-nodes` probes it
     /// all the same.
     Leaving {
@@ -93,6 +98,12 @@ impl std::fmt::Display for ChoiceReason {
             ChoiceReason::Landed => f.write_str("the node the pod landed on"),
             ChoiceReason::PoolNotWanted => f.write_str("pool not in --pools"),
             ChoiceReason::NotReady => f.write_str("not Ready"),
+            ChoiceReason::Starting { taint } => {
+                write!(
+                    f,
+                    "still starting ({taint}): not yet a node the workload lands on"
+                )
+            }
             ChoiceReason::Leaving {
                 out,
                 all_nodes: true,
@@ -210,6 +221,49 @@ const LEAVING_TAINTS: [&str; 5] = [
     "karpenter.sh/disruption",
 ];
 
+/// Taints a node carries while it starts, removed once it is ready for workloads; a pod that
+/// tolerates one can land before the node-setup DaemonSets ran, where the workload never would:
+/// - `node.kubernetes.io/not-ready`, `node.kubernetes.io/unreachable`,
+///   `node.kubernetes.io/network-unavailable` (the node lifecycle controller's, from the
+///   node's conditions: kubernetes `pkg/apis/core/v1/well_known_taints.go`
+///   `TaintNodeNotReady`, `TaintNodeUnreachable`, `TaintNodeNetworkUnavailable`);
+/// - `node.cloudprovider.kubernetes.io/uninitialized` (the kubelet with
+///   `--cloud-provider=external` until the cloud controller manager initialises the node:
+///   `k8s.io/cloud-provider` `api.TaintExternalCloudProvider`);
+/// - `karpenter.sh/unregistered` (Karpenter v1 until the node registers: `pkg/apis/v1/
+///   taints.go` `UnregisteredNoExecuteTaint`);
+/// - `node.cilium.io/agent-not-ready` (Cilium's agent, removed when it runs: Cilium docs,
+///   "Taint Effects"), and every `…/agent-not-ready` of the same pattern (the AWS EBS and EFS
+///   CSI drivers' `ebs.csi.aws.com/agent-not-ready`, `efs.csi.aws.com/agent-not-ready`).
+pub const STARTUP_TAINTS: [&str; 6] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    "karpenter.sh/unregistered",
+    "node.cilium.io/agent-not-ready",
+];
+
+/// A taint a node carries only while it starts (see [`STARTUP_TAINTS`]).
+pub fn is_startup_taint(key: &str) -> bool {
+    STARTUP_TAINTS.contains(&key) || key.ends_with("/agent-not-ready")
+}
+
+/// A taint that marks a node for removal (see [`LEAVING_TAINTS`]).
+pub fn is_leaving_taint(key: &str) -> bool {
+    LEAVING_TAINTS.contains(&key)
+}
+
+/// The startup taint `node` still carries (`taint KEY:EFFECT`): not yet a node the workload
+/// would land on.
+pub fn still_starting(node: &Node) -> Option<String> {
+    node.spec
+        .iter()
+        .flat_map(|s| s.taints.iter().flatten())
+        .find(|t| is_startup_taint(&t.key))
+        .map(|t| format!("taint {}:{}", t.key, t.effect))
+}
+
 /// The field or taint that says `node` is on its way out: cordoned or tainted for deletion. Such
 /// a node is not what a scale-up looks like, however new.
 pub fn on_its_way_out(node: &Node) -> Option<String> {
@@ -267,6 +321,7 @@ pub fn choose(
     let mut by_pool: BTreeMap<String, Vec<NodeChoice>> = BTreeMap::new();
     let mut leaving: BTreeMap<String, String> = BTreeMap::new();
     let mut not_linux: BTreeMap<String, (NotLinux, String)> = BTreeMap::new();
+    let mut starting: BTreeMap<String, String> = BTreeMap::new();
     for node in nodes {
         let facts = nodes::facts(node);
         let pool = pool_of(&facts);
@@ -275,6 +330,9 @@ pub fn choose(
         }
         if let Some(why) = cannot_run_linux_probe(node) {
             not_linux.insert(facts.name.clone(), why);
+        }
+        if let Some(taint) = still_starting(node) {
+            starting.insert(facts.name.clone(), taint);
         }
         by_pool.entry(pool.clone()).or_default().push(NodeChoice {
             evidence: None,
@@ -322,6 +380,10 @@ pub fn choose(
                 (false, ChoiceReason::PoolNotWanted)
             } else if !c.ready {
                 (false, ChoiceReason::NotReady)
+            } else if let Some(taint) = starting.get(&c.facts.name) {
+                c.evidence = Some(taint.clone());
+                let taint = taint.clone();
+                (false, ChoiceReason::Starting { taint })
             } else if let Some(out) = leaving {
                 c.evidence = Some(out.clone());
                 let all_nodes = choice.all_nodes;

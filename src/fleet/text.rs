@@ -157,6 +157,11 @@ pub fn render(report: &FleetReport, style: Style) -> String {
         if let Some(why) = &r.not_eligible_because {
             let _ = writeln!(out, "{:wp$}  {:wn$}  not eligible: {}", "", "", inline(why));
         }
+        // The pause image is the expected start; another image the node held is worth a line.
+        if let Some(chosen) = r.node_image.as_ref().filter(|c| c.source == "running") {
+            let line = format!("probe started from {} ({})", chosen.image, chosen.why);
+            let _ = writeln!(out, "{:wp$}  {:wn$}  {}", "", "", inline(&line));
+        }
         if let Some(fresh) = &r.fresh_node {
             let came = format!(
                 "fresh node (--fresh-node), after {:.0}s{}",

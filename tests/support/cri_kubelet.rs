@@ -474,10 +474,61 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Node path `path` as the node sees it, inside its `root`: every symlink on the way resolved
+/// there (an absolute target from the node's `/`, `..` never above it), as the kubelet and
+/// runc on the node resolve it, not against this machine's `/` (Ubuntu's `/etc/resolv.conf`
+/// links to `/run/systemd/resolve/stub-resolv.conf`: the node's, not the machine's). At most
+/// 40 links, as Linux follows (`MAXSYMLINKS`); past that the path as it stands.
+pub fn in_node_root(root: &Path, path: &str) -> PathBuf {
+    let mut resolved: Vec<String> = Vec::new();
+    let mut pending: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .rev()
+        .map(String::from)
+        .collect();
+    let mut links = 0;
+    while let Some(part) = pending.pop() {
+        match part.as_str() {
+            "." => continue,
+            ".." => {
+                resolved.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let here = resolved
+            .iter()
+            .chain(std::iter::once(&part))
+            .fold(root.to_path_buf(), |p, c| p.join(c));
+        let target = std::fs::symlink_metadata(&here)
+            .ok()
+            .filter(|m| m.file_type().is_symlink())
+            .and_then(|_| std::fs::read_link(&here).ok());
+        match target {
+            Some(target) if links < 40 => {
+                links += 1;
+                let text = target.to_string_lossy().into_owned();
+                if text.starts_with('/') {
+                    resolved.clear();
+                }
+                pending.extend(
+                    text.split('/')
+                        .filter(|c| !c.is_empty())
+                        .rev()
+                        .map(String::from),
+                );
+            }
+            _ => resolved.push(part),
+        }
+    }
+    resolved.iter().fold(root.to_path_buf(), |p, c| p.join(c))
+}
+
 /// The hostPath plugin's check of `path` (a node path) for `kind`, read in the node's `root`
 /// (`checkType` in pkg/volume/hostpath/host_path.go; its messages word for word).
 pub fn check_host_path(root: &Path, path: &str, kind: &str) -> Result<(), String> {
-    let on_node = root.join(path.trim_start_matches('/'));
+    let on_node = in_node_root(root, path);
     let exists = on_node.symlink_metadata().is_ok();
     let (expected, description) = match kind {
         "" => return Ok(()),
@@ -543,6 +594,31 @@ pub fn parse_cri_log(text: &str) -> String {
         }
     }
     out
+}
+
+/// The pull policy the API gives a container that names none (kubernetes
+/// `pkg/apis/core/v1/defaults.go` `SetDefaults_Container`): `Always` when the image's tag is
+/// `latest`, given or implied (no tag and no digest: `parsers.ParseImageName` reads it as
+/// `latest`), else `IfNotPresent`.
+pub fn default_pull_policy(image: &str) -> &'static str {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, _)) => (name, true),
+        None => (image, false),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    let tag = last.split_once(':').map(|(_, tag)| tag);
+    match (tag, digest) {
+        (Some("latest"), _) | (None, false) => "Always",
+        _ => "IfNotPresent",
+    }
+}
+
+/// The kubelet's admission of a pod by its `spec.os` (kubernetes `pkg/kubelet/lifecycle/
+/// predicate.go`, `rejectPodAdmissionBasedOnOSField`: the field must name the kubelet's own
+/// `runtime.GOOS`, linux on every node here): the rejection's message, else `None`.
+pub fn os_rejected(pod: &Value) -> Option<&'static str> {
+    let os = pod["spec"]["os"]["name"].as_str()?;
+    (os != "linux").then_some("Failed to admit pod as the OS field doesn't match node OS")
 }
 
 /// resolv.conf text → the DNS config the kubelet passes for `dnsPolicy: Default`.
@@ -689,9 +765,10 @@ impl Pod {
     /// is then stuck (never pulled, a failed pull) until it is deleted or its deadline passes.
     async fn ensure_image(&self, started_at: Instant, started: &str) -> Option<String> {
         let image = self.container()["image"].as_str().unwrap_or("").to_string();
+        let defaulted = default_pull_policy(&image);
         let policy = self.container()["imagePullPolicy"]
             .as_str()
-            .unwrap_or("IfNotPresent");
+            .unwrap_or(defaulted);
         let mut images = match ImageService::connect(&self.sim.socket, CRI_TIMEOUT).await {
             Ok(images) => images,
             Err(e) => {
@@ -742,6 +819,12 @@ impl Pod {
     async fn run(self) {
         let started_at = Instant::now();
         let started = now_rfc3339();
+        // 0. Admission: a pod for another OS is rejected before anything is set up.
+        if let Some(message) = os_rejected(&self.spec) {
+            self.set_status(json!({"phase": "Failed", "reason": "PodOSNotSupported",
+                "message": format!("Pod was rejected: {message}"), "startTime": started}));
+            return;
+        }
         if !self.set_status(self.waiting(&started, "ContainerCreating", None)) {
             return;
         }
@@ -759,13 +842,8 @@ impl Pod {
             let prepared = match volume["hostPath"]["path"].as_str() {
                 Some(path) => {
                     let kind = volume["hostPath"]["type"].as_str().unwrap_or("");
-                    check_host_path(&self.sim.root, path, kind).map(|()| {
-                        self.sim
-                            .root
-                            .join(path.trim_start_matches('/'))
-                            .display()
-                            .to_string()
-                    })
+                    check_host_path(&self.sim.root, path, kind)
+                        .map(|()| in_node_root(&self.sim.root, path).display().to_string())
                 }
                 None => self.set_up_volume(name, volume),
             };
@@ -1331,4 +1409,64 @@ pub async fn sandboxes_on(socket: &Path) -> Vec<String> {
         .into_iter()
         .map(|s| s.id)
         .collect()
+}
+
+#[cfg(test)]
+mod kinder_than_real {
+    use super::*;
+
+    #[test]
+    fn an_unset_pull_policy_is_always_for_latest_or_no_tag_as_the_api_defaults_it() {
+        for (image, policy) in [
+            ("registry.test/app", "Always"),
+            ("registry.test/app:latest", "Always"),
+            ("registry.test:5000/app", "Always"),
+            ("registry.test:5000/app:v1", "IfNotPresent"),
+            ("registry.test/app@sha256:aaaa", "IfNotPresent"),
+            ("registry.test/app:latest@sha256:aaaa", "Always"),
+        ] {
+            assert_eq!(default_pull_policy(image), policy, "{image}");
+        }
+    }
+
+    #[test]
+    fn host_paths_resolve_their_symlinks_inside_the_node_root() {
+        let scratch = std::env::temp_dir().join(format!("pullpath-node-root-{}", rand_suffix()));
+        let root = scratch.join("node");
+        std::fs::create_dir_all(root.join("run/systemd/resolve")).expect("dirs");
+        std::fs::create_dir_all(root.join("etc")).expect("etc");
+        std::fs::write(
+            root.join("run/systemd/resolve/stub-resolv.conf"),
+            "nameserver 127.0.0.53\n",
+        )
+        .expect("stub");
+        std::os::unix::fs::symlink(
+            "/run/systemd/resolve/stub-resolv.conf",
+            root.join("etc/resolv.conf"),
+        )
+        .expect("absolute link");
+        std::os::unix::fs::symlink("../run", root.join("etc/run")).expect("relative link");
+        std::os::unix::fs::symlink("/../../..", root.join("escape")).expect("escaping link");
+        let resolved = in_node_root(&root, "/etc/resolv.conf");
+        assert_eq!(resolved, root.join("run/systemd/resolve/stub-resolv.conf"));
+        assert_eq!(
+            in_node_root(&root, "/etc/run/systemd"),
+            root.join("run/systemd")
+        );
+        assert_eq!(in_node_root(&root, "/escape/etc"), root.join("etc"));
+        assert_eq!(check_host_path(&root, "/etc/resolv.conf", "File"), Ok(()));
+        assert_eq!(in_node_root(&root, "/"), root);
+        std::fs::remove_dir_all(&scratch).expect("clean up");
+    }
+
+    #[test]
+    fn a_pod_for_another_os_is_rejected_as_the_kubelet_rejects_it() {
+        let pod = |os: Value| json!({"spec": {"os": os, "containers": []}});
+        assert_eq!(
+            os_rejected(&pod(json!({"name": "windows"}))),
+            Some("Failed to admit pod as the OS field doesn't match node OS")
+        );
+        assert_eq!(os_rejected(&pod(json!({"name": "linux"}))), None);
+        assert_eq!(os_rejected(&json!({"spec": {}})), None);
+    }
 }

@@ -494,7 +494,10 @@ impl World {
     }
 
     /// A world of these objects (each with `kind` set).
-    pub fn from_objects(objects: Vec<Value>) -> World {
+    pub fn from_objects(mut objects: Vec<Value>) -> World {
+        for node in objects.iter_mut().filter(|o| o["kind"] == "Node") {
+            as_the_kubelet_lists_images(node);
+        }
         World {
             objects,
             faults: Vec::new(),
@@ -561,6 +564,35 @@ impl World {
             .as_secs() as i64;
         self.shift_seconds = now - reference;
         self
+    }
+}
+
+/// The kubelet's default `nodeStatusMaxImages`: the status lists at most this many images.
+pub const NODE_STATUS_MAX_IMAGES: usize = 50;
+/// The kubelet's `MaxNamesPerImageInNodeStatus`: each listed image keeps at most this many names.
+pub const MAX_NAMES_PER_IMAGE: usize = 5;
+
+/// A Node's `status.images` as a kubelet with default settings reports them: largest first,
+/// cut to the 50 largest, each image's names cut to 5 (kubelet `pkg/kubelet/nodestatus/
+/// setters.go` `Images()`, the image cache sorted by `sliceutils.ByImageSize`;
+/// ../shared/notes/cluster.md §3). A test that gives a node many images therefore loses its
+/// small ones, the pause image first, as a real node's status does.
+pub fn as_the_kubelet_lists_images(node: &mut Value) {
+    let Some(images) = node
+        .pointer_mut("/status/images")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    let size = |i: &Value| i["sizeBytes"].as_i64().unwrap_or(0);
+    // Stable: images of equal size keep the order the test gave.
+    images.sort_by_key(|i| std::cmp::Reverse(size(i)));
+    images.truncate(NODE_STATUS_MAX_IMAGES);
+    for names in images
+        .iter_mut()
+        .filter_map(|i| i.get_mut("names").and_then(Value::as_array_mut))
+    {
+        names.truncate(MAX_NAMES_PER_IMAGE);
     }
 }
 

@@ -7,16 +7,15 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{
-    Delivered, Payload, Undeliverable, binaries, common_sandbox_image, objects, pack, sandbox_image,
-};
+use super::node_image::{self, Held};
+use super::{Delivered, Payload, Undeliverable, binaries, objects, pack};
 use crate::fleet::run_problem::RunProblem;
 use crate::fleet::select::NodeChoice;
 
 /// `--node-image` and `--probe-binary`, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Given {
-    /// The image every node holds; else each node's sandbox image.
+    /// The image every node holds; else one each node holds (`node_image::choose`).
     pub node_image: Option<String>,
     /// A static pullpath per architecture; else this executable, for its own.
     pub binaries: BTreeMap<String, PathBuf>,
@@ -51,8 +50,15 @@ pub struct Prepared {
     pub starts: BTreeMap<String, Result<Delivered, RunProblem>>,
 }
 
-/// Prepare `chosen` nodes (their Node objects in `nodes`) for a run `run_id`.
-pub fn prepare(run_id: &str, chosen: &[&NodeChoice], nodes: &[Node], given: &Given) -> Prepared {
+/// Prepare `chosen` nodes (their Node objects in `nodes`, the images their running containers
+/// use in `held`) for a run `run_id`.
+pub fn prepare(
+    run_id: &str,
+    chosen: &[&NodeChoice],
+    nodes: &[Node],
+    held: &Held,
+    given: &Given,
+) -> Prepared {
     let mut packed: BTreeMap<String, Result<Payload, Undeliverable>> = BTreeMap::new();
     let mut starts = BTreeMap::new();
     for candidate in chosen {
@@ -61,18 +67,19 @@ pub fn prepare(run_id: &str, chosen: &[&NodeChoice], nodes: &[Node], given: &Giv
             .iter()
             .find(|n| n.metadata.name.as_deref() == Some(&name));
         // A pool with no node yet: the sandbox image the cluster's nodes hold.
-        let Some(node_image) = given
-            .node_image
-            .clone()
-            .or_else(|| node.and_then(sandbox_image))
-            .or_else(|| {
-                candidate
-                    .nodeless
-                    .then(|| common_sandbox_image(nodes))
-                    .flatten()
-            })
-        else {
-            starts.insert(name, Err(RunProblem::NoNodeImage));
+        let cluster = candidate
+            .nodeless
+            .then(|| node_image::common_sandbox_image(nodes))
+            .flatten();
+        let running = held.running.get(&name).map_or(&[][..], Vec::as_slice);
+        let chosen_image = node_image::choose(given.node_image.as_deref(), node, running, cluster);
+        let Some(chosen_image) = chosen_image else {
+            starts.insert(
+                name,
+                Err(RunProblem::NoNodeImage {
+                    pods_unread: held.pods_unread.clone(),
+                }),
+            );
             continue;
         };
         let Some(arch) = candidate.arch.clone() else {
@@ -90,7 +97,8 @@ pub fn prepare(run_id: &str, chosen: &[&NodeChoice], nodes: &[Node], given: &Giv
             .or_insert_with(|| load(&arch, given));
         let start = match payload {
             Ok(payload) => Ok(Delivered {
-                node_image,
+                node_image: chosen_image.image,
+                node_image_source: chosen_image.source,
                 config_maps: objects(run_id, payload)
                     .into_iter()
                     .map(|(name, key, _)| (name, key))

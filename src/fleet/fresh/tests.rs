@@ -1,4 +1,5 @@
 use super::*;
+use k8s_openapi::api::core::v1::Taint;
 
 fn pod(node: Option<&str>) -> Pod {
     serde_json::from_value(
@@ -20,12 +21,12 @@ fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
     let fields = placement_fields(&FreshPlacement {
         pool_label: ("kubernetes.azure.com/agentpool".into(), "user".into()),
         existing: vec!["n1".into(), "n2".into()],
-        tolerations: None,
+        tolerations: Vec::new(),
         arch: Some("arm64".into()),
     });
     assert_eq!(
         fields["nodeSelector"],
-        json!({"kubernetes.azure.com/agentpool": "user"})
+        json!({"kubernetes.azure.com/agentpool": "user", "kubernetes.io/os": "linux"})
     );
     let term = &fields["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"][0];
@@ -39,18 +40,18 @@ fn the_placement_asks_for_the_pool_and_excludes_every_node_of_today() {
         term["matchExpressions"][1],
         json!({"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]})
     );
-    assert_eq!(fields["tolerations"], json!([{"operator": "Exists"}]));
+    assert_eq!(fields["tolerations"], json!([]));
     // The workload's tolerations, when it has some, and no empty NotIn.
     let only = placement_fields(&FreshPlacement {
         pool_label: ("agentpool".into(), "gpu".into()),
         existing: vec![],
-        tolerations: Some(vec![Toleration {
+        tolerations: vec![Toleration {
             key: Some("sku".into()),
             operator: Some("Equal".into()),
             value: Some("gpu".into()),
             effect: Some("NoSchedule".into()),
             toleration_seconds: None,
-        }]),
+        }],
         arch: None,
     });
     assert_eq!(
@@ -192,4 +193,76 @@ fn karpenters_failed_scheduling_refuses_and_its_nomination_does_not() {
         scheduling(&pod(None), &[karpenter, scheduler, nominated]),
         Scheduling::Waiting { latest: Some(Said { reason, .. }) } if reason == "Nominated"
     ));
+}
+
+fn tainted(taints: Value) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": "n"}, "spec": {"taints": taints}}))
+        .expect("node")
+}
+
+fn taint(key: &str, value: Option<&str>, effect: &str) -> Taint {
+    Taint {
+        key: key.into(),
+        value: value.map(Into::into),
+        effect: effect.into(),
+        time_added: None,
+    }
+}
+
+#[test]
+fn the_pools_own_taints_are_those_its_nodes_share_without_startup_or_leaving_ones() {
+    let sku = json!({"key": "sku", "value": "gpu", "effect": "NoSchedule"});
+    let a = tainted(
+        json!([sku, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+        {"key": "node.cilium.io/agent-not-ready", "effect": "NoExecute"},
+        {"key": "team", "value": "a", "effect": "PreferNoSchedule"}]),
+    );
+    let b = tainted(
+        json!([sku, {"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": "NoSchedule"},
+        {"key": "dedicated", "value": "x", "effect": "NoExecute"}]),
+    );
+    assert_eq!(
+        shared_taints(&[&a, &b]),
+        [taint("sku", Some("gpu"), "NoSchedule")]
+    );
+    assert!(shared_taints(&[]).is_empty());
+    assert!(is_startup_taint("ebs.csi.aws.com/agent-not-ready"));
+    assert!(is_startup_taint("karpenter.sh/unregistered"));
+    assert!(!is_startup_taint("sku"));
+}
+
+#[test]
+fn a_fresh_pod_tolerates_the_workloads_or_the_pools_taints_never_a_startup_one() {
+    let pool = [
+        taint("sku", Some("gpu"), "NoSchedule"),
+        taint("dedicated", None, "NoExecute"),
+    ];
+    // No workload: exactly the pool's taints.
+    let own = serde_json::to_value(tolerations(None, &pool)).expect("json");
+    assert_eq!(
+        own,
+        json!([{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}])
+    );
+    let toleration = |value: Value| -> Toleration { serde_json::from_value(value).expect("t") };
+    // The workload's: kept, but a startup taint's dropped, and "every taint" becomes the pool's
+    // of that effect (DaemonSets tolerate everything; the probe must not land on a starting node).
+    let workload = [
+        toleration(
+            json!({"key": "team", "operator": "Equal", "value": "a", "effect": "NoSchedule"}),
+        ),
+        toleration(json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists"})),
+        toleration(
+            json!({"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}),
+        ),
+        toleration(json!({"operator": "Exists", "effect": "NoSchedule"})),
+    ];
+    let theirs = serde_json::to_value(tolerations(Some(&workload), &pool)).expect("json");
+    assert_eq!(
+        theirs,
+        json!([{"key": "team", "operator": "Equal", "value": "a", "effect": "NoSchedule"},
+            {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}])
+    );
+    let everything = [toleration(json!({"operator": "Exists"}))];
+    assert_eq!(tolerations(Some(&everything), &pool).len(), 2);
 }

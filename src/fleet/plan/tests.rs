@@ -79,7 +79,7 @@ fn a_probe_image_without_the_nodes_architecture_leaves_the_node_unprobed() {
         candidate("b", "arm", "arm64", false),
     );
     let chosen = [&a, &b];
-    let (payloads, starts) = starts(&config, "ab12", &chosen, &[]);
+    let (payloads, starts) = starts(&config, "ab12", &chosen, &[], &Default::default());
     assert!(payloads.is_empty());
     let sorted = sort_by_start(&chosen, starts);
     assert_eq!(sorted.started.len(), 1);
@@ -144,7 +144,7 @@ fn a_fresh_pod_per_pool_beside_its_newest_node_excluding_every_node_of_today() {
         ..Default::default()
     };
     let nodes = [node("a1"), node("a2"), node("b")];
-    let pods = fresh_pods(&config, "ab12", &started, &nodes, None);
+    let pods = fresh_pods(&config, "ab12", &started, &nodes, None, &[]);
     let names: Vec<(&str, &str)> = pods
         .iter()
         .map(|p| (p.name.as_str(), p.node.as_str()))
@@ -168,6 +168,7 @@ fn node_pools_not_asked_for_make_no_nodeless_pool() {
     let pools = vec!["kubernetes.azure.com/agentpool=gpu".to_string()];
     assert!(nodeless_pools(None, &[], &pools).is_empty());
     let unread = Err(NodePoolsUnread {
+        list: "nodepools.karpenter.sh",
         code: Some(403),
         message: "forbidden".into(),
     });

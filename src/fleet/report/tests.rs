@@ -130,6 +130,7 @@ fn build_of(candidates: &[NodeChoice], answers: Vec<(&str, Answer)>) -> FleetRep
         runs: answers
             .into_iter()
             .map(|(node, answer)| NodeRun {
+                node_image: None,
                 node: Some(node.into()),
                 pod: format!("pullpath-fleet-x-{node}"),
                 answer,
@@ -262,6 +263,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
     let c = vec![candidate("aks-user-2", "user", None, false)];
     let report_of = |fresh_answer: Answer, node: &str| {
         let mut outcome_runs = vec![NodeRun {
+            node_image: None,
             node: Some("aks-user-2".into()),
             pod: "pullpath-fleet-x-0".into(),
             answer: probe(None, &["/etc/hosts maps r.example"]),
@@ -270,6 +272,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
             fresh: None,
         }];
         outcome_runs.push(NodeRun {
+            node_image: None,
             node: (!node.is_empty()).then(|| node.into()),
             pod: "pullpath-fleet-x-fresh-0".into(),
             answer: fresh_answer,
@@ -284,6 +287,7 @@ fn a_fresh_node_that_fails_where_the_newest_passes_is_called_out() {
                 ],
                 node_created: Some("2026-12-05T09:00:00Z".into()),
                 node_ready: Some("2026-12-05T09:00:42Z".into()),
+                still_starting: None,
             }),
         });
         let outcome = RunOutcome {
@@ -386,6 +390,7 @@ fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
         events_unread: None,
     };
     let existing = NodeRun {
+        node_image: None,
         node: Some("aks-user-1".into()),
         pod: "p-0".into(),
         answer: probe(None, &[]),
@@ -407,6 +412,7 @@ fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
     assert!(without.pools.iter().all(|p| p.pool != "gpu"));
 
     let fresh = NodeRun {
+        node_image: None,
         node: Some("aks-gpu-x7k2p".into()),
         pod: "p-fresh-0".into(),
         answer: probe(Some(Layer::Auth), &[]),
@@ -419,6 +425,7 @@ fn a_pool_without_nodes_is_skipped_or_probed_on_its_fresh_node() {
             said: vec!["Nominated: Pod should schedule on: nodeclaim/gpu-x7k2p".into()],
             node_created: None,
             node_ready: None,
+            still_starting: None,
         }),
     };
     let with = build(header(), &listed(true), &outcome(vec![existing, fresh]));

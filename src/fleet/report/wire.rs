@@ -43,6 +43,17 @@ pub struct FleetReport {
     pub elapsed_ms: u64,
 }
 
+/// No registry: the image a probe pod started from, one its node held (`imagePullPolicy:
+/// Never`), and why that one.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeImageReport {
+    pub image: String,
+    /// `given` (`--node-image`), `sandbox` (the node's pause image, listed in its status),
+    /// `running` (a running container's image), `cluster-sandbox` (no node yet).
+    pub source: &'static str,
+    pub why: String,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeRow {
     pub node: String,
@@ -72,6 +83,9 @@ pub struct NodeRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_pod_message: Option<String>,
     pub probe_pod: String,
+    /// No registry: the image the probe pod started from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_image: Option<NodeImageReport>,
     pub elapsed_ms: u64,
     /// With `--runtime-pull`: the node's runtime's own pull over CRI.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,6 +122,10 @@ pub struct FreshNodeReport {
     /// When its `Ready` condition last turned `True`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_ready: Option<String>,
+    /// A startup taint (`taint KEY:EFFECT`) the new node still carried when read after the
+    /// pod was bound; absent beside `node_ready`: it was Ready and through its startup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub still_starting: Option<String>,
     /// The scheduler's and the autoscaler's events for the pod, `REASON: message`, in order.
     pub scheduling: Vec<String>,
     /// What the scale-up leaves behind.

@@ -48,7 +48,7 @@ pub(super) async fn look(
     let progress = settings.progress.as_ref();
     match fresh::scheduling(pod, events) {
         Scheduling::Scheduled { node: bound } => {
-            (way.node_created, way.node_ready) =
+            (way.node_created, way.node_ready, way.still_starting) =
                 node_times(api.clone().into_client(), &bound, settings.request_timeout).await;
             let on_node = Doing::OnNode {
                 node: bound.clone(),
@@ -97,17 +97,22 @@ pub fn times_of(node: &Node) -> (Option<String>, Option<String>) {
     (created, ready)
 }
 
-/// The fresh node's times; none when the get fails or takes longer than `timeout`: the times
-/// are evidence for the row, never a reason to hold up the run.
+/// The fresh node's times, and the startup taint it still carried (the pod's tolerations
+/// leave none it could land past; a taint here is evidence they did); none when the get fails
+/// or takes longer than `timeout`: this is evidence for the row, never a reason to hold up the
+/// run.
 async fn node_times(
     client: kube::Client,
     name: &str,
     timeout: Duration,
-) -> (Option<String>, Option<String>) {
+) -> (Option<String>, Option<String>, Option<String>) {
     let api: Api<Node> = Api::all(client);
     match tokio::time::timeout(timeout, api.get(name)).await {
-        Ok(Ok(node)) => times_of(&node),
-        _ => (None, None),
+        Ok(Ok(node)) => {
+            let (created, ready) = times_of(&node);
+            (created, ready, crate::fleet::select::still_starting(&node))
+        }
+        _ => (None, None, None),
     }
 }
 

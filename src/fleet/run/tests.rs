@@ -25,7 +25,7 @@ fn fresh_plan(name: &str, beside: &str, pool: &str) -> PodPlan {
         fresh: Some(FreshPlacement {
             pool_label: ("kubernetes.azure.com/agentpool".into(), pool.into()),
             existing: vec![beside.into()],
-            tolerations: None,
+            tolerations: Vec::new(),
             arch: None,
         }),
         ..plan(name, beside)

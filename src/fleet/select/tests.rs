@@ -299,3 +299,36 @@ fn every_reason_says_the_words_the_report_has_always_said() {
         assert_eq!(reason.to_string(), said);
     }
 }
+
+/// A Ready node still carrying a startup taint (its CNI agent not running yet, Karpenter not
+/// through its registration) is not a pool's newest: the workload would not land on it, and
+/// the node-setup DaemonSets may not have run. The next Ready node of its pool is probed.
+#[test]
+fn a_ready_node_with_a_startup_taint_is_skipped_with_the_taint() {
+    let mut nodes = world();
+    for (name, key) in [
+        ("user-newest-starting", "node.cilium.io/agent-not-ready"),
+        ("user-newest-unregistered", "karpenter.sh/unregistered"),
+    ] {
+        let mut starting = node(name, "user", "2026-12-03T00:00:00Z", true);
+        starting.spec = serde_json::from_value(
+            json!({"taints": [{"key": key, "value": "true", "effect": "NoExecute"}]}),
+        )
+        .expect("spec");
+        nodes.push(starting);
+    }
+    let c = choose(&nodes, &image(), &BTreeSet::new(), None, &default_choice());
+    assert_eq!(chosen(&c), vec!["system-1", "user-new"]);
+    let skipped = c
+        .iter()
+        .find(|c| c.facts.name == "user-newest-starting")
+        .expect("listed");
+    assert_eq!(
+        skipped.why.to_string(),
+        "still starting (taint node.cilium.io/agent-not-ready:NoExecute): not yet a node the workload lands on"
+    );
+    assert_eq!(
+        skipped.evidence.as_deref(),
+        Some("taint node.cilium.io/agent-not-ready:NoExecute")
+    );
+}
