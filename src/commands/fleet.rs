@@ -8,8 +8,8 @@ use crate::fleet;
 use crate::render::{self, Style};
 use crate::{configure, exit};
 
-/// Run the fleet as the flags say. API errors are pullpath's own (exit 70); findings exit by
-/// the worst eligible pool.
+/// Run the fleet as the flags say. A cluster that cannot be used exits as
+/// `exit::for_cluster_error` says; findings exit by the worst eligible pool.
 pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
     if args.kube.read_secrets {
         bail!("--read-secrets goes with explain and scan, not fleet");
@@ -30,7 +30,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
                         exit::PASSED
                     }
                 }
-                Err(e) => super::internal(&e),
+                Err(e) => super::cluster_failed(&e),
             },
         );
     }
@@ -44,7 +44,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
                 );
                 exit::PASSED
             }
-            Err(e) => super::internal(&e),
+            Err(e) => super::cluster_failed(&e),
         });
     }
     if args.run.fresh_node && !args.run.yes && !fresh_nodes_agreed()? {
@@ -71,12 +71,11 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
     });
     let report = match report {
         Ok(report) => report,
-        Err(e) => return Ok(super::internal(&e)),
+        Err(e) => return Ok(super::cluster_failed(&e)),
     };
-    match args.output {
-        Output::Json => print!("{}", render::json::render(&report)),
-        Output::Text => print!("{}", fleet::text::render(&report, Style::detect())),
-    }
+    super::print_report(args.output, &report, |r| {
+        fleet::text::render(r, Style::detect())
+    });
     if report.cleanup.error.is_some() {
         return Ok(exit::INTERNAL);
     }

@@ -27,10 +27,9 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         Ok(run) => report::ProbeReport::from_run(run),
         Err(e) => return Ok(super::internal(&e)),
     };
-    match args.output {
-        Output::Json => print!("{}", render::json::render(&report)),
-        Output::Text => print!("{}", render::text::probe(&report, Style::detect())),
-    }
+    super::print_report(args.output, &report, |r| {
+        render::text::probe(r, Style::detect())
+    });
     Ok(exit::for_verdict(&report.verdict))
 }
 
