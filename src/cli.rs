@@ -24,8 +24,12 @@ pub const KUBECTL_PLUGIN: &str = "kubectl-pullpath";
     version = VERSION,
     about,
     long_about = None,
+    max_term_width = 100,
     after_help = "Exit status: 0 passed, 3 undecided, 10 dns, 11 route, 12 refused, 13 tls, 14 auth, \
-15 forbidden, 16 notfound, 17 platform, 18 ratelimit, 19 proxy, 20 blob, 21 other, 64 usage error, 70 internal error."
+15 forbidden, 16 notfound, 17 platform, 18 ratelimit, 19 proxy, 20 blob, 21 other; 64 usage \
+error, 66 a kubeconfig, pod or namespace named is not there, 69 the API server cannot be \
+reached or fails, 70 internal error, 77 the API server refused (401, 403), 78 the kubeconfig \
+cannot be used, or fleet --dry-run can plan no probe pod."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -49,7 +53,8 @@ pub enum Command {
     /// Walk the pull path of IMAGE from this network namespace, hop by hop.
     ///
     /// Run it where the node's runtime runs: on the node, or in a hostNetwork pod with the
-    /// node's /etc mounted. From an ordinary pod the answer speaks for the pod, not the node.
+    /// node's `/` mounted read-only and `--host-root` naming it (deploy/probe-pod.yaml: /host).
+    /// From an ordinary pod the answer speaks for the pod, not the node.
     Probe(ProbeArgs),
     /// Print a shell completion script to stdout.
     ///
@@ -66,10 +71,11 @@ pub enum Command {
     /// Offline, from Azure's own exports: `commands` prints the read-only `az` commands that
     /// write the export directory, `analyse` reads it (docs/azure.md).
     Azure(AzureArgs),
-    /// Probe IMAGE from fresh nodes of every pool and compare: short-lived hostNetwork pods
-    /// pinned to each chosen node, the node's files mounted read-only, deleted when the run ends.
+    /// Probe IMAGE from the newest node of every pool and compare: short-lived hostNetwork pods
+    /// pinned to each chosen node, the node's `/` mounted read-only, deleted when the run ends.
     ///
-    /// Needs deploy/rbac-fleet.yaml and a probe namespace at Pod Security level `privileged`
+    /// --fresh-node also probes from a node the autoscaler makes for the run. Needs
+    /// deploy/rbac-fleet.yaml and a probe namespace at Pod Security level `privileged`
     /// (deploy/namespace.yaml). Shows which nodes only work from cache or by hand fix. Exit
     /// status: the worst eligible pool's layer.
     Fleet(FleetArgs),
@@ -102,7 +108,17 @@ pub fn invoked_as(argv0: Option<&OsStr>) -> &'static str {
 
 /// The clap command, its help and usage naming it `name` (see [`invoked_as`]).
 pub fn command_named(name: &'static str) -> clap::Command {
-    Cli::command().bin_name(name).display_name(name)
+    // clap writes a usage line unwrapped: the one with three required flags is split to fit
+    // 80 columns.
+    let azure_commands = format!(
+        "{name} azure commands --cluster <NAME> --resource-group <RG>\n       --registry <ACR> [--out <DIR>]"
+    );
+    Cli::command()
+        .bin_name(name)
+        .display_name(name)
+        .mut_subcommand("azure", |azure| {
+            azure.mut_subcommand("commands", |c| c.override_usage(azure_commands))
+        })
 }
 
 /// Parse a command line (argv[0] first), help and usage naming it as it was invoked.

@@ -1021,3 +1021,40 @@ fn yaml_output_is_the_json_document() {
     let yaml: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML");
     assert_eq!(yaml, json);
 }
+
+/// A dry run that can plan no probe pod says why on stderr and exits 78, printing no List:
+/// here the test build of pullpath is dynamically linked, so there is nothing to deliver to
+/// the nodes without `--probe-binary` or `--probe-image`.
+#[test]
+fn a_dry_run_that_plans_nothing_says_why_and_fails() {
+    let nodes: Value = serde_json::from_slice(
+        &std::fs::read(kube_api::fixtures().join("aks-shop/nodes.json")).expect("fixture"),
+    )
+    .expect("JSON");
+    let mut objects = nodes["items"].as_array().cloned().unwrap_or_default();
+    objects.push(kube_api::namespace(
+        "pullpath",
+        serde_json::json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+    ));
+    let c = cluster(World::from_objects(objects), "shop");
+    let out = c.pullpath(&[
+        "fleet",
+        "shopacr.azurecr.io/shop/web:2.4.1",
+        "--dry-run",
+        "--node-image",
+        "registry.k8s.io/pause:3.10",
+    ]);
+    assert_eq!(out.status.code(), Some(78), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("pullpath: --dry-run: no probe pod could be planned: ")
+            && said.contains("no pullpath binary to deliver")
+            && said.lines().count() == 1,
+        "{said}"
+    );
+}

@@ -37,6 +37,11 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
     let mut config = configure::fleet(&args, target)?;
     if args.dry_run {
         return Ok(match runtime.block_on(fleet::plan(&config)) {
+            // An empty List would read as "nothing to do": say why nothing could be planned.
+            Ok(plan) if plan.pods.is_empty() => {
+                super::print_error(&nothing_planned(&plan));
+                exit::CONFIG
+            }
             Ok(plan) => {
                 print!(
                     "{}",
@@ -80,6 +85,36 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
         return Ok(exit::INTERNAL);
     }
     Ok(exit::for_verdict(&report.verdict))
+}
+
+/// Why a dry run planned no probe pod, on one line: each problem once, with the nodes it
+/// stopped; or that no node was chosen at all.
+fn nothing_planned(plan: &fleet::Plan) -> String {
+    let mut problems: Vec<(String, Vec<&str>)> = Vec::new();
+    for (node, problem) in &plan.unprobed {
+        let said = problem.describe();
+        match problems.iter_mut().find(|(p, _)| *p == said) {
+            Some((_, nodes)) => nodes.push(node),
+            None => problems.push((said, vec![node])),
+        }
+    }
+    let mut why: Vec<String> = problems
+        .iter()
+        .map(|(problem, nodes)| format!("{} ({problem})", nodes.join(", ")))
+        .collect();
+    if why.is_empty() {
+        why.push("no Ready node matches the pools, --pools and -l given".into());
+    }
+    if !plan.unmatched_pools.is_empty() {
+        why.push(format!(
+            "--pools {} names no pool",
+            plan.unmatched_pools.join(",")
+        ));
+    }
+    format!(
+        "--dry-run: no probe pod could be planned: {}",
+        why.join("; ")
+    )
 }
 
 /// `--fresh-node` costs nodes: say so and ask on a terminal; without one, `--yes` is needed.
