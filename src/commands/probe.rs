@@ -12,6 +12,13 @@ use crate::{configure, exit, report};
 
 /// Probe the image as the flags say; the exit status is the verdict's.
 pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
+    // The probe reads a Linux node (/proc, rtnetlink, containerd's socket): elsewhere it would
+    // speak for a machine no kubelet pulls on.
+    if !cfg!(target_os = "linux") {
+        bail!(
+            "probe runs on a Linux node (or in a pod on one); on this system use explain, scan or fleet"
+        );
+    }
     let credentials = if args.password_stdin {
         Some(password_from_stdin(&args)?)
     } else {
