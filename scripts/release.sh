@@ -10,7 +10,9 @@
 # Targets: x86_64-unknown-linux-gnu always (glibc, `-C target-feature=+crt-static`: no musl
 # needed). aarch64-unknown-linux-gnu too when this machine can cross-build it (see README:
 # `rustup target add aarch64-unknown-linux-gnu` and `apt-get install gcc-aarch64-linux-gnu`).
-# The krew manifest points at $PULLPATH_RELEASE_URL (where the archives will be published).
+# The krew manifest points at $PULLPATH_RELEASE_URL (where the archives will be published), by
+# default the GitHub release of the tag in $PULLPATH_GITHUB_REPO (owner/name; the release
+# workflow, .github/workflows/release.yml, sets it to the repository it runs in).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +33,9 @@ profile_dir=$profile
 
 version=$(cargo metadata --no-deps --format-version 1 --offline |
   python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="pullpath"))')
-base_url=${PULLPATH_RELEASE_URL:-https://releases.example.com/pullpath/v$version}
+# example-org is a placeholder: the repository's own URL is not written down anywhere here.
+github_repo=${PULLPATH_GITHUB_REPO:-example-org/pullpath}
+base_url=${PULLPATH_RELEASE_URL:-https://github.com/$github_repo/releases/download/v$version}
 # Archives are byte-for-byte reproducible: file times are the commit's.
 epoch=$(git log -1 --format=%ct 2>/dev/null || echo 0)
 
@@ -105,7 +109,7 @@ metadata:
   name: pullpath
 spec:
   version: v$version
-  homepage: $base_url
+  homepage: https://github.com/$github_repo
   shortDescription: Why can't this node pull this image? Walks the node's pull path.
   description: |
     pullpath names the first step of an image pull that fails (DNS, route, TLS, auth,

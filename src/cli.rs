@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+/// `--request-timeout`: Go's duration syntax, as kubectl reads it.
+pub mod go_duration;
+
 /// `--version`: the crate's version and the git commit it was built from (see build.rs).
 pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
@@ -24,8 +27,12 @@ pub const KUBECTL_PLUGIN: &str = "kubectl-pullpath";
     version = VERSION,
     about,
     long_about = None,
+    max_term_width = 100,
     after_help = "Exit status: 0 passed, 3 undecided, 10 dns, 11 route, 12 refused, 13 tls, 14 auth, \
-15 forbidden, 16 notfound, 17 platform, 18 ratelimit, 19 proxy, 20 blob, 21 other, 64 usage error, 70 internal error."
+15 forbidden, 16 notfound, 17 platform, 18 ratelimit, 19 proxy, 20 blob, 21 other; 64 usage \
+error, 66 a kubeconfig, pod or namespace named is not there, 69 the API server cannot be \
+reached or fails, 70 internal error, 77 the API server refused (401, 403), 78 the kubeconfig \
+cannot be used, or fleet --dry-run can plan no probe pod."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -49,7 +56,8 @@ pub enum Command {
     /// Walk the pull path of IMAGE from this network namespace, hop by hop.
     ///
     /// Run it where the node's runtime runs: on the node, or in a hostNetwork pod with the
-    /// node's /etc mounted. From an ordinary pod the answer speaks for the pod, not the node.
+    /// node's `/` mounted read-only and `--host-root` naming it (deploy/probe-pod.yaml: /host).
+    /// From an ordinary pod the answer speaks for the pod, not the node.
     Probe(ProbeArgs),
     /// Print a shell completion script to stdout.
     ///
@@ -66,10 +74,11 @@ pub enum Command {
     /// Offline, from Azure's own exports: `commands` prints the read-only `az` commands that
     /// write the export directory, `analyse` reads it (docs/azure.md).
     Azure(AzureArgs),
-    /// Probe IMAGE from fresh nodes of every pool and compare: short-lived hostNetwork pods
-    /// pinned to each chosen node, the node's files mounted read-only, deleted when the run ends.
+    /// Probe IMAGE from the newest node of every pool and compare: short-lived hostNetwork pods
+    /// pinned to each chosen node, the node's `/` mounted read-only, deleted when the run ends.
     ///
-    /// Needs deploy/rbac-fleet.yaml and a probe namespace at Pod Security level `privileged`
+    /// --fresh-node also probes from a node the autoscaler makes for the run. Needs
+    /// deploy/rbac-fleet.yaml and a probe namespace at Pod Security level `privileged`
     /// (deploy/namespace.yaml). Shows which nodes only work from cache or by hand fix. Exit
     /// status: the worst eligible pool's layer.
     Fleet(FleetArgs),
@@ -102,7 +111,17 @@ pub fn invoked_as(argv0: Option<&OsStr>) -> &'static str {
 
 /// The clap command, its help and usage naming it `name` (see [`invoked_as`]).
 pub fn command_named(name: &'static str) -> clap::Command {
-    Cli::command().bin_name(name).display_name(name)
+    // clap writes a usage line unwrapped: the one with three required flags is split to fit
+    // 80 columns.
+    let azure_commands = format!(
+        "{name} azure commands --cluster <NAME> --resource-group <RG>\n       --registry <ACR> [--out <DIR>]"
+    );
+    Cli::command()
+        .bin_name(name)
+        .display_name(name)
+        .mut_subcommand("azure", |azure| {
+            azure.mut_subcommand("commands", |c| c.override_usage(azure_commands))
+        })
 }
 
 /// Parse a command line (argv[0] first), help and usage naming it as it was invoked.
@@ -308,7 +327,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, BadDuration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// How to reach the cluster, as kubectl spells it.
+/// How to reach the cluster, as kubectl spells it: the same flags, forms and defaults (but
+/// `--request-timeout`'s, which is 20s: a diagnosis should end).
 #[derive(Debug, Clone, clap::Args)]
 pub struct KubeArgs {
     /// The kubeconfig file (default: KUBECONFIG, a list of files; then ~/.kube/config; then the
@@ -318,6 +338,22 @@ pub struct KubeArgs {
     /// The kubeconfig context to use.
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// The kubeconfig cluster to use, instead of the context's.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use, instead of the context's.
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// The user to impersonate (a user name or a service account,
+    /// `system:serviceaccount:NS:NAME`).
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+    /// A group to impersonate (repeatable); needs --as.
+    #[arg(long = "as-group", value_name = "GROUP", requires = "as_user")]
+    pub as_groups: Vec<String>,
+    /// The UID to impersonate; needs --as.
+    #[arg(long = "as-uid", value_name = "UID", requires = "as_user")]
+    pub as_uid: Option<String>,
     /// The namespace (default: the context's).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
@@ -325,8 +361,9 @@ pub struct KubeArgs {
     /// ever printed).
     #[arg(long)]
     pub read_secrets: bool,
-    /// How long one API request may take (connect, TLS, response), as kubectl's flag.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    /// How long one API request may take, as kubectl reads it: a Go duration (`30s`, `1m30s`,
+    /// `1h`), a bare number of seconds, or 0 for no limit.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = go_duration::parse_request_timeout)]
     pub request_timeout: Duration,
 }
 
@@ -532,6 +569,8 @@ pub enum Output {
     Text,
     /// The versioned report (docs/report-schema.md).
     Json,
+    /// The same report as YAML.
+    Yaml,
 }
 
 #[cfg(test)]

@@ -140,6 +140,13 @@ pub fn cluster_target(kube: &KubeArgs, all_namespaces: bool) -> cluster::Target 
     cluster::Target {
         kubeconfig: kube.kubeconfig.clone(),
         context: kube.context.clone(),
+        overrides: cluster::Overrides {
+            cluster: kube.cluster.clone(),
+            user: kube.user.clone(),
+            impersonate: kube.as_user.clone(),
+            impersonate_groups: kube.as_groups.clone(),
+            impersonate_uid: kube.as_uid.clone(),
+        },
         namespace: kube.namespace.clone(),
         all_namespaces,
         read_secrets: kube.read_secrets,
@@ -196,7 +203,12 @@ pub fn fleet(args: &FleetArgs, target: cluster::Target) -> anyhow::Result<fleet:
                 probe: probe_deadline,
             },
             origin: fleet::probe_origin(&image_ref, &probe),
-            request_timeout: args.kube.request_timeout,
+            // The run's watches and reads need a bound: `--request-timeout 0` (no limit on a
+            // request) leaves the run's deadline as the only one.
+            request_timeout: match args.kube.request_timeout.is_zero() {
+                true => deadline,
+                false => args.kube.request_timeout,
+            },
             fresh_wait: run.fresh_node_timeout,
             progress: None,
         },
@@ -326,6 +338,7 @@ mod tests {
         cluster::Target {
             kubeconfig: None,
             context: None,
+            overrides: cluster::Overrides::default(),
             namespace: None,
             all_namespaces: false,
             read_secrets: false,

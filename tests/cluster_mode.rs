@@ -443,11 +443,14 @@ fn events_k8s_io_is_read_where_core_events_are_refused() {
     );
 }
 
+/// Each API error is one line, and its exit status says whose it is: a pod that is not there
+/// (66), a refusal (77), a server that cannot be reached (69), a kubeconfig that is not there
+/// (66) or that cannot be used (78).
 #[test]
-fn api_errors_are_one_line_and_exit_70() {
+fn api_errors_are_one_line_and_exit_by_whose_they_are() {
     let c = shop();
     let out = c.pullpath(&["explain", "pod/nope"]);
-    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(out.status.code(), Some(66));
     assert_eq!(
         stderr(&out),
         "pullpath: get pods \"nope\" in shop not found (404)\n"
@@ -457,7 +460,7 @@ fn api_errors_are_one_line_and_exit_70() {
         "shop",
     );
     let out = forbidden.pullpath(&["scan"]);
-    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(out.status.code(), Some(77));
     let line = stderr(&out);
     assert!(
         line.contains("cannot list resource \"pods\" in API group \"\" in the namespace \"shop\"")
@@ -475,7 +478,7 @@ fn api_errors_are_one_line_and_exit_70() {
         .arg(&bad)
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(out.status.code(), Some(77));
     assert!(
         stderr(&out).contains("401 Unauthorized"),
         "{}",
@@ -497,13 +500,33 @@ fn api_errors_are_one_line_and_exit_70() {
         .arg(&closed)
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(out.status.code(), Some(69));
     assert!(
-        stderr(&out).starts_with("pullpath: cannot reach the API server https://127.0.0.1:"),
+        stderr(&out).starts_with("pullpath: could not reach the API server at https://127.0.0.1:")
+            && stderr(&out).contains("Connection refused"),
         "{}",
         stderr(&out)
     );
     assert_eq!(stderr(&out).lines().count(), 1);
+    // A kubeconfig that is not there: its path once, the system's reason.
+    let missing = c.dir.join("nonexistent");
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["scan", "--kubeconfig"])
+        .arg(&missing)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(66));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "pullpath: cannot read the kubeconfig {}: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+    // One that names a context it does not have: the configuration (78).
+    let out = c.pullpath(&["scan", "--context", "nowhere"]);
+    assert_eq!(out.status.code(), Some(78), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nowhere"), "{}", stderr(&out));
 }
 
 #[test]
@@ -530,7 +553,7 @@ fn kubeconfig_list_and_context_follow_kubectl() {
     let list = format!("{}:{}", empty.display(), path.display());
     // The current context's namespace is billing: worker-0 is not there.
     let out = run(&["explain", "pod/worker-0"], &list);
-    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(out.status.code(), Some(66));
     assert_eq!(
         stderr(&out),
         "pullpath: get pods \"worker-0\" in billing not found (404)\n"
@@ -811,10 +834,10 @@ fn a_silent_api_server_times_out_with_one_line() {
         .output()
         .expect("runs");
     let elapsed = started.elapsed();
-    assert_eq!(out.status.code(), Some(70), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(
-        stderr(&out).starts_with("pullpath: cannot reach the API server https://127.0.0.1:"),
+        stderr(&out).starts_with("pullpath: could not reach the API server at https://127.0.0.1:"),
         "{}",
         stderr(&out)
     );
@@ -855,9 +878,183 @@ fn daemonsets_and_jobs_resolve_by_their_selectors() {
         "{r:#}"
     );
     let out = c.pullpath(&["explain", "deploy/nope"]);
-    assert_eq!(out.status.code(), Some(70));
+    assert_eq!(out.status.code(), Some(66));
     assert_eq!(
         stderr(&out),
         "pullpath: get deployments \"nope\" in shop not found (404)\n"
+    );
+}
+
+/// The requests for `path` the stand-in served, with their `Impersonate-*` headers.
+fn impersonation_of(server: &ApiServer, path: &str) -> Vec<Vec<(String, String)>> {
+    server
+        .impersonation
+        .lock()
+        .expect("impersonation log")
+        .iter()
+        .filter(|(request, _)| request == &format!("GET {path}"))
+        .map(|(_, headers)| headers.clone())
+        .collect()
+}
+
+/// kubectl's flags for the API, read by the real kubectl and by pullpath from the same
+/// kubeconfig: the current context points at a cluster and user that do not work, `--cluster`
+/// and `--user` pick the stand-in's; `--as`, `--as-group` (twice) and `--as-uid` reach the
+/// API server as the same `Impersonate-*` headers from both; `--request-timeout` takes Go
+/// durations and 0 from both.
+#[test]
+fn kubectls_flags_reach_the_api_server_as_kubectls_do() {
+    let c = shop();
+    let kept = std::fs::read_to_string(&c.config).expect("kubeconfig");
+    // A current context whose cluster is nowhere and whose user has the wrong token.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let broken = kept
+        .replace(
+            "clusters:\n",
+            &format!("clusters:\n- name: nowhere\n  cluster:\n    server: https://127.0.0.1:{port}\n"),
+        )
+        .replace(
+            "contexts:\n",
+            "contexts:\n- name: broken\n  context:\n    cluster: nowhere\n    user: wrong\n    namespace: shop\n",
+        )
+        .replace(
+            "users:\n",
+            "users:\n- name: wrong\n  user:\n    token: not-the-token\n",
+        )
+        .replace("current-context: standin", "current-context: broken");
+    let config = c.dir.join("broken-context");
+    std::fs::write(&config, broken).expect("write");
+    let identity = [
+        "--cluster",
+        "standin",
+        "--user",
+        "standin",
+        "--as",
+        "system:serviceaccount:ops:pullpath",
+        "--as-group",
+        "system:serviceaccounts",
+        "--as-group",
+        "ops:readers",
+        "--as-uid",
+        "4242",
+    ];
+    let pod = "/api/v1/namespaces/shop/pods/worker-0";
+    for timeout in ["1m30s", "0", "90"] {
+        let mut args = vec!["get", "--raw", pod, "--request-timeout", timeout];
+        args.extend(identity);
+        let read = kube_api::run_kubectl(&config, &args);
+        assert!(read.contains("\"worker-0\""), "kubectl {timeout}: {read}");
+    }
+    let by_kubectl = impersonation_of(&c.server, pod);
+    c.server.impersonation.lock().expect("log").clear();
+    for timeout in ["1m30s", "0", "90"] {
+        let mut args = vec!["explain", "pod/worker-0", "--request-timeout", timeout];
+        args.extend(identity);
+        let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+            .args(&args)
+            .arg("--kubeconfig")
+            .arg(&config)
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("pullpath runs");
+        // worker-0 waits on a DNS failure: the pod was read, and explained.
+        assert_eq!(out.status.code(), Some(16), "{timeout}: {}", stderr(&out));
+    }
+    let by_pullpath = impersonation_of(&c.server, pod);
+    let expected: Vec<(String, String)> = [
+        ("impersonate-user", "system:serviceaccount:ops:pullpath"),
+        ("impersonate-uid", "4242"),
+        ("impersonate-group", "system:serviceaccounts"),
+        ("impersonate-group", "ops:readers"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let sorted = |mut headers: Vec<(String, String)>| {
+        headers.sort();
+        headers
+    };
+    assert_eq!(by_kubectl.len(), 3, "{by_kubectl:?}");
+    assert_eq!(by_pullpath.len(), 3, "{by_pullpath:?}");
+    for headers in by_kubectl.iter().chain(&by_pullpath) {
+        assert_eq!(sorted(headers.clone()), sorted(expected.clone()));
+        // The groups in the order given.
+        let groups: Vec<&str> = headers
+            .iter()
+            .filter(|(k, _)| k == "impersonate-group")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(groups, ["system:serviceaccounts", "ops:readers"]);
+    }
+    // Without the overrides, both follow the broken context: nothing reaches the stand-in.
+    let out = Command::new(env!("CARGO_BIN_EXE_pullpath"))
+        .args(["explain", "pod/worker-0", "--kubeconfig"])
+        .arg(&config)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("pullpath runs");
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("https://127.0.0.1:{port}")));
+    // --as-group alone is refused by both: impersonating groups needs a user.
+    let alone = Command::new(kube_api::kubectl())
+        .args(["get", "--raw", pod, "--as-group", "g", "--kubeconfig"])
+        .arg(&c.config)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("kubectl runs");
+    assert!(!alone.status.success());
+    let out = c.pullpath(&["explain", "pod/worker-0", "--as-group", "g"]);
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+}
+
+/// `-o yaml` is `-o json`'s document, as kubectl's are, with the same exit status.
+#[test]
+fn yaml_output_is_the_json_document() {
+    let c = shop();
+    let (code, json) = c.json(&["scan"]);
+    let out = c.pullpath(&["scan", "-o", "yaml"]);
+    assert_eq!(out.status.code(), Some(code));
+    let yaml: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML");
+    assert_eq!(yaml, json);
+}
+
+/// A dry run that can plan no probe pod says why on stderr and exits 78, printing no List:
+/// here the test build of pullpath is dynamically linked, so there is nothing to deliver to
+/// the nodes without `--probe-binary` or `--probe-image`.
+#[test]
+fn a_dry_run_that_plans_nothing_says_why_and_fails() {
+    let nodes: Value = serde_json::from_slice(
+        &std::fs::read(kube_api::fixtures().join("aks-shop/nodes.json")).expect("fixture"),
+    )
+    .expect("JSON");
+    let mut objects = nodes["items"].as_array().cloned().unwrap_or_default();
+    objects.push(kube_api::namespace(
+        "pullpath",
+        serde_json::json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+    ));
+    let c = cluster(World::from_objects(objects), "shop");
+    let out = c.pullpath(&[
+        "fleet",
+        "shopacr.azurecr.io/shop/web:2.4.1",
+        "--dry-run",
+        "--node-image",
+        "registry.k8s.io/pause:3.10",
+    ]);
+    assert_eq!(out.status.code(), Some(78), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("pullpath: --dry-run: no probe pod could be planned: ")
+            && said.contains("no pullpath binary to deliver")
+            && said.lines().count() == 1,
+        "{said}"
     );
 }

@@ -671,8 +671,8 @@ async fn a_node_running_the_image_works_from_cache() {
     assert_eq!(support::fleet_row(&r, SYSTEM)["cache_evidence"], json!([]));
 }
 
-/// Every API refusal fleet cannot work without is pullpath's own error (exit 70), one line
-/// quoting the apiserver and naming fleet's RBAC, and leaves no pod behind.
+/// Every API refusal fleet cannot work without is one line quoting the apiserver and naming
+/// fleet's RBAC, exits 77 (the permission is missing), and leaves no pod behind.
 #[tokio::test(flavor = "multi_thread")]
 async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
     for (fault, quoted) in [
@@ -695,7 +695,7 @@ async fn api_refusals_are_pullpaths_own_error_naming_fleets_rbac() {
         .await;
         let out = f.run(&[IMAGE]).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(70), "{stderr}");
+        assert_eq!(out.status.code(), Some(77), "{stderr}");
         assert!(
             stderr.contains("403")
                 && stderr.contains(quoted)
@@ -769,23 +769,28 @@ async fn a_namespace_the_api_would_refuse_pods_in_is_named_before_any_pod() {
         },
     )
     .await;
-    for (args, said) in [
+    // A namespace that does not exist is input that is missing (66); one being deleted is
+    // refused as the API refuses it (403: 77).
+    for (args, said, code) in [
         (
             &[IMAGE, "--probe-namespace", "ghost"][..],
             "the probe namespace ghost does not exist",
+            66,
         ),
         (
             &[IMAGE, "--probe-namespace", "leaving"][..],
             "the probe namespace leaving is being deleted",
+            77,
         ),
         (
             &[IMAGE, "--kubelet-pull", "-n", "gone"][..],
             "the workload's namespace (--kubelet-pull) gone does not exist",
+            66,
         ),
     ] {
         let out = f.run(args).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(70), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
         assert!(stderr.contains(said), "{args:?}: {stderr}");
         assert_eq!(f.server.store.created(), 0, "{args:?}");
     }

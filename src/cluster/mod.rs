@@ -4,8 +4,9 @@
 //! `read` fetches (the only async, networked part); `findings` turns what was read into the
 //! same explained subjects `explain` makes of pasted text (through `failure_text::input`), plus
 //! where it happened: the node's facts ([`crate::pod::node`]: pool, age, versions), `cache` (the cache lie), `keyring` (which
-//! pull-secret entry the kubelet would use). API errors are the tool's own errors
-//! ([`ClusterError`], exit 70); a read that is refused part-way is reported as unread.
+//! pull-secret entry the kubelet would use). API errors are [`ClusterError`]s, each with its
+//! exit status (`exit::for_cluster_error`: the user's configuration, the cluster's answer, or
+//! pullpath's own fault); a read that is refused part-way is reported as unread.
 
 /// The cache lie: which other nodes hold the image, and whether they are older.
 pub mod cache;
@@ -26,14 +27,32 @@ pub struct Target {
     /// in-cluster service account.
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    /// `--cluster`, `--user`, `--as`, `--as-group`, `--as-uid`.
+    pub overrides: Overrides,
     /// `-n`; else the context's namespace.
     pub namespace: Option<String>,
     /// `-A` (scan only).
     pub all_namespaces: bool,
     /// `--read-secrets`: read pull secrets' registry keys (RBAC `get secrets`).
     pub read_secrets: bool,
-    /// `--request-timeout`: one API request, connect and TLS included.
+    /// `--request-timeout`: one API request, connect and TLS included; zero for no limit, as
+    /// kubectl's `0`.
     pub request_timeout: Duration,
+}
+
+/// What kubectl's flags override in the kubeconfig's context: its cluster and user, and who to
+/// impersonate (sent as the `Impersonate-User`, `Impersonate-Group` and `Impersonate-Uid`
+/// headers, as client-go's `transport.NewImpersonatingRoundTripper` sends them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub cluster: Option<String>,
+    pub user: Option<String>,
+    /// `--as`.
+    pub impersonate: Option<String>,
+    /// `--as-group`, in the order given.
+    pub impersonate_groups: Vec<String>,
+    /// `--as-uid`.
+    pub impersonate_uid: Option<String>,
 }
 
 /// The whole read may take this many request timeouts (a scan makes a handful of requests
@@ -109,7 +128,11 @@ impl ObjectRef {
 pub enum ClusterError {
     #[error("no usable Kubernetes configuration: {0}")]
     Config(String),
-    #[error("cannot reach the API server {server}: {cause}")]
+    /// A kubeconfig file named (by `--kubeconfig` or `KUBECONFIG`) that cannot be read.
+    #[error("cannot read the kubeconfig {}: {cause}", path.display())]
+    KubeconfigUnreadable { path: PathBuf, cause: String },
+    /// No HTTP answer: connect, TLS or the request timed out.
+    #[error("could not reach the API server at {server}: {cause}")]
     Unreachable { server: String, cause: String },
     #[error(
         "the API server {server} rejected the credentials (401 Unauthorized): check the kubeconfig's user or token"
@@ -122,7 +145,8 @@ pub enum ClusterError {
     NotFound { what: String },
     #[error("{what}: it has no label selector to find its pods by")]
     NoSelector { what: String },
-    #[error("the API server answered {code} to {what}: {message}")]
+    /// `code` 0: the request got no status (refused before it was sent, or no answer).
+    #[error("{}", api_text(*code, what, message))]
     Api {
         code: u16,
         what: String,
@@ -130,6 +154,24 @@ pub enum ClusterError {
     },
     #[error("reading the cluster took longer than {0:?}")]
     Timeout(Duration),
+}
+
+/// An API answer in words: its status, or, with none (code 0), what failed and why.
+fn api_text(code: u16, what: &str, message: &str) -> String {
+    match code {
+        0 => format!("{what} failed: {message}"),
+        code => format!("the API server answered {code} to {what}: {message}"),
+    }
+}
+
+/// The cause when `error` got no answer from the API server (the connection, TLS, a timeout):
+/// `None` when the server answered, or when the request failed before it was sent.
+pub fn unanswered(error: &kube::Error) -> Option<String> {
+    match error {
+        kube::Error::HyperError(inner) => Some(one_line(inner)),
+        kube::Error::Service(inner) => Some(one_line(inner.as_ref())),
+        _ => None,
+    }
 }
 
 impl ClusterError {
@@ -156,9 +198,17 @@ impl ClusterError {
                     message: status.message.clone(),
                 },
             },
-            other => ClusterError::Unreachable {
-                server: server.to_string(),
-                cause: one_line(&other),
+            other => match unanswered(&other) {
+                Some(cause) => ClusterError::Unreachable {
+                    server: server.to_string(),
+                    cause,
+                },
+                // An answer pullpath could not read, or a request it could not build.
+                None => ClusterError::Api {
+                    code: 0,
+                    what: what.to_string(),
+                    message: one_line(&other),
+                },
             },
         }
     }

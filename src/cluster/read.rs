@@ -10,7 +10,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
 
 use super::{
@@ -21,7 +21,8 @@ use crate::pod::{self, PodEvent};
 /// A connected client and what its configuration says.
 pub struct Session {
     client: Client,
-    deadline: std::time::Duration,
+    /// The whole read's limit; `None` with `--request-timeout 0`.
+    deadline: Option<std::time::Duration>,
     pub server: String,
     pub default_namespace: String,
 }
@@ -82,32 +83,41 @@ pub struct Snapshot {
 }
 
 /// Connect with kubectl's rules: `--kubeconfig`, else `KUBECONFIG` (a list), else
-/// `~/.kube/config`, else the in-cluster service account; `--context` picks the context.
+/// `~/.kube/config`, else the in-cluster service account; `--context` picks the context,
+/// `--cluster` and `--user` replace its cluster and user, `--as`, `--as-group` and `--as-uid`
+/// impersonate (over the kubeconfig user's own `as`, as kubectl's flags are).
 pub async fn connect(target: &Target) -> Result<Session, ClusterError> {
     // rustls with the ring provider, chosen here rather than left to feature unification.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let overrides = &target.overrides;
     let options = KubeConfigOptions {
         context: target.context.clone(),
-        ..KubeConfigOptions::default()
+        cluster: overrides.cluster.clone(),
+        user: overrides.user.clone(),
     };
-    let config_error = |e: &dyn std::error::Error| ClusterError::Config(one_line(e));
     let home_config = std::env::var_os("HOME")
         .map(|h| std::path::PathBuf::from(h).join(".kube/config"))
         .filter(|p| p.exists());
     let mut config = if let Some(path) = &target.kubeconfig {
-        let file = Kubeconfig::read_from(path)
-            .map_err(|e| ClusterError::Config(format!("{}: {}", path.display(), one_line(&e))))?;
+        let file = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
         Config::from_custom_kubeconfig(file, &options)
             .await
-            .map_err(|e| config_error(&e))?
+            .map_err(kubeconfig_error)?
     } else if std::env::var_os("KUBECONFIG").is_some() || home_config.is_some() {
         Config::from_kubeconfig(&options)
             .await
-            .map_err(|e| config_error(&e))?
-    } else if target.context.is_some() {
-        return Err(ClusterError::Config(
-            "--context needs a kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)".into(),
-        ));
+            .map_err(kubeconfig_error)?
+    } else if let Some(flag) = [
+        ("--context", &target.context),
+        ("--cluster", &overrides.cluster),
+        ("--user", &overrides.user),
+    ]
+    .into_iter()
+    .find_map(|(flag, given)| given.as_ref().map(|_| flag))
+    {
+        return Err(ClusterError::Config(format!(
+            "{flag} needs a kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)"
+        )));
     } else {
         Config::incluster().map_err(|e| {
             ClusterError::Config(format!(
@@ -116,18 +126,41 @@ pub async fn connect(target: &Target) -> Result<Session, ClusterError> {
             ))
         })?
     };
-    config.connect_timeout = Some(target.request_timeout);
-    config.read_timeout = Some(target.request_timeout);
-    config.write_timeout = Some(target.request_timeout);
+    if let Some(user) = &overrides.impersonate {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !overrides.impersonate_groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(overrides.impersonate_groups.clone());
+    }
+    if let Some(uid) = &overrides.impersonate_uid {
+        config.auth_info.impersonate_uid = Some(uid.clone());
+    }
+    // Zero is kubectl's "no limit": no timeout on the request, nor on the whole read.
+    let timeout = (!target.request_timeout.is_zero()).then_some(target.request_timeout);
+    config.connect_timeout = timeout;
+    config.read_timeout = timeout;
+    config.write_timeout = timeout;
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();
     let client = Client::try_from(config).map_err(|e| ClusterError::Config(one_line(&e)))?;
     Ok(Session {
         client,
-        deadline: target.request_timeout * READ_DEADLINE_REQUESTS,
+        deadline: timeout.map(|t| t.saturating_mul(READ_DEADLINE_REQUESTS)),
         server: server.trim_end_matches('/').to_string(),
         default_namespace,
     })
+}
+
+/// A kubeconfig that could not be read or used: a named file that cannot be read is said with
+/// its path and the system's reason (kube's own text quotes the path twice).
+fn kubeconfig_error(error: KubeconfigError) -> ClusterError {
+    match error {
+        KubeconfigError::ReadConfig(cause, path) => ClusterError::KubeconfigUnreadable {
+            path,
+            cause: cause.to_string(),
+        },
+        other => ClusterError::Config(one_line(&other)),
+    }
 }
 
 fn now() -> i64 {
@@ -177,12 +210,21 @@ impl Session {
             .namespace
             .clone()
             .unwrap_or_else(|| self.default_namespace.clone());
-        tokio::time::timeout(
-            self.deadline,
-            self.read_object_in(target, object, &namespace),
-        )
-        .await
-        .map_err(|_| ClusterError::Timeout(self.deadline))?
+        self.within(self.read_object_in(target, object, &namespace))
+            .await
+    }
+
+    /// A whole read, within the session's deadline when it has one.
+    async fn within<T>(
+        &self,
+        read: impl std::future::Future<Output = Result<T, ClusterError>>,
+    ) -> Result<T, ClusterError> {
+        match self.deadline {
+            Some(deadline) => tokio::time::timeout(deadline, read)
+                .await
+                .map_err(|_| ClusterError::Timeout(deadline))?,
+            None => read.await,
+        }
     }
 
     async fn read_object_in(
@@ -240,9 +282,7 @@ impl Session {
 
     /// `scan`: every pod of the namespace (or all), and the context of the failing ones.
     pub async fn read_scan(&self, target: &Target) -> Result<Snapshot, ClusterError> {
-        tokio::time::timeout(self.deadline, self.read_scan_in(target))
-            .await
-            .map_err(|_| ClusterError::Timeout(self.deadline))?
+        self.within(self.read_scan_in(target)).await
     }
 
     async fn read_scan_in(&self, target: &Target) -> Result<Snapshot, ClusterError> {

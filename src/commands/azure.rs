@@ -1,7 +1,7 @@
 //! `pullpath azure commands` and `pullpath azure analyse DIR`.
 
-use crate::cli::{AzureArgs, AzureCommand, Output};
-use crate::render::{self, Style};
+use crate::cli::{AzureArgs, AzureCommand};
+use crate::render::Style;
 use crate::{azure, exit};
 
 /// Print the export script, or analyse an export directory and print its report.
@@ -21,10 +21,9 @@ pub fn run(args: AzureArgs) -> anyhow::Result<u8> {
         }
         AzureCommand::Analyse(a) => {
             let report = azure::run(&a.dir, a.pool.as_deref())?;
-            match a.output {
-                Output::Json => print!("{}", render::json::render(&report)),
-                Output::Text => print!("{}", azure::text::render(&report, Style::detect())),
-            }
+            super::print_report(a.output, &report, |r| {
+                azure::text::render(r, Style::detect())
+            });
             Ok(exit::for_verdict(&report.verdict))
         }
     }

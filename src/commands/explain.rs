@@ -31,9 +31,9 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<u8> {
 /// `explain pod/NAME` (`only`, read as `object`): the object's findings from the cluster, then
 /// with `--probe` each failing image from the nodes.
 fn explain_object(args: &ExplainArgs, only: &str, object: &ObjectRef) -> anyhow::Result<u8> {
-    if args.probe && args.output == Output::Json {
+    if args.probe && args.output != Output::Text {
         bail!(
-            "--probe prints for people; for JSON run `pullpath fleet IMAGE --for {only} -o json`"
+            "--probe prints for people; for JSON or YAML run `pullpath fleet IMAGE --for {only} -o json`"
         );
     }
     let read = super::scan::read_cluster(&args.kube, false, args.output, Some(object));
@@ -107,10 +107,9 @@ fn explain_text(args: &ExplainArgs) -> anyhow::Result<u8> {
             .collect();
         // `any_failing`: at least one subject is explained.
         let report = report::findings::findings_report("explain", &explained, None, Vec::new());
-        match args.output {
-            Output::Json => print!("{}", render::json::render(&report)),
-            Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
-        }
+        super::print_report(args.output, &report, |r| {
+            render::findings::findings(r, Style::detect())
+        });
         return Ok(exit::for_verdict(&report.verdict));
     }
     let explanation = failure_text::explain_messages(messages, input.unlisted);
@@ -119,10 +118,9 @@ fn explain_text(args: &ExplainArgs) -> anyhow::Result<u8> {
             "no failure text given: pass an event message, `kubectl describe pod` output or a runtime log (argument, -f FILE, or stdin)"
         );
     };
-    match args.output {
-        Output::Json => print!("{}", render::json::render(&report)),
-        Output::Text => print!("{}", render::text::explain(&report, Style::detect())),
-    }
+    super::print_report(args.output, &report, |r| {
+        render::text::explain(r, Style::detect())
+    });
     Ok(exit::for_verdict(&report.verdict))
 }
 

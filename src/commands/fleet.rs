@@ -8,8 +8,8 @@ use crate::fleet;
 use crate::render::{self, Style};
 use crate::{configure, exit};
 
-/// Run the fleet as the flags say. API errors are pullpath's own (exit 70); findings exit by
-/// the worst eligible pool.
+/// Run the fleet as the flags say. A cluster that cannot be used exits as
+/// `exit::for_cluster_error` says; findings exit by the worst eligible pool.
 pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
     if args.kube.read_secrets {
         bail!("--read-secrets goes with explain and scan, not fleet");
@@ -30,13 +30,18 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
                         exit::PASSED
                     }
                 }
-                Err(e) => super::internal(&e),
+                Err(e) => super::cluster_failed(&e),
             },
         );
     }
     let mut config = configure::fleet(&args, target)?;
     if args.dry_run {
         return Ok(match runtime.block_on(fleet::plan(&config)) {
+            // An empty List would read as "nothing to do": say why nothing could be planned.
+            Ok(plan) if plan.pods.is_empty() => {
+                super::print_error(&nothing_planned(&plan));
+                exit::CONFIG
+            }
             Ok(plan) => {
                 print!(
                     "{}",
@@ -44,7 +49,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
                 );
                 exit::PASSED
             }
-            Err(e) => super::internal(&e),
+            Err(e) => super::cluster_failed(&e),
         });
     }
     if args.run.fresh_node && !args.run.yes && !fresh_nodes_agreed()? {
@@ -71,16 +76,45 @@ pub fn run(args: FleetArgs) -> anyhow::Result<u8> {
     });
     let report = match report {
         Ok(report) => report,
-        Err(e) => return Ok(super::internal(&e)),
+        Err(e) => return Ok(super::cluster_failed(&e)),
     };
-    match args.output {
-        Output::Json => print!("{}", render::json::render(&report)),
-        Output::Text => print!("{}", fleet::text::render(&report, Style::detect())),
-    }
+    super::print_report(args.output, &report, |r| {
+        fleet::text::render(r, Style::detect())
+    });
     if report.cleanup.error.is_some() {
         return Ok(exit::INTERNAL);
     }
     Ok(exit::for_verdict(&report.verdict))
+}
+
+/// Why a dry run planned no probe pod, on one line: each problem once, with the nodes it
+/// stopped; or that no node was chosen at all.
+fn nothing_planned(plan: &fleet::Plan) -> String {
+    let mut problems: Vec<(String, Vec<&str>)> = Vec::new();
+    for (node, problem) in &plan.unprobed {
+        let said = problem.describe();
+        match problems.iter_mut().find(|(p, _)| *p == said) {
+            Some((_, nodes)) => nodes.push(node),
+            None => problems.push((said, vec![node])),
+        }
+    }
+    let mut why: Vec<String> = problems
+        .iter()
+        .map(|(problem, nodes)| format!("{} ({problem})", nodes.join(", ")))
+        .collect();
+    if why.is_empty() {
+        why.push("no Ready node matches the pools, --pools and -l given".into());
+    }
+    if !plan.unmatched_pools.is_empty() {
+        why.push(format!(
+            "--pools {} names no pool",
+            plan.unmatched_pools.join(",")
+        ));
+    }
+    format!(
+        "--dry-run: no probe pod could be planned: {}",
+        why.join("; ")
+    )
 }
 
 /// `--fresh-node` costs nodes: say so and ask on a terminal; without one, `--yes` is needed.

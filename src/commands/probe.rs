@@ -12,6 +12,13 @@ use crate::{configure, exit, report};
 
 /// Probe the image as the flags say; the exit status is the verdict's.
 pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
+    // The probe reads a Linux node (/proc, rtnetlink, containerd's socket): elsewhere it would
+    // speak for a machine no kubelet pulls on.
+    if !cfg!(target_os = "linux") {
+        bail!(
+            "probe runs on a Linux node (or in a pod on one); on this system use explain, scan or fleet"
+        );
+    }
     let credentials = if args.password_stdin {
         Some(password_from_stdin(&args)?)
     } else {
@@ -27,10 +34,9 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         Ok(run) => report::ProbeReport::from_run(run),
         Err(e) => return Ok(super::internal(&e)),
     };
-    match args.output {
-        Output::Json => print!("{}", render::json::render(&report)),
-        Output::Text => print!("{}", render::text::probe(&report, Style::detect())),
-    }
+    super::print_report(args.output, &report, |r| {
+        render::text::probe(r, Style::detect())
+    });
     Ok(exit::for_verdict(&report.verdict))
 }
 

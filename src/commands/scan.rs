@@ -18,7 +18,8 @@ pub struct ClusterRead {
 }
 
 /// Read the cluster (one object, or a scan), explain each failing pull as `explain` would, and
-/// print the findings. API errors are pullpath's own: one line, exit 70.
+/// print the findings. A cluster that cannot be read is one line on stderr and its exit status
+/// (`exit::for_cluster_error`).
 pub fn read_cluster(
     kube: &KubeArgs,
     all_namespaces: bool,
@@ -42,7 +43,7 @@ pub fn read_cluster(
     });
     let snapshot = match read {
         Ok(snapshot) => snapshot,
-        Err(e) => return not_read(super::internal(&e)),
+        Err(e) => return not_read(super::cluster_failed(&e)),
     };
     let findings = cluster::findings::findings(&snapshot);
     let scope = report::findings::ScopeReport {
@@ -60,10 +61,9 @@ pub fn read_cluster(
         .collect();
     let command = if object.is_some() { "explain" } else { "scan" };
     let report = report::findings::findings_report(command, &findings, Some(scope), unread);
-    match output {
-        Output::Json => print!("{}", render::json::render(&report)),
-        Output::Text => print!("{}", render::findings::findings(&report, Style::detect())),
-    }
+    super::print_report(output, &report, |r| {
+        render::findings::findings(r, Style::detect())
+    });
     let mut images: Vec<String> = findings
         .iter()
         .filter(|(e, _)| e.explanation.verdict().is_some())

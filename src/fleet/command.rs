@@ -228,10 +228,26 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<CleanupDo
     let session = cluster::read::connect(target).await?;
     let api: Api<Pod> = Api::namespaced(session.client(), probe_namespace);
     let selector = format!("{}={}", MANAGED_BY.0, MANAGED_BY.1);
-    let failed = |message| ClusterError::Api {
-        code: 0,
-        what: format!("delete pods, configmaps and jobs in {probe_namespace} ({selector})"),
-        message,
+    // The API server's status when it answered; its address and the cause when it did not.
+    let failed = |refused: RunObjectsRefused| {
+        let answer = match &refused {
+            RunObjectsRefused::Delete { error, .. } => Some(error.as_ref()),
+            _ => None,
+        };
+        if let Some(cause) = answer.and_then(cluster::unanswered) {
+            return ClusterError::Unreachable {
+                server: session.server.clone(),
+                cause,
+            };
+        }
+        ClusterError::Api {
+            code: match answer {
+                Some(kube::Error::Api(status)) => status.code,
+                _ => 0,
+            },
+            what: format!("delete pods, configmaps and jobs in {probe_namespace} ({selector})"),
+            message: refused.to_string(),
+        }
     };
     let pods = delete_run(&api, &selector).await;
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
@@ -245,8 +261,7 @@ pub async fn cleanup(target: &Target, probe_namespace: &str) -> Result<CleanupDo
         remaining: 0,
         unverified: None,
     });
-    let probe = Cleanup::both(Cleanup::both(pods, maps), owners)
-        .map_err(|refused| failed(refused.to_string()))?;
+    let probe = Cleanup::both(Cleanup::both(pods, maps), owners).map_err(failed)?;
     let kubelet_pull = format!("{selector},{COMPONENT_LABEL}={KUBELET_PULL_COMPONENT}");
     let everywhere: Api<Pod> = Api::all(session.client());
     let (mut done, mut unlisted) = (Vec::new(), None);

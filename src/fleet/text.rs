@@ -1,9 +1,11 @@
 //! The fleet report for people: the pools first (the answer), then one line per node, then
-//! what was not probed and what was left behind. Reads the report, never the engine.
+//! what was not probed and what was left behind. Reads the report, never the engine. A run
+//! problem is said once, numbered, under "run problems": the pool lines and the table refer to
+//! it by its number.
 
 use std::fmt::Write;
 
-use super::report::{FleetReport, NodeRow, verdict_words};
+use super::report::{FleetReport, NodeRow, ProblemReport, verdict_words};
 use crate::render::Style;
 use crate::render::terminal::inline;
 
@@ -17,15 +19,50 @@ fn age(seconds: Option<i64>) -> String {
     }
 }
 
-fn result(row: &NodeRow) -> String {
+/// The run's problems, each (kind, message) once with the nodes it stopped, in report order.
+fn distinct_problems(problems: &[ProblemReport]) -> Vec<(&ProblemReport, Vec<String>)> {
+    let mut distinct: Vec<(&ProblemReport, Vec<String>)> = Vec::new();
+    for p in problems {
+        let whose = match (&p.node, &p.pool) {
+            (Some(node), Some(pool)) => Some(format!("{node} ({pool})")),
+            (Some(node), None) => Some(node.clone()),
+            _ => None,
+        };
+        let same = |(q, _): &&mut (&ProblemReport, Vec<String>)| {
+            q.kind == p.kind && q.message == p.message
+        };
+        match distinct.iter_mut().find(same) {
+            Some((_, nodes)) => nodes.extend(whose),
+            None => distinct.push((p, whose.into_iter().collect())),
+        }
+    }
+    distinct
+}
+
+/// The number ("run problem N") of the problem whose message is `message`.
+fn problem_number(distinct: &[(&ProblemReport, Vec<String>)], message: &str) -> Option<usize> {
+    distinct
+        .iter()
+        .position(|(p, _)| p.message == message)
+        .map(|i| i + 1)
+}
+
+fn result(row: &NodeRow, distinct: &[(&ProblemReport, Vec<String>)]) -> String {
     let v = &row.verdict;
-    let mut text = match row.status {
-        "passed" => "passes".to_string(),
-        "works-from-cache" => format!("works from cache; a fresh pull {}", verdict_words(v)),
-        "probe-image-failed" => format!("probe pod's own image pull {}", verdict_words(v)),
-        "no-answer" if row.problem.is_some() => "run problem (below); no verdict".to_string(),
-        "no-answer" => format!("no answer: {}", v.cause().unwrap_or("")),
-        _ => verdict_words(v),
+    let numbered = row
+        .problem
+        .as_ref()
+        .and_then(|p| problem_number(distinct, &p.message));
+    let mut text = match (row.status, numbered) {
+        ("no-answer", Some(n)) => format!("run problem {n} (below); no verdict"),
+        (status, _) => match status {
+            "passed" => "passes".to_string(),
+            "works-from-cache" => format!("works from cache; a fresh pull {}", verdict_words(v)),
+            "probe-image-failed" => format!("probe pod's own image pull {}", verdict_words(v)),
+            "no-answer" if row.problem.is_some() => "run problem (below); no verdict".to_string(),
+            "no-answer" => format!("no answer: {}", v.cause().unwrap_or("")),
+            _ => verdict_words(v),
+        },
     };
     if !v.is_passed()
         && row.status != "no-answer"
@@ -66,6 +103,7 @@ fn result(row: &NodeRow) -> String {
 
 pub fn render(report: &FleetReport, style: Style) -> String {
     let mut out = String::new();
+    let distinct = distinct_problems(&report.problems);
     let pools = report.pools.len();
     let _ = writeln!(
         out,
@@ -113,6 +151,11 @@ pub fn render(report: &FleetReport, style: Style) -> String {
         } else {
             style.paint("1;31", "✗")
         };
+        // A run problem's words stand once, under "run problems": here its number.
+        let mut summary = summary.clone();
+        for (n, (p, _)) in distinct.iter().enumerate() {
+            summary = summary.replace(&p.message, &format!("run problem {} (below)", n + 1));
+        }
         let _ = writeln!(out, "{mark} {summary}");
     }
     let _ = writeln!(out);
@@ -144,7 +187,7 @@ pub fn render(report: &FleetReport, style: Style) -> String {
             age(r.age_seconds),
             if r.cached { "yes" } else { "-" },
             r.elapsed_ms as f64 / 1000.0,
-            result(r)
+            result(r, &distinct)
         );
         let code = match r.status {
             "passed" => "32",
@@ -198,13 +241,12 @@ pub fn render(report: &FleetReport, style: Style) -> String {
             out,
             "run problems (the run could not ask; no verdict on the pool):"
         );
-        for p in &report.problems {
-            let whose = match (&p.node, &p.pool) {
-                (Some(node), Some(pool)) => format!("{node} ({pool}): "),
-                (Some(node), None) => format!("{node}: "),
-                _ => String::new(),
+        for (n, (p, nodes)) in distinct.iter().enumerate() {
+            let whose = match nodes.is_empty() {
+                true => String::new(),
+                false => format!("{}: ", nodes.join(", ")),
             };
-            let line = format!("  {whose}{} — {}", p.kind, p.message);
+            let line = format!("  {}. {whose}{} — {}", n + 1, p.kind, p.message);
             let _ = writeln!(out, "{}", style.paint("33", &inline(&line)));
         }
     }
@@ -244,4 +286,97 @@ pub fn render(report: &FleetReport, style: Style) -> String {
         ),
     };
     crate::render::terminal::finish(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::fleet::answer::Answer;
+    use crate::fleet::ending::Ending;
+    use crate::fleet::report::{Header, build};
+    use crate::fleet::run::{NodeRun, RunOutcome};
+    use crate::fleet::run_objects::Cleanup;
+    use crate::fleet::run_problem::RunProblem;
+    use crate::fleet::select::{ChoiceReason, NodeChoice};
+    use crate::pod::node::NodeFacts;
+
+    fn chosen(name: &str) -> NodeChoice {
+        NodeChoice {
+            facts: NodeFacts::named(name),
+            pool: "user".into(),
+            ready: true,
+            eligible: None,
+            listed: false,
+            running: false,
+            chosen: true,
+            why: ChoiceReason::Newest { rank: 1 },
+            evidence: None,
+            arch: None,
+            nodeless: false,
+        }
+    }
+
+    /// Two nodes stopped by the same run problem: its words once, numbered, with both nodes;
+    /// the pool line and the table rows refer to it.
+    #[test]
+    fn a_run_problem_is_said_once_and_referred_to() {
+        let candidates = [chosen("node-a"), chosen("node-b")];
+        let outcome = RunOutcome {
+            runs: ["node-a", "node-b"]
+                .into_iter()
+                .map(|node| NodeRun {
+                    node: Some(node.into()),
+                    pod: format!("pullpath-fleet-x-{node}"),
+                    answer: Answer::Problem(RunProblem::NoNodeImage { pods_unread: None }),
+                    node_image: None,
+                    kubelet_pull: None,
+                    elapsed: Duration::from_millis(20),
+                    fresh: None,
+                })
+                .collect(),
+            ending: Ending::Finished,
+            cleanup: Ok(Cleanup {
+                deleted: 0,
+                remaining: 0,
+                unverified: None,
+            }),
+            events_unread: None,
+        };
+        let header = Header {
+            image: "r.example/app:1".into(),
+            run_id: "0123456789".into(),
+            probe_namespace: "pullpath".into(),
+            probe_image: "r.example/pullpath:0.1.0".into(),
+            probe_arches: Some(vec!["amd64".into()]),
+            delivery: None,
+            workload: None,
+            pull_secrets: Vec::new(),
+            node_pools_unread: None,
+            unmatched_pools: Vec::new(),
+            now: 0,
+            elapsed_ms: 30,
+        };
+        let report = build(header, &candidates, &outcome);
+        let text = render(&report, Style::Plain);
+        let words = RunProblem::NoNodeImage { pods_unread: None }.describe();
+        assert_eq!(text.matches(&words).count(), 1, "{text}");
+        assert!(
+            text.contains(&format!(
+                "  1. node-a (user), node-b (user): no-node-image — {words}"
+            )),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("run problem 1 (below); no verdict").count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.contains("pool `user`") && l.contains("run problem 1 (below)")),
+            "{text}"
+        );
+    }
 }

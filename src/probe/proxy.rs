@@ -396,19 +396,32 @@ impl RuntimeEnvironment {
                     );
                 }
                 if let Some((unit_name, unit_env)) = unit {
-                    let unit_values: BTreeMap<&String, &String> = unit_env
-                        .iter()
-                        .filter(|(k, _)| for_pull(k))
-                        .map(|(k, (v, _))| (k, v))
-                        .collect();
-                    let running: BTreeMap<&String, &String> =
-                        env.iter().filter(|(k, _)| for_pull(k)).collect();
-                    if unit_values != running {
-                        found.notes.push(format!(
-                            "{unit_name} on disk sets {} but the running containerd (pid {pid}) has {}: the runtime reads its environment when it starts, so the change takes effect only after `systemctl daemon-reload && systemctl restart containerd`; this probe follows the running process",
-                            words(&unit_values),
-                            words(&running)
-                        ));
+                    // Proxy and trust variables are compared apart: each difference is said
+                    // for what it changes, and a trust variable is never called a proxy.
+                    let set = |vars: &mut dyn Iterator<Item = (&String, &String)>,
+                               names: &[&str]| {
+                        vars.filter(|(k, _)| names.contains(&k.as_str()))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect::<BTreeMap<String, String>>()
+                    };
+                    for names in [&PROXY_VARS[..], &TRUST_VARS[..]] {
+                        let on_disk = set(&mut unit_env.iter().map(|(k, (v, _))| (k, v)), names);
+                        let running = set(&mut env.iter(), names);
+                        if on_disk == running {
+                            continue;
+                        }
+                        let (on_disk, running) = (words(&on_disk, names), words(&running, names));
+                        found.notes.push(if names == TRUST_VARS {
+                            // Go's crypto/x509 reads SSL_CERT_FILE and SSL_CERT_DIR for the
+                            // system roots (root_unix.go): the running process's decide.
+                            format!(
+                                "{unit_name} on disk sets {on_disk} but the running containerd (pid {pid}) has {running}, which choose the CA certificates it trusts: a unit changed since containerd started takes effect only after `systemctl daemon-reload && systemctl restart containerd`, a value set outside the unit (systemd's DefaultEnvironment, a wrapper) stays; this probe trusts as the running process does"
+                            )
+                        } else {
+                            format!(
+                                "{unit_name} on disk sets {on_disk} but the running containerd (pid {pid}) has {running}: the runtime reads its environment when it starts, so the change takes effect only after `systemctl daemon-reload && systemctl restart containerd`; this probe follows the running process"
+                            )
+                        });
                     }
                 }
             }
@@ -432,10 +445,14 @@ impl RuntimeEnvironment {
     }
 }
 
-/// `HTTPS_PROXY=http://p:3128, NO_PROXY=…` (proxy passwords redacted), or `no proxy`.
-fn words(vars: &BTreeMap<&String, &String>) -> String {
+/// `HTTPS_PROXY=http://p:3128, NO_PROXY=…` (proxy passwords redacted); with none set, `no proxy`
+/// or `no SSL_CERT_FILE or SSL_CERT_DIR`, as `names` is the proxy variables or the trust ones.
+fn words(vars: &BTreeMap<String, String>, names: &[&str]) -> String {
     if vars.is_empty() {
-        return "no proxy".into();
+        return match names == TRUST_VARS {
+            true => format!("no {}", names.join(" or ")),
+            false => "no proxy".into(),
+        };
     }
     vars.iter()
         .map(|(k, v)| format!("{k}={}", redact_value(v)))

@@ -240,7 +240,12 @@ pub struct World {
     policy_denial: Option<Denial>,
     /// Request body bytes received (what a run sends the API).
     received: Arc<AtomicU64>,
+    /// Each request's impersonation headers (`Impersonate-*`), as sent.
+    impersonation: Arc<Mutex<Vec<Impersonation>>>,
 }
+
+/// A request (`METHOD path?query`) and its `Impersonate-*` headers, lower-cased names, in order.
+pub type Impersonation = (String, Vec<(String, String)>);
 
 /// The apiserver's `MaxRequestBodyBytes` (staging/src/k8s.io/apiserver/pkg/server/config.go).
 const MAX_REQUEST_BODY: usize = 3 << 20;
@@ -507,6 +512,7 @@ impl World {
             policies: Vec::new(),
             policy_denial: None,
             received: Arc::default(),
+            impersonation: Arc::default(),
         }
     }
 
@@ -607,6 +613,8 @@ pub struct ApiServer {
     pub store: Arc<PodStore>,
     /// Request body bytes received so far.
     pub received: Arc<AtomicU64>,
+    /// Every request's `Impersonate-*` headers.
+    pub impersonation: Arc<Mutex<Vec<Impersonation>>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -620,6 +628,7 @@ impl ApiServer {
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let store = world.store.clone();
         let received = world.received.clone();
+        let impersonation = world.impersonation.clone();
         let world = Arc::new(world);
         let log = requests.clone();
         let (tls, ca_pem) = tls();
@@ -679,6 +688,7 @@ impl ApiServer {
             ca_pem,
             store,
             received,
+            impersonation,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -776,6 +786,23 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
     log.lock()
         .expect("log")
         .push(format!("{} {}", req.method(), req.uri()));
+    let impersonating = req
+        .headers()
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("impersonate-"))
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_string(), value)
+        })
+        .collect();
+    world
+        .impersonation
+        .lock()
+        .expect("impersonation log")
+        .push((
+            format!("{} {}", req.method(), req.uri().path()),
+            impersonating,
+        ));
     let bearer = req
         .headers()
         .get("authorization")

@@ -11,6 +11,7 @@ fn config(probe: ProbeSource) -> FleetConfig {
         target: Target {
             kubeconfig: None,
             context: None,
+            overrides: Default::default(),
             namespace: None,
             all_namespaces: false,
             read_secrets: false,

@@ -160,6 +160,26 @@ fn the_running_process_wins_over_a_changed_drop_in() {
     assert!(!env.notes[0].contains(":pw@"), "{:?}", env.notes);
     let flags = BTreeMap::from([("NO_PROXY".to_string(), "r.example".to_string())]);
     let env = RuntimeEnvironment::decide(None, None, &flags);
+    // Trust variables the unit does not set are said as trust, never as a proxy setting; the
+    // same proxy on disk and running says nothing of proxies.
+    let proxy = ("HTTPS_PROXY".to_string(), "http://p:3128".to_string());
+    let running = BTreeMap::from([
+        proxy.clone(),
+        ("SSL_CERT_DIR".to_string(), "/etc/pki/certs".to_string()),
+        ("SSL_CERT_FILE".to_string(), "/etc/pki/ca.pem".to_string()),
+    ]);
+    let unit = BTreeMap::from([(proxy.0, (proxy.1, "containerd.service".to_string()))]);
+    let trust = RuntimeEnvironment::decide(
+        Some((7, running)),
+        Some(("containerd.service".into(), unit)),
+        &BTreeMap::new(),
+    );
+    assert_eq!(
+        trust.notes,
+        [
+            "containerd.service on disk sets no SSL_CERT_FILE or SSL_CERT_DIR but the running containerd (pid 7) has SSL_CERT_DIR=/etc/pki/certs, SSL_CERT_FILE=/etc/pki/ca.pem, which choose the CA certificates it trusts: a unit changed since containerd started takes effect only after `systemctl daemon-reload && systemctl restart containerd`, a value set outside the unit (systemd's DefaultEnvironment, a wrapper) stays; this probe trusts as the running process does"
+        ]
+    );
     assert_eq!(
         env.vars["NO_PROXY"],
         ("r.example".into(), "command line".into())
