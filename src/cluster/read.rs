@@ -121,7 +121,7 @@ pub async fn connect(target: &Target) -> Result<Session, ClusterError> {
     config.write_timeout = Some(target.request_timeout);
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();
-    let client = Client::try_from(config).map_err(|e| ClusterError::Config(one_line(&e)))?;
+    let client = super::retry::client(config).map_err(|e| ClusterError::Config(one_line(&e)))?;
     Ok(Session {
         client,
         deadline: target.request_timeout * READ_DEADLINE_REQUESTS,

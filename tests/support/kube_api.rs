@@ -236,6 +236,41 @@ pub struct World {
     webhooks: Vec<(String, String)>,
     /// Request body bytes received (what a run sends the API).
     received: Arc<AtomicU64>,
+    /// Priority and fairness's rejections: how many more requests to answer with 429.
+    throttle: Arc<Throttle>,
+}
+
+/// Requests answered as the API server's priority and fairness answers those it cannot queue
+/// (`k8s.io/apiserver/pkg/server/filters`, `tooManyRequests`): after authentication, 429 with
+/// `Retry-After: 1` and `http.Error`'s plain-text body, the flow schema's headers set.
+/// Of the authenticated requests, every `every`th is rejected until `total` were: the share of
+/// a load past the server's seats that priority and fairness turns away. A request sent again
+/// after its rejection is the next one, and passes (with `every` above 1).
+#[derive(Debug, Default)]
+pub struct Throttle {
+    pub every: AtomicU64,
+    pub total: AtomicU64,
+    /// Authenticated requests seen.
+    pub seen: AtomicU64,
+    /// Requests rejected so far.
+    pub rejected: AtomicU64,
+}
+
+impl Throttle {
+    /// Whether the next request is rejected (and counted if so).
+    fn rejects(&self) -> bool {
+        let every = self.every.load(Ordering::SeqCst);
+        let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
+        if every == 0 || !n.is_multiple_of(every) {
+            return false;
+        }
+        let total = self.total.load(Ordering::SeqCst);
+        self.rejected
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| {
+                (r < total).then_some(r + 1)
+            })
+            .is_ok()
+    }
 }
 
 /// The apiserver's `MaxRequestBodyBytes` (staging/src/k8s.io/apiserver/pkg/server/config.go).
@@ -447,7 +482,16 @@ impl World {
             store: Arc::default(),
             webhooks: Vec::new(),
             received: Arc::default(),
+            throttle: Arc::default(),
         }
+    }
+
+    /// Every `every`th request (after authentication) is rejected with 429 until `total` were
+    /// ([`Throttle`]).
+    pub fn with_throttle(self, every: u64, total: u64) -> World {
+        self.throttle.every.store(every, Ordering::SeqCst);
+        self.throttle.total.store(total, Ordering::SeqCst);
+        self
     }
 
     /// A validating admission webhook named `name` that refuses every pod with `message`.
@@ -482,7 +526,7 @@ impl World {
 /// A running stand-in; stops when dropped.
 pub struct ApiServer {
     pub addr: SocketAddr,
-    /// Every request served, as `METHOD path?query`.
+    /// Every request served, as `METHOD path?query` (a rejection with 429 is not served).
     pub requests: Arc<Mutex<Vec<String>>>,
     /// The CA (PEM) that signed the server's certificate for 127.0.0.1.
     pub ca_pem: String,
@@ -490,6 +534,8 @@ pub struct ApiServer {
     pub store: Arc<PodStore>,
     /// Request body bytes received so far.
     pub received: Arc<AtomicU64>,
+    /// The requests rejected with 429 (`World::with_throttle`), apart from `requests`.
+    pub throttle: Arc<Throttle>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -503,6 +549,7 @@ impl ApiServer {
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let store = world.store.clone();
         let received = world.received.clone();
+        let throttle = world.throttle.clone();
         let world = Arc::new(world);
         let log = requests.clone();
         let (tls, ca_pem) = tls();
@@ -562,6 +609,7 @@ impl ApiServer {
             ca_pem,
             store,
             received,
+            throttle,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -656,14 +704,33 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
                 .collect()
         })
         .unwrap_or_default();
-    log.lock()
-        .expect("log")
-        .push(format!("{} {}", req.method(), req.uri()));
     let bearer = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    // Priority and fairness comes after authentication; its rejections are counted, not logged.
+    // Its answer (`k8s.io/apiserver/pkg/server/filters`, `tooManyRequests`): `Retry-After`, then
+    // `http.Error`'s plain text; the flow schema's and priority level's UIDs in headers.
+    if bearer == Some(TOKEN) && world.throttle.rejects() {
+        return Response::builder()
+            .status(429)
+            .header("retry-after", "1")
+            .header("content-type", "text/plain; charset=utf-8")
+            .header("x-content-type-options", "nosniff")
+            .header("x-kubernetes-pf-flowschema-uid", "standin-flowschema")
+            .header("x-kubernetes-pf-prioritylevel-uid", "standin-prioritylevel")
+            .body(
+                Full::new(Bytes::from_static(
+                    b"Too many requests, please try again later.\n",
+                ))
+                .boxed(),
+            )
+            .expect("response");
+    }
+    log.lock()
+        .expect("log")
+        .push(format!("{} {}", req.method(), req.uri()));
     if bearer != Some(TOKEN) {
         return status(401, "Unauthorized", "Unauthorized".into(), json!({}));
     }
