@@ -41,9 +41,25 @@ fn main() {
         ]
     };
     for &(events, seconds) in sizes {
-        events_file(events, seconds);
+        events_file("events JSON", seconds, |out| {
+            event_list::write_events(out, events, seconds)
+        });
+    }
+    // A registry outage over 5,000 pods (issue 45): every pod fails, its four messages repeated.
+    let outages: &[usize] = if quick {
+        &[20_000]
+    } else {
+        &[200_000, 1_000_000]
+    };
+    for &events in outages {
+        events_file("outage, 5000 pods", 3600, |out| {
+            event_list::write_outage(out, events, OUTAGE_PODS, 3600)
+        });
     }
 }
+
+/// Pods failing in the outage rows: AKS's node limit per cluster, a pod each.
+const OUTAGE_PODS: usize = 5_000;
 
 /// A runtime log: mostly noise, a failure every tenth line, as a busy node's journal looks.
 fn log(lines: usize) {
@@ -86,14 +102,18 @@ fn log(lines: usize) {
     println!("verdict: {verdict}");
 }
 
-/// `events` events in a file, read as `explain -f FILE -o json` reads them.
-fn events_file(events: usize, seconds: usize) {
+/// The events `write` generates, in a file, read as `explain -f FILE -o json` reads them.
+fn events_file(
+    label: &str,
+    seconds: usize,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<event_list::Generated>,
+) {
     let dir = std::env::temp_dir().join(format!("pullpath-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("events.json");
     let made = {
         let mut out = BufWriter::new(File::create(&path).expect("bench file"));
-        let made = event_list::write_events(&mut out, events, seconds).expect("generated");
+        let made = write(&mut out).expect("generated");
         out.flush().expect("written");
         made
     };
@@ -101,7 +121,7 @@ fn events_file(events: usize, seconds: usize) {
     let started = Instant::now();
     let found = input::read(File::open(&path).expect("bench file"), &input::LIMITS)
         .expect("the events read");
-    let explained: Vec<_> = failure_text::explain_each(found.messages)
+    let explained: Vec<_> = failure_text::explain_each_counted(found.messages, &found.not_listed)
         .into_iter()
         .map(|e| (e, findings::FindingInput::default()))
         .collect();
@@ -118,7 +138,7 @@ fn events_file(events: usize, seconds: usize) {
     std::hint::black_box(json);
     let mb = made.bytes as f64 / 1e6;
     println!(
-        "| events JSON | {} | {seconds} s | {mb:.1} | {} | {elapsed:.3} | {:.1} | {}{} |",
+        "| {label} | {} | {seconds} s | {mb:.1} | {} | {elapsed:.3} | {:.1} | {}{} |",
         made.events,
         explained.len(),
         mb / elapsed,

@@ -48,12 +48,19 @@ fn two_hundred_thousand_events_from_stdin_give_each_failing_pod_once() {
     let report = report(&out);
     assert_eq!(report["schema"], "pullpath.findings/v1");
     let findings = report["findings"].as_array().expect("findings");
-    assert_eq!(findings.len(), made.failing.iter().sum::<usize>());
+    // Each group lists its first 20 findings and counts the rest.
+    let listed: usize = made.failing.iter().map(|n| (*n).min(20)).sum();
+    assert_eq!(findings.len(), listed);
     // Each finding: one pod, its image, its six events (Scheduled and Pulling name the pod too).
     for f in findings {
         assert_eq!(f["report"]["messages"].as_array().map(Vec::len), Some(6));
     }
     let groups = report["groups"].as_array().expect("groups");
+    for g in groups {
+        let count = g["count"].as_u64().expect("count");
+        assert_eq!(g["pods"].as_array().map(Vec::len), Some(count as usize));
+        assert_eq!(g["unlisted"].as_u64(), Some(count - 20), "{g}");
+    }
     let mut counts: Vec<(String, u64)> = groups
         .iter()
         .map(|g| {
@@ -73,6 +80,66 @@ fn two_hundred_thousand_events_from_stdin_give_each_failing_pod_once() {
     assert_eq!(counts, expected);
     // Decided failures: the exit status of the worst layer, not a usage error.
     assert_ne!(out.status.code(), Some(64));
+}
+
+/// A registry outage (issue 45): every pod fails, its four messages repeated as the kubelet
+/// retries. Each pod is one finding listing each message once, its earliest event (the pull's
+/// real cause, before the back-off) deciding, the repeats counted; each group of a cause lists
+/// 20 findings and counts every pod.
+#[test]
+fn an_outage_repeating_four_messages_per_pod_lists_each_once_and_counts_the_repeats() {
+    const PODS: usize = 300;
+    const ROUNDS: usize = 25;
+    let mut input = Vec::new();
+    let made =
+        event_list::write_outage(&mut input, PODS * 4 * ROUNDS, PODS, 3600).expect("generated");
+    let out = explain(&["-o", "json"], input);
+    let report = report(&out);
+    let findings = report["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 3 * 20);
+    for f in findings {
+        let explained = &f["report"];
+        let messages = explained["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        // The pull's failure, in the first round of events: its cause's layer.
+        let first = &messages[0];
+        let number: usize = first["origin"]
+            .as_str()
+            .and_then(|o| o.strip_prefix("event "))
+            .and_then(|n| n.parse().ok())
+            .expect("an event's origin");
+        assert!(number <= PODS, "{first}");
+        assert!(
+            event_list::CAUSES
+                .iter()
+                .any(|(layer, _, _)| first["layer"] == *layer),
+            "{first}"
+        );
+        assert_eq!(
+            explained["messages_unlisted"].as_u64(),
+            Some((4 * (ROUNDS - 1)) as u64)
+        );
+    }
+    let mut counts: Vec<(String, u64, u64)> = report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["layer"].as_str().unwrap_or("").to_string(),
+                g["count"].as_u64().unwrap_or(0),
+                g["unlisted"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    counts.sort();
+    let mut expected: Vec<(String, u64, u64)> = event_list::CAUSES
+        .iter()
+        .zip(made.failing)
+        .map(|((layer, _, _), n)| (layer.to_string(), n as u64, n as u64 - 20))
+        .collect();
+    expected.sort();
+    assert_eq!(counts, expected);
 }
 
 #[test]

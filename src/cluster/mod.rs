@@ -14,6 +14,8 @@ pub mod cache;
 pub mod findings;
 /// Which pull-secret entries the kubelet would use for an image (keys only, never values).
 pub mod keyring;
+/// API requests retried as client-go retries them (429 and 5xx with `Retry-After`).
+pub mod retry;
 /// The API read: the pod or workload's pods, events, nodes, service accounts, pull secrets.
 pub mod read;
 

@@ -142,7 +142,7 @@ pub async fn connect(target: &Target) -> Result<Session, ClusterError> {
     config.write_timeout = timeout;
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();
-    let client = Client::try_from(config).map_err(|e| ClusterError::Config(one_line(&e)))?;
+    let client = super::retry::client(config).map_err(|e| ClusterError::Config(one_line(&e)))?;
     Ok(Session {
         client,
         deadline: timeout.map(|t| t.saturating_mul(READ_DEADLINE_REQUESTS)),

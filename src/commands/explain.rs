@@ -91,7 +91,7 @@ fn explain_text(args: &ExplainArgs) -> anyhow::Result<u8> {
         // Input about pods: one verdict per (pod, image), grouped, worst first.
         // Nodes in the input (`kubectl get pod,events,nodes`) name the pools, as scan groups.
         let nodes = input.nodes;
-        let explained: Vec<_> = failure_text::explain_each(messages)
+        let explained: Vec<_> = failure_text::explain_each_counted(messages, &input.not_listed)
             .into_iter()
             .map(|e| {
                 let pool = nodes

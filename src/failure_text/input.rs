@@ -14,6 +14,7 @@
 //! log (or over events with no failing pod) its first MiB of messages and the one that decides
 //! (`listing`). YAML alone is read whole, up to [`MAX_YAML`].
 
+mod distinct;
 mod json_items;
 mod lines;
 mod listing;
@@ -66,6 +67,9 @@ pub struct Input {
     pub nodes: Vec<NodeFacts>,
     /// Messages left out of `messages` past [`listing::MAX_LISTED`]; none would decide.
     pub unlisted: u64,
+    /// Per message of a failing pod's events, the events alike it stands for (its text's later
+    /// events, and on a bucket's first the texts past `distinct::MAX_DISTINCT`); empty: none.
+    pub not_listed: Vec<u64>,
 }
 
 /// How much of the input is held at once.
@@ -147,6 +151,7 @@ pub fn read<R: Read + Seek>(mut input: R, limits: &Limits) -> Result<Input, Read
                 messages: found.messages,
                 nodes: found.nodes,
                 unlisted: found.unlisted,
+                not_listed: found.not_listed,
             });
         }
         input.seek(SeekFrom::Start(0)).map_err(ReadError::Io)?;
@@ -172,6 +177,7 @@ pub fn read<R: Read + Seek>(mut input: R, limits: &Limits) -> Result<Input, Read
         messages,
         nodes: Vec::new(),
         unlisted,
+        not_listed: Vec::new(),
     })
 }
 
@@ -241,6 +247,7 @@ fn yaml_objects(text: &str) -> Option<Input> {
         messages,
         nodes,
         unlisted: 0,
+        not_listed: Vec::new(),
     })
 }
 
@@ -285,7 +292,12 @@ pub fn from_objects(
 ) -> Vec<Message> {
     let mut sorted: Vec<&pod::PodEvent> = events.iter().collect();
     sorted.sort_by(|a, b| a.first_seen.cmp(&b.first_seen));
-    from_ranked(pods, sorted.into_iter().enumerate().collect())
+    let ranked = sorted
+        .into_iter()
+        .enumerate()
+        .map(|(place, e)| (place, e, 0))
+        .collect();
+    from_ranked(pods, ranked).0
 }
 
 /// What the pods say about their containers, to fill in what an event leaves out.
@@ -327,15 +339,18 @@ fn known_containers(pods: &[k8s_openapi::api::core::v1::Pod]) -> Known {
 }
 
 /// Pods and events with each event's place in time order (0-based, among every event of the
-/// input, kept or not) → messages, events in that order.
+/// input, kept or not) and the events alike it stands for → messages, events in that order,
+/// and per message those events not listed.
 fn from_ranked(
     pods: &[k8s_openapi::api::core::v1::Pod],
-    mut events: Vec<(usize, &pod::PodEvent)>,
-) -> Vec<Message> {
+    mut events: Vec<(usize, &pod::PodEvent, u64)>,
+) -> (Vec<Message>, Vec<u64>) {
     let known = known_containers(pods);
-    events.sort_by_key(|(place, _)| *place);
+    events.sort_by_key(|(place, _, _)| *place);
     let mut out: Vec<Message> = Vec::new();
-    for (i, event) in events {
+    let mut not_listed = Vec::new();
+    for (i, event, alike) in events {
+        not_listed.push(alike);
         let key = (event.pod.namespace.clone(), event.pod.name.clone());
         let about = known.get(&key);
         let image = image_named(&event.message).or_else(|| {
@@ -387,9 +402,10 @@ fn from_ranked(
                 },
                 seen: None,
             });
+            not_listed.push(0);
         }
     }
-    out
+    (out, not_listed)
 }
 
 fn status_list(kind: ContainerKind) -> &'static str {

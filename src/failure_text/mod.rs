@@ -18,7 +18,8 @@ pub struct Explanation {
     pub messages: Vec<(Message, Diagnosis)>,
     /// Index into `messages` of the one that decides the verdict.
     pub primary: Option<usize>,
-    /// Messages the input held beyond those listed (`input::listing`): none decides.
+    /// Messages the input held beyond those listed (`input::listing`; a failing pod's events
+    /// alike those listed, `input::distinct`): none decides.
     pub unlisted: u64,
 }
 
@@ -108,11 +109,18 @@ pub fn any_failing(messages: &[Message]) -> bool {
 /// Messages that name the pod but not the image (`Error: ErrImagePull`) join the pod's image
 /// when it has one; subjects with no failure at all (a healthy pod's `Started`) are left out.
 pub fn explain_each(messages: Vec<Message>) -> Vec<Explained> {
+    explain_each_counted(messages, &[])
+}
+
+/// [`explain_each`], with per message the events alike it stands for and does not list
+/// (`input::Input::not_listed`; missing: none): each finding counts its own as unlisted.
+pub fn explain_each_counted(messages: Vec<Message>, not_listed: &[u64]) -> Vec<Explained> {
+    use std::collections::HashMap;
+    type PodKey = (Option<String>, Option<String>);
     type Key = (Option<String>, Option<String>, Option<String>);
     let pod_key = |s: &Subject| (s.namespace.clone(), s.pod.clone());
     // The images each pod's messages name.
-    let mut images: std::collections::BTreeMap<(Option<String>, Option<String>), Vec<String>> =
-        std::collections::BTreeMap::new();
+    let mut images: HashMap<PodKey, Vec<String>> = HashMap::new();
     for m in &messages {
         if let Some(image) = &m.subject.image {
             let list = images.entry(pod_key(&m.subject)).or_default();
@@ -121,8 +129,10 @@ pub fn explain_each(messages: Vec<Message>) -> Vec<Explained> {
             }
         }
     }
-    let mut groups: Vec<(Key, Subject, Vec<Message>)> = Vec::new();
-    for m in messages {
+    // Groups in order of first appearance, found by key: a huge outage has a subject per pod.
+    let mut at: HashMap<Key, usize> = HashMap::new();
+    let mut groups: Vec<(Subject, Vec<Message>, u64)> = Vec::new();
+    for (i, m) in messages.into_iter().enumerate() {
         if m.subject.pod.is_none() {
             continue;
         }
@@ -139,27 +149,31 @@ pub fn explain_each(messages: Vec<Message>) -> Vec<Explained> {
             m.subject.pod.clone(),
             image.clone(),
         );
-        match groups.iter_mut().find(|g| g.0 == key) {
-            Some(group) => {
-                merge(&mut group.1, &m.subject);
-                group.2.push(m);
+        let alike = not_listed.get(i).copied().unwrap_or(0);
+        match at.get(&key) {
+            Some(&g) => {
+                let group = &mut groups[g];
+                merge(&mut group.0, &m.subject);
+                group.1.push(m);
+                group.2 += alike;
             }
             None => {
                 let mut subject = m.subject.clone();
                 subject.image = image;
-                groups.push((key, subject, vec![m]));
+                at.insert(key, groups.len());
+                groups.push((subject, vec![m], alike));
             }
         }
     }
     groups
         .into_iter()
-        .filter(|(_, subject, messages)| {
+        .filter(|(subject, messages, _)| {
             subject.waiting_reason.is_some()
                 || messages.iter().any(|m| input::is_failure_line(&m.text))
         })
-        .map(|(_, subject, messages)| Explained {
+        .map(|(subject, messages, unlisted)| Explained {
             subject,
-            explanation: explain_messages(messages, 0),
+            explanation: explain_messages(messages, unlisted),
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::Style;
 use super::terminal::inline;
 use super::text::{commands, explain, field, headline, list};
-use crate::report::findings::{FindingReport, FindingsReport, GroupReport};
+use crate::report::findings::{FindingReport, FindingsReport, GroupReport, MAX_LISTED_PER_GROUP};
 
 pub fn findings(report: &FindingsReport, style: Style) -> String {
     let mut out = String::new();
@@ -19,7 +19,9 @@ pub fn findings(report: &FindingsReport, style: Style) -> String {
             &format!("{pods} read, none waiting on an image"),
         );
     }
-    if report.findings.len() > 1 {
+    // Every finding, listed or only counted (`GroupReport::unlisted`).
+    let total: usize = report.groups.iter().map(|g| g.count).sum();
+    if total > 1 {
         let pods: std::collections::BTreeSet<&str> = report
             .groups
             .iter()
@@ -28,7 +30,7 @@ pub fn findings(report: &FindingsReport, style: Style) -> String {
         let _ = writeln!(
             out,
             "{} failing pulls · {} pods · {} groups (worst first)",
-            report.findings.len(),
+            total,
             pods.len(),
             report.groups.len()
         );
@@ -75,7 +77,22 @@ fn group_line(out: &mut String, g: &GroupReport, style: Style) {
             .map(|s| format!(" · first seen {s}"))
             .unwrap_or_default()
     );
-    let _ = writeln!(out, "      {}", inline(&g.pods.join(", ")));
+    // A huge outage's group names thousands of pods: a screenful of them, the rest counted
+    // (-o json names every one).
+    let shown = g.pods.len().min(MAX_LISTED_PER_GROUP);
+    let mut pods = g.pods[..shown].join(", ");
+    if g.pods.len() > shown {
+        let _ = write!(pods, " and {} more", g.pods.len() - shown);
+    }
+    let _ = writeln!(out, "      {}", inline(&pods));
+    if g.unlisted > 0 {
+        let _ = writeln!(
+            out,
+            "      {} listed below, {} more not listed",
+            plural(g.findings.len(), "finding"),
+            g.unlisted
+        );
+    }
 }
 
 fn plural(n: usize, word: &str) -> String {

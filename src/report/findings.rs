@@ -113,9 +113,21 @@ pub struct GroupReport {
     /// The earliest event time of the group's messages (RFC 3339), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_seen: Option<String>,
-    /// Indices into `findings`.
+    /// Indices into `findings`: the group's first [`MAX_LISTED_PER_GROUP`] findings.
     pub findings: Vec<usize>,
+    /// The group's findings beyond those listed (`count` less `findings`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unlisted: usize,
 }
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Findings listed per group: a registry outage fails every pod of a cluster alike, and past a
+/// screenful of the same verdict the rest say nothing new (each group still counts and names
+/// every pod and node). What is held while reporting grows with the findings listed.
+pub const MAX_LISTED_PER_GROUP: usize = 20;
 
 /// The node a pod landed on, and the cache state of its image across the cluster.
 #[derive(Debug, Clone, Serialize)]
@@ -216,44 +228,43 @@ pub fn findings_report(
     scope: Option<ScopeReport>,
     unread: Vec<UnreadReport>,
 ) -> FindingsReport {
-    let mut built: Vec<(FindingReport, Option<String>)> = explained
-        .iter()
-        .filter_map(|(e, extra)| {
-            let report = explain_report(&e.explanation)?;
-            let seen = e
-                .explanation
-                .messages
-                .iter()
-                .filter_map(|(m, _)| m.seen.clone())
-                .min();
-            let s = &e.subject;
-            Some((
-                FindingReport {
-                    pod: PodReport {
-                        namespace: s.namespace.clone(),
-                        name: s.pod.clone().unwrap_or_default(),
-                        node: s.node.clone(),
-                        workload: extra.workload.clone(),
-                    },
-                    container: s.container.as_ref().map(|name| ContainerReport {
-                        name: name.clone(),
-                        kind: s.container_kind.map(|k| k.as_str()),
-                        waiting_reason: s.waiting_reason.clone(),
-                    }),
-                    image: s.image.clone(),
-                    pool: extra.pool.clone(),
-                    report,
-                    location: extra.location.clone(),
-                    pull_secrets: extra.pull_secrets.clone(),
-                    next_commands: extra.next_commands.clone(),
+    let built = explained.iter().filter_map(|(e, extra)| {
+        let report = explain_report(&e.explanation)?;
+        let seen = e
+            .explanation
+            .messages
+            .iter()
+            .filter_map(|(m, _)| m.seen.clone())
+            .min();
+        let s = &e.subject;
+        Some((
+            FindingReport {
+                pod: PodReport {
+                    namespace: s.namespace.clone(),
+                    name: s.pod.clone().unwrap_or_default(),
+                    node: s.node.clone(),
+                    workload: extra.workload.clone(),
                 },
-                seen,
-            ))
-        })
-        .collect();
-    // Group by (layer, host, pool), in order of first appearance.
+                container: s.container.as_ref().map(|name| ContainerReport {
+                    name: name.clone(),
+                    kind: s.container_kind.map(|k| k.as_str()),
+                    waiting_reason: s.waiting_reason.clone(),
+                }),
+                image: s.image.clone(),
+                pool: extra.pool.clone(),
+                report,
+                location: extra.location.clone(),
+                pull_secrets: extra.pull_secrets.clone(),
+                next_commands: extra.next_commands.clone(),
+            },
+            seen,
+        ))
+    });
+    // Group by (layer, host, pool), in order of first appearance; each finding past its group's
+    // listing is counted and dropped as soon as it is grouped.
+    let mut listed: Vec<FindingReport> = Vec::new();
     let mut groups: Vec<GroupReport> = Vec::new();
-    for (i, (f, seen)) in built.iter().enumerate() {
+    for (f, seen) in built {
         let v = &f.report.verdict;
         let host = v.seen().and_then(|s| s.host.clone());
         let key = (v.layer(), host, f.pool.clone());
@@ -273,6 +284,7 @@ pub fn findings_report(
                     nodes: Vec::new(),
                     first_seen: None,
                     findings: Vec::new(),
+                    unlisted: 0,
                 });
                 groups.len() - 1
             }
@@ -280,7 +292,6 @@ pub fn findings_report(
         let g = &mut groups[at];
         g.decided &= v.is_decided();
         g.count += 1;
-        g.findings.push(i);
         let pod = match &f.pod.namespace {
             Some(ns) => format!("{ns}/{}", f.pod.name),
             None => f.pod.name.clone(),
@@ -294,9 +305,15 @@ pub fn findings_report(
             g.nodes.push(node.clone());
         }
         if let Some(seen) = seen
-            && g.first_seen.as_ref().is_none_or(|s| seen < s)
+            && g.first_seen.as_ref().is_none_or(|s| seen < *s)
         {
-            g.first_seen = Some(seen.clone());
+            g.first_seen = Some(seen);
+        }
+        if g.findings.len() < MAX_LISTED_PER_GROUP {
+            g.findings.push(listed.len());
+            listed.push(f);
+        } else {
+            g.unlisted += 1;
         }
     }
     groups.sort_by(worse_first);
@@ -305,7 +322,7 @@ pub fn findings_report(
         .iter()
         .flat_map(|g| g.findings.iter().copied())
         .collect();
-    let mut slots: Vec<Option<FindingReport>> = built.drain(..).map(|(f, _)| Some(f)).collect();
+    let mut slots: Vec<Option<FindingReport>> = listed.into_iter().map(Some).collect();
     let findings: Vec<FindingReport> = order.iter().filter_map(|&i| slots[i].take()).collect();
     let mut next = 0;
     for g in &mut groups {
@@ -397,6 +414,7 @@ mod tests {
             nodes: Vec::new(),
             first_seen: None,
             findings: Vec::new(),
+            unlisted: 0,
         };
         let mut groups = [
             g(false, 5, Layer::Other),

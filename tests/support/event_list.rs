@@ -96,18 +96,82 @@ pub fn write_events(out: impl Write, events: usize, seconds: usize) -> io::Resul
             ]),
         }
         for (kind, reason, message) in list {
-            if written > 0 {
-                out.write_all(b",\n")?;
-            }
-            let time = timestamp(written * seconds / events.max(1));
-            let field_path = if reason == "Scheduled" {
-                String::new()
-            } else {
-                "\n      \"fieldPath\": \"spec.containers{app}\",".to_string()
-            };
-            write!(
-                out,
-                r#"  {{
+            let at = (written, events, seconds);
+            write_event(&mut out, at, [kind, reason, &message], [&ns, &name, &node])?;
+            written += 1;
+        }
+        pod += 1;
+    }
+    finish(out, written, failing)
+}
+
+/// A registry outage (issue 45): `pods` pods all fail to pull, each its four messages
+/// (the pull's failure by turns for one of [`CAUSES`], `ErrImagePull`, the back-off and
+/// `ImagePullBackOff`) repeated as the kubelet's back-off retries, `events` in all, the pods'
+/// events interleaved, their first timestamps over `seconds`.
+pub fn write_outage(
+    out: impl Write,
+    events: usize,
+    pods: usize,
+    seconds: usize,
+) -> io::Result<Generated> {
+    let mut out = Counting {
+        inner: out,
+        bytes: 0,
+    };
+    out.write_all(b"{\n\"apiVersion\": \"v1\",\n\"items\": [\n")?;
+    let mut failing = [0; 3];
+    for pod in 0..pods.min(events) {
+        failing[pod % 3] += 1;
+    }
+    let pods = pods.max(1);
+    for written in 0..events {
+        let pod = written % pods;
+        let (_, image, cause) = CAUSES[pod % 3];
+        let ns = format!("team-{}", pod % 37);
+        let name = format!("web-{pod:06}");
+        let node = format!("ip-10-0-{}-{}.ec2.internal", pod % 16, pod % 250);
+        let (kind, reason, message) = match written / pods % 4 {
+            0 => (
+                "Warning",
+                "Failed",
+                format!("Failed to pull image \\\"{image}\\\": {cause}"),
+            ),
+            1 => ("Warning", "Failed", "Error: ErrImagePull".to_string()),
+            2 => (
+                "Normal",
+                "BackOff",
+                format!("Back-off pulling image \\\"{image}\\\""),
+            ),
+            _ => ("Warning", "Failed", "Error: ImagePullBackOff".to_string()),
+        };
+        let at = (written, events, seconds);
+        write_event(&mut out, at, [kind, reason, &message], [&ns, &name, &node])?;
+    }
+    finish(out, events, failing)
+}
+
+/// One event of the list, as kubectl prints it: the `written`th of `events` (its first
+/// timestamp placed over `seconds`), its type, reason and message, about a pod (namespace,
+/// name, node).
+fn write_event(
+    out: &mut impl Write,
+    (written, events, seconds): (usize, usize, usize),
+    [kind, reason, message]: [&str; 3],
+    [ns, name, node]: [&str; 3],
+) -> io::Result<()> {
+    if written > 0 {
+        out.write_all(b",\n")?;
+    }
+    let time = timestamp(written * seconds / events.max(1));
+    let field_path = if reason == "Scheduled" {
+        String::new()
+    } else {
+        "\n      \"fieldPath\": \"spec.containers{app}\",".to_string()
+    };
+    write!(
+        out,
+        r#"  {{
     "firstTimestamp": "{time}",
     "involvedObject": {{{field_path}
       "kind": "Pod",
@@ -126,17 +190,21 @@ pub fn write_events(out: impl Write, events: usize, seconds: usize) -> io::Resul
     }},
     "type": "{kind}"
   }}"#
-            )?;
-            written += 1;
-        }
-        pod += 1;
-    }
+    )
+}
+
+/// The list's end, and what was written.
+fn finish<W: Write>(
+    mut out: Counting<W>,
+    events: usize,
+    failing: [usize; 3],
+) -> io::Result<Generated> {
     out.write_all(
         b"\n],\n\"kind\": \"List\",\n\"metadata\": {\n  \"resourceVersion\": \"\"\n}\n}\n",
     )?;
     out.flush()?;
     Ok(Generated {
-        events: written,
+        events,
         bytes: out.bytes,
         failing,
     })

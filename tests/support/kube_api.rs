@@ -242,6 +242,41 @@ pub struct World {
     received: Arc<AtomicU64>,
     /// Each request's impersonation headers (`Impersonate-*`), as sent.
     impersonation: Arc<Mutex<Vec<Impersonation>>>,
+    /// Priority and fairness's rejections: how many more requests to answer with 429.
+    throttle: Arc<Throttle>,
+}
+
+/// Requests answered as the API server's priority and fairness answers those it cannot queue
+/// (`k8s.io/apiserver/pkg/server/filters`, `tooManyRequests`): after authentication, 429 with
+/// `Retry-After: 1` and `http.Error`'s plain-text body, the flow schema's headers set.
+/// Of the authenticated requests, every `every`th is rejected until `total` were: the share of
+/// a load past the server's seats that priority and fairness turns away. A request sent again
+/// after its rejection is the next one, and passes (with `every` above 1).
+#[derive(Debug, Default)]
+pub struct Throttle {
+    pub every: AtomicU64,
+    pub total: AtomicU64,
+    /// Authenticated requests seen.
+    pub seen: AtomicU64,
+    /// Requests rejected so far.
+    pub rejected: AtomicU64,
+}
+
+impl Throttle {
+    /// Whether the next request is rejected (and counted if so).
+    fn rejects(&self) -> bool {
+        let every = self.every.load(Ordering::SeqCst);
+        let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
+        if every == 0 || !n.is_multiple_of(every) {
+            return false;
+        }
+        let total = self.total.load(Ordering::SeqCst);
+        self.rejected
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| {
+                (r < total).then_some(r + 1)
+            })
+            .is_ok()
+    }
 }
 
 /// A request (`METHOD path?query`) and its `Impersonate-*` headers, lower-cased names, in order.
@@ -513,6 +548,7 @@ impl World {
             policy_denial: None,
             received: Arc::default(),
             impersonation: Arc::default(),
+            throttle: Arc::default(),
         }
     }
 
@@ -541,6 +577,14 @@ impl World {
                     .push((policy.clone(), name.to_string(), namespace.to_string()));
             }
         }
+        self
+    }
+
+    /// Every `every`th request (after authentication) is rejected with 429 until `total` were
+    /// ([`Throttle`]).
+    pub fn with_throttle(self, every: u64, total: u64) -> World {
+        self.throttle.every.store(every, Ordering::SeqCst);
+        self.throttle.total.store(total, Ordering::SeqCst);
         self
     }
 
@@ -605,7 +649,7 @@ pub fn as_the_kubelet_lists_images(node: &mut Value) {
 /// A running stand-in; stops when dropped.
 pub struct ApiServer {
     pub addr: SocketAddr,
-    /// Every request served, as `METHOD path?query`.
+    /// Every request served, as `METHOD path?query` (a rejection with 429 is not served).
     pub requests: Arc<Mutex<Vec<String>>>,
     /// The CA (PEM) that signed the server's certificate for 127.0.0.1.
     pub ca_pem: String,
@@ -615,6 +659,8 @@ pub struct ApiServer {
     pub received: Arc<AtomicU64>,
     /// Every request's `Impersonate-*` headers.
     pub impersonation: Arc<Mutex<Vec<Impersonation>>>,
+    /// The requests rejected with 429 (`World::with_throttle`), apart from `requests`.
+    pub throttle: Arc<Throttle>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -629,6 +675,7 @@ impl ApiServer {
         let store = world.store.clone();
         let received = world.received.clone();
         let impersonation = world.impersonation.clone();
+        let throttle = world.throttle.clone();
         let world = Arc::new(world);
         let log = requests.clone();
         let (tls, ca_pem) = tls();
@@ -689,6 +736,7 @@ impl ApiServer {
             store,
             received,
             impersonation,
+            throttle,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -783,9 +831,6 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
                 .collect()
         })
         .unwrap_or_default();
-    log.lock()
-        .expect("log")
-        .push(format!("{} {}", req.method(), req.uri()));
     let impersonating = req
         .headers()
         .iter()
@@ -808,6 +853,28 @@ fn handle(world: &World, log: &Mutex<Vec<String>>, req: &Request<Bytes>) -> Resp
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    // Priority and fairness comes after authentication; its rejections are counted, not logged.
+    // Its answer (`k8s.io/apiserver/pkg/server/filters`, `tooManyRequests`): `Retry-After`, then
+    // `http.Error`'s plain text; the flow schema's and priority level's UIDs in headers.
+    if bearer == Some(TOKEN) && world.throttle.rejects() {
+        return Response::builder()
+            .status(429)
+            .header("retry-after", "1")
+            .header("content-type", "text/plain; charset=utf-8")
+            .header("x-content-type-options", "nosniff")
+            .header("x-kubernetes-pf-flowschema-uid", "standin-flowschema")
+            .header("x-kubernetes-pf-prioritylevel-uid", "standin-prioritylevel")
+            .body(
+                Full::new(Bytes::from_static(
+                    b"Too many requests, please try again later.\n",
+                ))
+                .boxed(),
+            )
+            .expect("response");
+    }
+    log.lock()
+        .expect("log")
+        .push(format!("{} {}", req.method(), req.uri()));
     if bearer != Some(TOKEN) {
         return status(401, "Unauthorized", "Unauthorized".into(), json!({}));
     }

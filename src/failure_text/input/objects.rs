@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::distinct::Distinct;
 use super::json_items::{self, Frame, FrameError};
 use super::listing::{Budget, MAX_LISTED, text_decides};
 use super::{Message, ReadError, cap, is_failure_line, strip_aggregation};
@@ -31,6 +32,8 @@ pub struct Objects {
     pub nodes: Vec<NodeFacts>,
     /// Events of a list with no failing pod left out past [`MAX_LISTED`] bytes of messages.
     pub unlisted: u64,
+    /// Per message, the failing pod's events it stands for beyond itself (`distinct`).
+    pub not_listed: Vec<u64>,
 }
 
 /// A pod as events and Pods name it: (namespace, name).
@@ -75,11 +78,20 @@ pub(super) fn read_counting<R: Read + Seek>(
         events: 0,
         pods: Vec::new(),
         kept: Vec::new(),
+        distinct: Distinct::default(),
         budget: Budget::with_limit(MAX_LISTED),
         unlisted: 0,
         places: Vec::new(),
     };
     each_item(input, limit, |frame| collect.item(frame))?;
+    let mut not_listed = Vec::new();
+    if !keep_all {
+        for kept in std::mem::take(&mut collect.distinct).into_kept() {
+            collect.kept.push((kept.number, kept.event));
+            not_listed.push(kept.not_listed);
+            collect.places.push(kept.place.unwrap_or(kept.number));
+        }
+    }
     let places = if collect.ranks.is_some() {
         std::mem::take(&mut collect.places)
     } else if keep_all {
@@ -102,18 +114,22 @@ pub(super) fn read_counting<R: Read + Seek>(
         each_item(input, limit, |frame| rank.item(frame))?;
         rank.places()
     };
+    not_listed.resize(collect.kept.len(), 0);
+    let (messages, not_listed) = super::from_ranked(
+        &collect.pods,
+        collect
+            .kept
+            .iter()
+            .zip(places)
+            .zip(not_listed)
+            .map(|(((_, e), place), alike)| (place, e, alike))
+            .collect(),
+    );
     Ok(Some(Objects {
-        messages: super::from_ranked(
-            &collect.pods,
-            collect
-                .kept
-                .iter()
-                .zip(places)
-                .map(|((_, e), place)| (place, e))
-                .collect(),
-        ),
+        messages,
         nodes: survey.nodes,
         unlisted: collect.unlisted,
+        not_listed,
     }))
 }
 
@@ -283,8 +299,11 @@ struct Collect {
     /// Events seen so far: the next event's number in input order.
     events: usize,
     pods: Vec<Pod>,
-    /// The events kept, with their numbers in input order.
+    /// The events kept, with their numbers in input order: every one when `keep_all`, else
+    /// (after the pass) the failing pods' distinct messages.
     kept: Vec<(usize, PodEvent)>,
+    /// The failing pods' events, each text once (`keep_all` false).
+    distinct: Distinct,
     /// With every event kept (no failing pod): past [`MAX_LISTED`] bytes of messages an event
     /// is kept only when it is the first to decide the verdict (as `listing` keeps a log's
     /// lines), else counted.
@@ -332,9 +351,11 @@ impl Collect {
             self.unlisted += 1;
             return Ok(());
         }
-        if self.keep_all || self.flagged.contains(&key) {
+        if self.keep_all {
             self.kept.push((number, event));
             self.places.push(place.unwrap_or(number));
+        } else if self.flagged.contains(&key) {
+            self.distinct.offer(number, place, event);
         }
         Ok(())
     }
