@@ -69,7 +69,7 @@ pub async fn fleet(
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let header = header(config, &plan, sent, now(), elapsed_ms);
     let mut report = report::build(header, &plan.candidates, &outcome);
-    report.cleanup.unowned = owner.err();
+    report.cleanup.unowned = owner.err().map(|why| why.to_string());
     Ok(report)
 }
 

@@ -76,22 +76,36 @@ pub fn reference(job: &Job) -> Option<OwnerReference> {
     })
 }
 
-/// Create the run's owner. Refused (a role without `create` on Jobs, as deploy/rbac-fleet.yaml
-/// granted before): the run goes on without one, and says what a killed run would leave.
+/// Why a run has no owner: what a killed run would then leave. `Display` is the report's
+/// `cleanup.unowned`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unowned {
+    /// The create was refused (a role without `create` on Jobs, as deploy/rbac-fleet.yaml
+    /// granted before): the apiserver's answer in one line.
+    #[error(
+        "the run's objects have no owner (cannot create Job {job}: {answer}): a killed run leaves them until `pullpath fleet --cleanup`"
+    )]
+    Refused { job: String, answer: String },
+    #[error("the run's objects have no owner (the API answered Job {job} without a uid)")]
+    NoUid { job: String },
+}
+
+/// Create the run's owner. Refused: the run goes on without one, and says so.
 pub async fn create(
     client: &kube::Client,
     namespace: &str,
     run_id: &str,
     deadline: Duration,
-) -> Result<OwnerReference, String> {
+) -> Result<OwnerReference, Unowned> {
     let api: Api<Job> = Api::namespaced(client.clone(), namespace);
     let job = owner_job(run_id, namespace, deadline);
+    let name = job.metadata.name.clone().unwrap_or_default();
     match api.create(&PostParams::default(), &job).await {
-        Ok(created) => reference(&created).ok_or_else(|| "the created Job has no uid".into()),
-        Err(e) => Err(format!(
-            "the run's objects have no owner (cannot create Job pullpath-{run_id}: {}): a killed run leaves them until `pullpath fleet --cleanup`",
-            api_error(&e)
-        )),
+        Ok(created) => reference(&created).ok_or(Unowned::NoUid { job: name }),
+        Err(e) => Err(Unowned::Refused {
+            job: name,
+            answer: api_error(&e),
+        }),
     }
 }
 
