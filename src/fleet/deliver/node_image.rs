@@ -8,8 +8,9 @@
 //! 1. `--node-image`, when given;
 //! 2. the sandbox ("pause") image when `node.status.images` lists it: pinned against image
 //!    garbage collection by every node image that names one (`../shared/notes/nodes.md`: AKS
-//!    labels it `io.cri-containerd.pinned`, EKS and Bottlerocket set `pinned_images.sandbox`),
-//!    and the set deploy/admission-policy.yaml's `nodeImages` lists. The kubelet lists only the
+//!    labels it `io.cri-containerd.pinned`, EKS and Bottlerocket set `pinned_images.sandbox`).
+//!    (The admission policy admits any image here: it pins the stage and the binary it runs,
+//!    docs/security.md.) The kubelet lists only the
 //!    50 largest images (`nodeStatusMaxImages`, kubelet `pkg/kubelet/nodestatus/setters.go`
 //!    `Images()`, sorted by `ByImageSize` in `images/image_gc_manager.go`), so on a node that
 //!    caches many (AKS) the small pause image is usually missing;
