@@ -32,19 +32,16 @@ pub async fn fleet(
     let mut interrupt = std::pin::pin!(interrupt);
     let namespace = &config.probe_namespace;
     admitted(&plan, namespace).await?;
-    let owner = if plan.pods.is_empty() {
-        Ok(None)
+    // No pod, no owner: nothing would name it.
+    let (owned, unowned) = if plan.pods.is_empty() {
+        (None, None)
     } else {
-        owner::create(
-            &plan.client,
-            namespace,
-            &plan.run_id,
-            config.settings.deadline,
-        )
-        .await
-        .map(Some)
+        let deadline = config.settings.deadline;
+        match owner::create(&plan.client, namespace, &plan.run_id, deadline).await {
+            Ok(owner) => (Some(owner), None),
+            Err(why) => (None, Some(why)),
+        }
     };
-    let owned = owner.as_ref().ok().cloned().flatten();
     let sent = send_binaries(&plan, namespace, owned.as_ref(), &mut interrupt).await?;
     let mut outcome = run::run(
         plan.client.clone(),
@@ -69,7 +66,7 @@ pub async fn fleet(
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let header = header(config, &plan, sent, now(), elapsed_ms);
     let mut report = report::build(header, &plan.candidates, &outcome);
-    report.cleanup.unowned = owner.err().map(|why| why.to_string());
+    report.cleanup.unowned = unowned.map(|why| why.to_string());
     Ok(report)
 }
 

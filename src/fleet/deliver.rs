@@ -210,10 +210,7 @@ pub fn pack(binaries: &Binaries) -> Result<Payload, Undeliverable> {
 /// `bytes`' SHA-256 as lowercase hex, as `sha256sum` prints it and the stage reads it.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::image_ref::hex(&sha2::Sha256::digest(bytes))
 }
 
 /// `part-IIII-of-NNNN`: the name the stage orders parts by.

@@ -1722,7 +1722,7 @@ fn write_config_maps(
     let maps = &world.store.config_maps;
     match (req.method().clone(), name) {
         (hyper::Method::POST, None) => {
-            let (mut map, name) = match to_create(world, req, ns, "ConfigMap") {
+            let (map, name) = match to_create(world, req, ns, "ConfigMap") {
                 Ok(created) => created,
                 Err(refused) => return *refused,
             };
@@ -1762,28 +1762,14 @@ fn write_config_maps(
                         "causes": [{"reason": "FieldValueTooLong", "message": message, "field": "[]"}]}),
                 );
             }
-            if dry_run(query) {
-                return respond(201, &map);
-            }
-            let mut maps = maps.lock().expect("configmaps");
-            if maps
-                .iter()
-                .any(|c| c["metadata"]["namespace"] == ns && c["metadata"]["name"] == name.as_str())
-            {
-                return status(
-                    409,
-                    "AlreadyExists",
-                    format!("configmaps \"{name}\" already exists"),
-                    json!({"name": name, "kind": "configmaps"}),
-                );
-            }
-            let count = world.store.revisions.fetch_add(1, Ordering::SeqCst);
-            map["metadata"]["namespace"] = json!(ns);
-            map["metadata"]["uid"] = json!(format!("00000000-0000-4000-9000-{count:012}"));
-            map["metadata"]["creationTimestamp"] = json!(now_rfc3339());
-            map["metadata"]["resourceVersion"] = json!(format!("{}", 70_000 + count));
-            maps.push(map.clone());
-            respond(201, &map)
+            let new = New {
+                ns,
+                name: &name,
+                group: "",
+                plural: "configmaps",
+                uid_series: "9000",
+            };
+            store_created(world, maps, new, map, query)
         }
         (hyper::Method::DELETE, Some(name)) => delete_stored(maps, ns, name, "configmaps"),
         (hyper::Method::DELETE, None) => delete_labelled(maps, ns, query, ("v1", "ConfigMapList")),
@@ -1889,25 +1875,15 @@ fn write_jobs(
                 Ok(created) => created,
                 Err(refused) => return *refused,
             };
-            let mut jobs = jobs.lock().expect("jobs");
-            if jobs
-                .iter()
-                .any(|j| j["metadata"]["namespace"] == ns && j["metadata"]["name"] == name.as_str())
-            {
-                return status(
-                    409,
-                    "AlreadyExists",
-                    format!("jobs.batch \"{name}\" already exists"),
-                    json!({"name": name, "group": "batch", "kind": "jobs"}),
-                );
-            }
-            let count = world.store.revisions.fetch_add(1, Ordering::SeqCst);
-            job["metadata"]["namespace"] = json!(ns);
-            job["metadata"]["uid"] = json!(format!("00000000-0000-4000-a000-{count:012}"));
-            job["metadata"]["creationTimestamp"] = json!(now_rfc3339());
             job["status"] = json!({"startTime": now_rfc3339(), "active": 0});
-            jobs.push(job.clone());
-            respond(201, &job)
+            let new = New {
+                ns,
+                name: &name,
+                group: "batch",
+                plural: "jobs",
+                uid_series: "a000",
+            };
+            store_created(world, jobs, new, job, query)
         }
         (hyper::Method::DELETE, Some(name)) => delete_stored(jobs, ns, name, "jobs"),
         (hyper::Method::DELETE, None) => delete_labelled(jobs, ns, query, ("batch/v1", "JobList")),
@@ -1918,6 +1894,65 @@ fn write_jobs(
             json!({}),
         ),
     }
+}
+
+/// Where a created object is stored and how the API names it.
+struct New<'a> {
+    ns: &'a str,
+    name: &'a str,
+    group: &'a str,
+    plural: &'a str,
+    /// The uid's fourth group, one per kind, so that uids never collide across kinds.
+    uid_series: &'a str,
+}
+
+/// A created object (a ConfigMap, a Job) stored as the API stores it: `?dryRun=All` answers
+/// without storing; a name taken in the namespace is 409 AlreadyExists; else the namespace, a
+/// uid, the creation time and a resourceVersion are set.
+fn store_created(
+    world: &World,
+    objects: &Mutex<Vec<Value>>,
+    new: New,
+    mut object: Value,
+    query: &BTreeMap<String, String>,
+) -> Response<Body> {
+    if dry_run(query) {
+        return respond(201, &object);
+    }
+    let New {
+        ns,
+        name,
+        group,
+        plural,
+        uid_series,
+    } = new;
+    let mut objects = objects.lock().expect("objects");
+    if objects
+        .iter()
+        .any(|o| o["metadata"]["namespace"] == ns && o["metadata"]["name"] == name)
+    {
+        let (qualified, details) = if group.is_empty() {
+            (plural.to_string(), json!({"name": name, "kind": plural}))
+        } else {
+            (
+                format!("{plural}.{group}"),
+                json!({"name": name, "group": group, "kind": plural}),
+            )
+        };
+        return status(
+            409,
+            "AlreadyExists",
+            format!("{qualified} \"{name}\" already exists"),
+            details,
+        );
+    }
+    let count = world.store.revisions.fetch_add(1, Ordering::SeqCst);
+    object["metadata"]["namespace"] = json!(ns);
+    object["metadata"]["uid"] = json!(format!("00000000-0000-4000-{uid_series}-{count:012}"));
+    object["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+    object["metadata"]["resourceVersion"] = json!(format!("{}", 70_000 + count));
+    objects.push(object.clone());
+    respond(201, &object)
 }
 
 /// DELETE of one stored object (a ConfigMap, a Job) by namespace and name.
